@@ -1,0 +1,100 @@
+"""Pipeline configs: YAML files under ``configs/``, with command-line overrides.
+
+A config is chosen by path or by name (``offline`` means ``configs/offline.yaml``). Any value can be overridden
+with ``--set dotted.key=value``; the value is read as YAML (``--set first_stage.mu=1500``,
+``--set reranker.name=none``). A config may start from another with ``base: NAME``.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+from cast.errors import ConfigError
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+DEFAULT_CONFIG = "offline"
+
+
+def config_path(name_or_path: str | Path) -> Path:
+    """The file for a config name (``offline``) or path (``configs/offline.yaml``)."""
+    candidate = Path(name_or_path).expanduser()
+    if candidate.is_file():
+        return candidate
+    named = CONFIG_DIR / f"{name_or_path}.yaml"
+    if named.is_file():
+        return named
+    known = ", ".join(sorted(p.stem for p in CONFIG_DIR.glob("*.yaml")))
+    raise ConfigError(f"no config {str(name_or_path)!r}: give a YAML file or one of: {known}")
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML: {e}") from e
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a config must be a YAML mapping")
+    return data
+
+
+def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """Deep-merge ``override`` into a copy of ``base`` (a stage section whose ``name`` changes is replaced)."""
+    merged = copy.deepcopy(base)
+    for key, value in override.items():
+        old = merged.get(key)
+        if isinstance(old, dict) and isinstance(value, dict) and value.get("name", old.get("name")) == old.get("name"):
+            merged[key] = merge(old, value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def parse_override(assignment: str) -> tuple[list[str], Any]:
+    """``"a.b=1"`` -> ``(["a", "b"], 1)``; the value is parsed as YAML."""
+    import yaml
+
+    key, sep, raw = assignment.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"--set expects KEY=VALUE (e.g. first_stage.mu=1500), got {assignment!r}")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError as e:
+        raise ConfigError(f"--set {assignment!r}: the value is not valid YAML: {e}") from e
+    return key.strip().split("."), value
+
+
+def apply_override(config: dict[str, Any], keys: list[str], value: Any) -> None:
+    node = config
+    for key in keys[:-1]:
+        child = node.setdefault(key, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"--set {'.'.join(keys)}: {key!r} is a value, not a section")
+        node = child
+    if keys[-1] == "name" and node.get("name") not in (None, value):
+        # A different stage: its settings do not carry over.
+        node.clear()
+    node[keys[-1]] = value
+
+
+def load_config(name_or_path: str | Path = DEFAULT_CONFIG, overrides: list[str] = ()) -> dict[str, Any]:
+    """Read a config, resolve its ``base`` chain, and apply ``--set`` overrides.
+
+    The result has ``tag`` (the run tag: the config's file name unless set).
+    """
+    path = config_path(name_or_path)
+    config = _read_yaml(path)
+    seen = {path.resolve()}
+    while "base" in config:
+        base_path = config_path(config.pop("base"))
+        if base_path.resolve() in seen:
+            raise ConfigError(f"{path}: config 'base' chain loops at {base_path}")
+        seen.add(base_path.resolve())
+        config = merge(_read_yaml(base_path), config)
+    config.setdefault("tag", path.stem)
+    for assignment in overrides:
+        apply_override(config, *parse_override(assignment))
+    return config

@@ -1,0 +1,47 @@
+"""Errors a user can act on. The CLI prints them as one line, without a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class CastError(Exception):
+    """Base class: something the user can fix (a path, a file, a config value, a service)."""
+
+
+class ConfigError(CastError):
+    """A configuration file or value is wrong."""
+
+
+class DataFormatError(CastError):
+    """An input file is malformed. The message names the file, and the line where known."""
+
+    def __init__(self, path: str | Path, message: str, line: int | None = None):
+        where = f"{path}:{line}" if line is not None else str(path)
+        super().__init__(f"{where}: {message}")
+        self.path = str(path)
+        self.line = line
+
+
+class EmptyUtteranceError(CastError):
+    """A turn has no text to search with."""
+
+
+class IndexUnavailableError(CastError):
+    """A Lucene index is missing, empty or incompatible."""
+
+
+class ModelUnavailableError(CastError):
+    """A model named in the config cannot be loaded here."""
+
+    def __init__(self, model: str, reason: str):
+        super().__init__(
+            f"cannot load model {model!r}: {reason}. Make it available by downloading it once on a machine with "
+            f"network (e.g. `huggingface-cli download {model}`, which fills the Hugging Face cache), or point the "
+            f"config at a local folder holding the model (e.g. --set reranker.model=/path/to/model)."
+        )
+        self.model = model
+
+
+class ServiceUnavailableError(CastError):
+    """A remote service (entity linker, knowledge base) cannot be reached."""

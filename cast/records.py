@@ -1,0 +1,226 @@
+"""Typed records in the vocabulary of TREC CAsT. Ids are always ``str``.
+
+Records are frozen dataclasses; ``to_dict`` / ``from_dict`` give the JSON form used in answers files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One turn of a conversation.
+
+    Attributes:
+        qid: the query id used by the official qrels, e.g. ``31_1``, ``132_1-3``.
+        topic_id: the conversation (topic) number as a string, e.g. ``31``.
+        turn_id: the turn number within the topic, e.g. ``1`` or ``1-3`` (CAsT 2022 tree paths).
+        utterance: the raw user utterance.
+        manual_rewrite: the organisers' manually resolved utterance (oracle), if given.
+        automatic_rewrite: the topic file's automatic rewrite, if given.
+        response: the canonical response passage text (2021) or written response (2022), if given.
+        response_ids: canonical result / provenance passage ids, if given.
+    """
+
+    qid: str
+    topic_id: str
+    turn_id: str
+    utterance: str
+    manual_rewrite: str | None = None
+    automatic_rewrite: str | None = None
+    response: str | None = None
+    response_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """A conversation (a CAsT topic, or one path through a 2022 topic tree)."""
+
+    topic_id: str
+    turns: tuple[Turn, ...]
+    title: str | None = None
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A passage of the collection."""
+
+    id: str
+    text: str
+    title: str | None = None
+
+
+@dataclass(frozen=True)
+class ScoredPassage:
+    """A passage with a score from one stage.
+
+    Attributes:
+        score: the score of the stage that produced this ordering (higher is better); its scale depends on the
+            stage: LMD log-likelihood, monoBERT relevance probability, cosine similarity...
+        first_stage_score: the first-stage (Lucene) score, kept through re-ranking.
+        first_stage_rank: 1-based rank in the first stage.
+    """
+
+    passage: Passage
+    score: float
+    first_stage_score: float | None = None
+    first_stage_rank: int | None = None
+
+    @property
+    def id(self) -> str:
+        return self.passage.id
+
+
+@dataclass(frozen=True)
+class EntityMention:
+    """An entity linked in a text.
+
+    Attributes:
+        surface: the mention as it appears in the text.
+        start: character offset of the mention in the text (inclusive).
+        end: character offset of the end of the mention (exclusive).
+        entity: the DBpedia-style identifier, e.g. ``http://dbpedia.org/resource/Barack_Obama``.
+        confidence: the linker's confidence in [0, 1] (or its similarity score).
+        linker: the name of the linker that produced it.
+    """
+
+    surface: str
+    start: int
+    end: int
+    entity: str
+    confidence: float
+    linker: str
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """A context-independent query and what produced it (so a rewrite can be shown and explained)."""
+
+    query: str
+    method: str
+    inputs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PastTurn:
+    """What later turns may use of an earlier turn: its query, its top passage and its entities."""
+
+    turn: Turn
+    query: str
+    top_passage: Passage | None = None
+    query_entities: tuple[EntityMention, ...] = ()
+    focus_entity: str | None = None
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The passages chosen for the generator, and why.
+
+    Attributes:
+        passages: the chosen passages, best first (their text may be filtered, e.g. by the entity-density filter).
+        scores: the final selection score of every candidate, by passage id.
+        explanation: method-specific, JSON-serialisable details (entities, ranks, graph edges kept, paths...).
+        focus_entity: the conversation's highest-ranked entity at this turn, if the method ranks entities.
+    """
+
+    passages: tuple[ScoredPassage, ...]
+    method: str
+    scores: dict[str, float] = field(default_factory=dict)
+    explanation: dict[str, Any] = field(default_factory=dict)
+    focus_entity: str | None = None
+
+
+@dataclass(frozen=True)
+class AnswerSentence:
+    """A sentence of an answer and the passage it came from (None where a generator cannot say)."""
+
+    text: str
+    passage_id: str | None
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One answer for a turn.
+
+    Attributes:
+        text: the answer; never empty (see ``no_answer_reason``).
+        source_ids: the ids of the passages the generator read.
+        sentences: the answer's sentences with their attribution, where the generator knows it.
+        generator: the generator's name (and model, for neural generators).
+        settings: the decoding/selection settings used.
+        no_answer_reason: set when no usable answer could be produced; ``text`` then says so.
+    """
+
+    text: str
+    source_ids: tuple[str, ...]
+    generator: str
+    sentences: tuple[AnswerSentence, ...] = ()
+    settings: dict[str, Any] = field(default_factory=dict)
+    no_answer_reason: str | None = None
+
+
+NO_ANSWER_TEXT = "No answer was found for this question."
+
+
+def to_dict(record: Any) -> dict[str, Any]:
+    """The JSON-serialisable form of a record (tuples become lists)."""
+    return asdict(record)
+
+
+def from_dict(cls: type, data: dict[str, Any]) -> Any:
+    """Rebuild a record written by :func:`to_dict` (nested records included)."""
+    return _RECORD_READERS[cls](data)
+
+
+def _turn(d: dict) -> Turn:
+    return Turn(**{**d, "response_ids": tuple(d.get("response_ids", ()))})
+
+
+def _passage(d: dict | None) -> Passage | None:
+    return None if d is None else Passage(**d)
+
+
+def _scored(d: dict) -> ScoredPassage:
+    return ScoredPassage(**{**d, "passage": _passage(d["passage"])})
+
+
+def _mention(d: dict) -> EntityMention:
+    return EntityMention(**d)
+
+
+def _past_turn(d: dict) -> PastTurn:
+    return PastTurn(
+        turn=_turn(d["turn"]),
+        query=d["query"],
+        top_passage=_passage(d.get("top_passage")),
+        query_entities=tuple(_mention(m) for m in d.get("query_entities", ())),
+        focus_entity=d.get("focus_entity"),
+    )
+
+
+def _answer(d: dict) -> Answer:
+    return Answer(
+        **{
+            **d,
+            "source_ids": tuple(d["source_ids"]),
+            "sentences": tuple(AnswerSentence(**s) for s in d.get("sentences", ())),
+        }
+    )
+
+
+_RECORD_READERS = {
+    Turn: _turn,
+    Passage: _passage,
+    ScoredPassage: _scored,
+    EntityMention: _mention,
+    PastTurn: _past_turn,
+    Answer: _answer,
+    Rewrite: lambda d: Rewrite(**d),
+}
+
+
+def field_names(cls: type) -> list[str]:
+    return [f.name for f in fields(cls)]

@@ -1,0 +1,78 @@
+"""Stage names used in configs, mapped to the classes that implement them.
+
+Classes are named as ``"module:Class"`` strings and imported only when a config asks for them, so that
+choosing the BM25 first stage never imports torch (and ``cast --help`` imports nothing heavy).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from cast.errors import ConfigError
+
+if TYPE_CHECKING:
+    from cast.resources import Resources
+    from cast.stages import Stage
+
+STAGES: dict[str, dict[str, str]] = {
+    "rewriter": {
+        "raw": "cast.rewrite:RawRewriter",
+        "manual": "cast.rewrite:ManualRewriter",
+        "automatic": "cast.rewrite:AutomaticRewriter",
+        "hqe": "cast.hqe:HQERewriter",
+        "t5": "cast.t5_rewriter:T5Rewriter",
+    },
+    "first_stage": {
+        "lmd": "cast.retrieval:LMDFirstStage",
+        "bm25": "cast.retrieval:BM25FirstStage",
+    },
+    "reranker": {
+        "none": "cast.rerank:NoReranker",
+        "monobert": "cast.rerank:MonoBERTReranker",
+        "biencoder": "cast.rerank:BiEncoderReranker",
+        "cross_encoder": "cast.rerank:CrossEncoderReranker",
+    },
+    "linker": {
+        "none": "entity.linkers:NoLinker",
+        "dictionary": "entity.dictionary:DictionaryLinker",
+        "spotlight": "entity.spotlight:SpotlightLinker",
+        "fox": "entity.fox:FoxLinker",
+    },
+    "knowledge_base": {
+        "collection": "entity.relatedness:CollectionKnowledgeBase",
+        "link_graph": "entity.relatedness:LinkGraphKnowledgeBase",
+        "sparql": "entity.relatedness:SparqlKnowledgeBase",
+    },
+    "selector": {
+        "o": "entity.selection:OriginalOrderSelector",
+        "er": "entity.selection:EntityRelatednessSelector",
+        "eg": "entity.selection:EntityGraphSelector",
+    },
+    "summarizer": {
+        "topk_trim": "summarize.extractive:TopKTrimSummarizer",
+        "entity_extractive": "summarize.entity_extractive:EntityExtractiveSummarizer",
+        "seq2seq": "summarize.seq2seq:Seq2SeqSummarizer",
+    },
+}
+
+
+def stage_class(kind: str, name: str) -> type[Stage]:
+    """The class registered as ``name`` for ``kind`` (imported on demand)."""
+    if kind not in STAGES:
+        raise ConfigError(f"unknown stage kind {kind!r}; known kinds: {', '.join(STAGES)}")
+    names = STAGES[kind]
+    if name not in names:
+        raise ConfigError(f"unknown {kind} {name!r}; choose one of: {', '.join(sorted(names))}")
+    module_name, class_name = names[name].split(":")
+    cls = getattr(importlib.import_module(module_name), class_name)
+    cls.name = name
+    return cls
+
+
+def build_stage(kind: str, section: dict[str, Any], resources: Resources) -> Stage:
+    """Build a stage from its config section (``{"name": ..., **settings}``)."""
+    if not isinstance(section, dict) or "name" not in section:
+        raise ConfigError(f"config section {kind!r} must be a mapping with a 'name' key, got {section!r}")
+    params = {k: v for k, v in section.items() if k != "name"}
+    return stage_class(kind, section["name"]).from_config(params, resources)

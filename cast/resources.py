@@ -1,0 +1,69 @@
+"""Things stages share, created lazily: the index, the cache, the device, and stages that other stages use."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from cast.cache import Cache
+from cast.errors import ConfigError
+
+
+class Resources:
+    """Shared, lazily created resources of one pipeline.
+
+    Args:
+        config: the whole (resolved) pipeline config; stages may ask for other stages by kind
+            (e.g. a selector asks for the ``knowledge_base``).
+    """
+
+    def __init__(self, config: dict[str, Any]):
+        self.config = config
+        self._stages: dict[str, Any] = {}
+
+    @property
+    def index_dir(self) -> Path:
+        """The Lucene index of the collection (``index`` in the config)."""
+        if not self.config.get("index"):
+            raise ConfigError("no index configured: pass --index DIR or --set index=DIR")
+        return Path(self.config["index"]).expanduser()
+
+    @property
+    def stemmer(self) -> str:
+        return self.config.get("stemmer", "krovetz")
+
+    @cached_property
+    def cache(self) -> Cache:
+        cache_dir = self.config.get("cache_dir")
+        return Cache(None if cache_dir is None else Path(cache_dir).expanduser() / "cache.sqlite")
+
+    @property
+    def device(self) -> str:
+        """``cpu`` or ``cuda``: the config's ``device``, where ``auto`` means CUDA when available."""
+        wanted = self.config.get("device", "auto")
+        if wanted != "auto":
+            return wanted
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+
+    def searcher(self) -> Any:
+        from cast import jvm
+
+        return jvm.searcher(str(self.index_dir), self.stemmer)
+
+    def index_reader(self) -> Any:
+        from cast import jvm
+
+        return jvm.index_reader(str(self.index_dir))
+
+    def stage(self, kind: str) -> Any:
+        """The stage configured under ``kind``, built once and shared."""
+        if kind not in self._stages:
+            from cast.registry import build_stage
+
+            if kind not in self.config:
+                raise ConfigError(f"the config has no {kind!r} section, which this pipeline needs")
+            self._stages[kind] = build_stage(kind, self.config[kind], self)
+        return self._stages[kind]

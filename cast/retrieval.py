@@ -1,0 +1,107 @@
+"""First-stage retrieval with Lucene (through :mod:`cast.jvm`): Dirichlet query likelihood or BM25."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from cast.errors import EmptyUtteranceError
+from cast.records import Passage, ScoredPassage
+from cast.resources import Resources
+from cast.stages import FirstStage
+
+
+def passage_from_raw(docid: str, raw: str | None) -> Passage:
+    """A passage from the raw JSON Lucene stored (``contents`` and optional ``title``)."""
+    if not raw:
+        return Passage(id=docid, text="")
+    try:
+        fields = json.loads(raw)
+    except json.JSONDecodeError:
+        return Passage(id=docid, text=raw)
+    return Passage(id=docid, text=fields.get("contents", ""), title=fields.get("title") or None)
+
+
+class LuceneFirstStage(FirstStage):
+    """Searches the configured index; subclasses choose the scoring function.
+
+    Args:
+        k: passages retrieved per query (the run file's depth).
+        threads: threads for batch search (Lucene's own thread pool; no multiprocessing around the JVM).
+    """
+
+    def __init__(self, resources: Resources, k: int = 1000, threads: int = 2):
+        self.resources = resources
+        self.k = k
+        self.threads = threads
+        self._searcher: Any = None
+
+    @property
+    def searcher(self) -> Any:
+        if self._searcher is None:
+            self._searcher = self.resources.searcher()
+            self.configure(self._searcher)
+        return self._searcher
+
+    def configure(self, searcher: Any) -> None:
+        raise NotImplementedError
+
+    def search(self, query: str, k: int | None = None) -> list[ScoredPassage]:
+        return self.search_batch([query], k)[0]
+
+    def search_batch(self, queries: Sequence[str], k: int | None = None) -> list[list[ScoredPassage]]:
+        for query in queries:
+            if not query.strip():
+                raise EmptyUtteranceError("cannot search with an empty query")
+        k = k or self.k
+        qids = [str(i) for i in range(len(queries))]
+        if len(queries) == 1:
+            hits_by_qid = {"0": self.searcher.search(queries[0], k=k)}
+        else:
+            hits_by_qid = self.searcher.batch_search(list(queries), qids, k=k, threads=self.threads)
+        return [self._scored(hits_by_qid[qid]) for qid in qids]
+
+    @staticmethod
+    def _scored(hits: Sequence[Any]) -> list[ScoredPassage]:
+        return [
+            ScoredPassage(
+                passage=passage_from_raw(h.docid, h.lucene_document.get("raw")),
+                score=float(h.score),
+                first_stage_score=float(h.score),
+                first_stage_rank=rank,
+            )
+            for rank, h in enumerate(hits, start=1)
+        ]
+
+
+class LMDFirstStage(LuceneFirstStage):
+    """Query likelihood with Dirichlet smoothing (Pyserini's ``set_qld``); scores are log-likelihoods.
+
+    Args:
+        mu: the Dirichlet prior.
+    """
+
+    def __init__(self, resources: Resources, mu: float = 1000.0, k: int = 1000, threads: int = 2):
+        super().__init__(resources, k=k, threads=threads)
+        self.mu = mu
+
+    def configure(self, searcher: Any) -> None:
+        searcher.set_qld(float(self.mu))
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "mu": self.mu, "k": self.k}
+
+
+class BM25FirstStage(LuceneFirstStage):
+    """BM25 (Pyserini's ``set_bm25``)."""
+
+    def __init__(self, resources: Resources, k1: float = 0.9, b: float = 0.4, k: int = 1000, threads: int = 2):
+        super().__init__(resources, k=k, threads=threads)
+        self.k1, self.b = k1, b
+
+    def configure(self, searcher: Any) -> None:
+        searcher.set_bm25(float(self.k1), float(self.b))
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "k1": self.k1, "b": self.b, "k": self.k}

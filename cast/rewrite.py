@@ -1,0 +1,65 @@
+"""Baseline query formulations: the raw utterance, the manual rewrite (oracle), the topic file's automatic one.
+
+Learned rewriters live in :mod:`cast.t5_rewriter` and :mod:`cast.hqe`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cast.errors import ConfigError, EmptyUtteranceError
+from cast.records import PastTurn, Rewrite, Turn
+from cast.stages import Rewriter
+
+
+def require_text(text: str | None, turn: Turn, what: str) -> str:
+    """``text`` stripped, or an error naming the turn when it is empty."""
+    if text is None or not text.strip():
+        raise EmptyUtteranceError(f"turn {turn.qid}: the {what} is empty")
+    return text.strip()
+
+
+class RawRewriter(Rewriter):
+    """The utterance as the user typed it."""
+
+    def rewrite(self, history: Sequence[PastTurn], turn: Turn) -> Rewrite:
+        return Rewrite(query=require_text(turn.utterance, turn, "utterance"), method=self.name)
+
+
+class _TopicRewriter(Rewriter):
+    """A rewrite taken from the topic file; ``fallback`` (a rewriter name) covers turns that have none."""
+
+    field_name = ""
+
+    def __init__(self, fallback: str | None = None, resources=None):
+        self.fallback_name = fallback
+        self._fallback = None
+        if fallback is not None:
+            from cast.registry import build_stage
+
+            if fallback in ("manual", "automatic"):
+                raise ConfigError(f"rewriter fallback must be a rewriter that needs no topic rewrite, not {fallback!r}")
+            self._fallback = build_stage("rewriter", {"name": fallback}, resources)
+
+    def rewrite(self, history: Sequence[PastTurn], turn: Turn) -> Rewrite:
+        text = getattr(turn, self.field_name)
+        if (text is None or not text.strip()) and self._fallback is not None:
+            return self._fallback.rewrite(history, turn)
+        label = self.field_name.replace("_", " ")
+        if text is None:
+            raise ConfigError(
+                f"turn {turn.qid} has no {label}; use topics that carry one, or set rewriter.fallback (e.g. hqe)"
+            )
+        return Rewrite(query=require_text(text, turn, label), method=self.name)
+
+
+class ManualRewriter(_TopicRewriter):
+    """The organisers' manual rewrite (an oracle upper bound)."""
+
+    field_name = "manual_rewrite"
+
+
+class AutomaticRewriter(_TopicRewriter):
+    """The automatic rewrite distributed with the topics (e.g. CAsT 2020-2022 organiser baselines)."""
+
+    field_name = "automatic_rewrite"

