@@ -1,0 +1,98 @@
+"""``cast answer``: answer a conversation turn by turn, interactively or for one utterance with its history."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable
+
+from cast.commands.common import add_config_arguments, config_from_args
+
+NEW_CONVERSATION = "/new"
+QUIT = "/quit"
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "answer",
+        help="answer utterances of a conversation",
+        description="Without UTTERANCE, read utterances from standard input, one per line, each the next turn of "
+        f"the same conversation ({NEW_CONVERSATION} starts a new conversation, {QUIT} or end of input stops). "
+        "With UTTERANCE, answer it once, after the --history utterances.",
+    )
+    add_config_arguments(parser)
+    parser.add_argument("utterance", nargs="?", help="the utterance to answer")
+    parser.add_argument(
+        "--history", action="append", default=[], metavar="UTTERANCE", help="an earlier utterance (repeatable, in order)"
+    )
+    parser.add_argument("--json", action="store_true", help="print each turn's full record as JSON")
+    parser.set_defaults(func=main)
+
+
+class Conversation:
+    """An ad-hoc conversation: each new utterance is answered with the history so far."""
+
+    def __init__(self, pipeline, topic_id: str = "user"):
+        self.pipeline = pipeline
+        self.topic_id = topic_id
+        self.history = []
+
+    def ask(self, utterance: str):
+        from cast.records import Turn
+
+        number = len(self.history) + 1
+        turn = Turn(qid=f"{self.topic_id}_{number}", topic_id=self.topic_id, turn_id=str(number), utterance=utterance)
+        result = self.pipeline.answer_turn(self.history, turn)
+        self.history.append(result.past_turn())
+        return result
+
+
+def format_result(result) -> str:
+    """The answer, the query it answered, and the passages it used (ids and titles)."""
+    lines = [result.answer.text, f"  (query: {result.rewrite.query})"]
+    for scored in result.selection.passages:
+        title = f" {scored.passage.title}" if scored.passage.title else ""
+        lines.append(f"  [{scored.id}]{title}")
+    return "\n".join(lines)
+
+
+def main(args: argparse.Namespace) -> int:
+    from cast.errors import EmptyUtteranceError
+    from cast.pipeline import Pipeline
+
+    pipeline = Pipeline.from_config(config_from_args(args))
+
+    def show(result) -> None:
+        print(json.dumps(result.to_record(), ensure_ascii=False) if args.json else format_result(result), flush=True)
+
+    conversation = Conversation(pipeline)
+    if args.utterance is not None:
+        for earlier in args.history:
+            conversation.ask(earlier)
+        show(conversation.ask(args.utterance))
+        return 0
+    interactive = sys.stdin.isatty()
+    for line in _prompted_lines(sys.stdin, interactive):
+        utterance = line.strip()
+        if utterance == QUIT:
+            break
+        if utterance == NEW_CONVERSATION:
+            conversation = Conversation(pipeline, topic_id=f"user{id(object())}")
+            print("(new conversation)", file=sys.stderr)
+            continue
+        try:
+            show(conversation.ask(utterance))
+        except EmptyUtteranceError:
+            print("(empty utterance: type a question, /new or /quit)", file=sys.stderr)
+    return 0
+
+
+def _prompted_lines(stream, interactive: bool) -> Iterable[str]:
+    while True:
+        if interactive:
+            print("> ", end="", file=sys.stderr, flush=True)
+        line = stream.readline()
+        if not line:
+            return
+        yield line

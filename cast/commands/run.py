@@ -1,0 +1,51 @@
+"""``cast run``: answer every turn of a topics file; write a TREC run file and an answers file."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from cast.commands.common import add_config_arguments, config_from_args
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="run the pipeline over a topics file",
+        description="Answer every turn of a topics file. Writes OUTPUT.run (TREC format) and OUTPUT.answers.jsonl; "
+        "an interrupted run resumes from the last completed turn.",
+    )
+    add_config_arguments(parser)
+    parser.add_argument("--topics", required=True, help="a CAsT topics file (2019-2022 formats)")
+    parser.add_argument("--rewrites", help="a qid<TAB>rewrite TSV of manual rewrites (CAsT 2019)")
+    parser.add_argument("--output", required=True, help="output prefix, e.g. runs/lmd-eg")
+    parser.add_argument("--tag", help="the run tag (default: the config's name)")
+    parser.add_argument("--overwrite", action="store_true", help="replace complete outputs that already exist")
+    parser.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from cast.outputs import RunOutputs
+    from cast.pipeline import Pipeline
+    from cast.topics import load_topics
+
+    config = config_from_args(args)
+    conversations = load_topics(args.topics, rewrites=args.rewrites)
+    outputs = RunOutputs(args.output, args.tag or config["tag"], overwrite=args.overwrite)
+    done = outputs.completed()
+    if done:
+        print(f"resuming: {len(done)} turn(s) already answered in {args.output}", file=sys.stderr)
+    pipeline = Pipeline.from_config(config)
+    described = pipeline.describe()
+
+    def write(result) -> None:
+        outputs.append(result.qid, result.ranking, {**result.to_record(), "config": described})
+
+    pipeline.run(conversations, done=done, on_result=write, progress=True)
+    qids = list(dict.fromkeys(t.qid for c in conversations for t in c.turns))
+    outputs.finalize(qids)
+    report = getattr(pipeline.linker, "report", None)
+    if report is not None and report():
+        print(report(), file=sys.stderr)
+    print(f"wrote {outputs.run_path} and {outputs.answers_path} ({len(qids)} turns)")
+    return 0

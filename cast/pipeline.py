@@ -1,0 +1,289 @@
+"""The per-turn pipeline: rewrite -> first stage -> re-rank -> link entities -> select passages -> answer.
+
+Conversations are processed in lock-step: the i-th turns of all conversations form one batch, so that neural
+stages batch over independent conversations and Lucene searches them with its own threads. A turn whose qid was
+already answered (CAsT 2022 paths share their prefixes) is answered once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cast.errors import CastError
+from cast.records import (
+    Answer,
+    Conversation,
+    EntityMention,
+    Passage,
+    PastTurn,
+    Rewrite,
+    ScoredPassage,
+    Selection,
+    Turn,
+    from_dict,
+    to_dict,
+)
+from cast.resources import Resources
+from cast.stages import (
+    EntityLinker,
+    FirstStage,
+    PassageSelector,
+    Reranker,
+    Rewriter,
+    SelectionInput,
+    Summarizer,
+)
+
+STAGE_KINDS = ("rewriter", "first_stage", "reranker", "linker", "selector", "summarizer")
+
+
+@dataclass
+class TurnResult:
+    """Everything the pipeline produced for one turn.
+
+    Attributes:
+        ranking: the re-ranked head followed by the rest of the first-stage ranking.
+        passage_entities: the entities of each candidate passage, by passage id.
+        timings: wall-clock seconds per stage.
+    """
+
+    turn: Turn
+    rewrite: Rewrite
+    ranking: list[ScoredPassage]
+    selection: Selection
+    answer: Answer
+    query_entities: tuple[EntityMention, ...] = ()
+    passage_entities: dict[str, tuple[EntityMention, ...]] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def qid(self) -> str:
+        return self.turn.qid
+
+    def past_turn(self) -> PastTurn:
+        return PastTurn(
+            turn=self.turn,
+            query=self.rewrite.query,
+            top_passage=self.ranking[0].passage if self.ranking else None,
+            query_entities=self.query_entities,
+            focus_entity=self.selection.focus_entity,
+        )
+
+    def to_record(self, top: int = 10) -> dict[str, Any]:
+        """The answers-file record: one JSON object per turn."""
+        return {
+            "qid": self.qid,
+            "topic_id": self.turn.topic_id,
+            "turn_id": self.turn.turn_id,
+            "utterance": self.turn.utterance,
+            "query": self.rewrite.query,
+            "rewrite": to_dict(self.rewrite),
+            "top_ids": [p.id for p in self.ranking[:top]],
+            "top_passage": to_dict(self.ranking[0].passage) if self.ranking else None,
+            "query_entities": [to_dict(m) for m in self.query_entities],
+            "passage_entities": {pid: [to_dict(m) for m in ms] for pid, ms in self.passage_entities.items()},
+            "selection": to_dict(self.selection),
+            "answer": to_dict(self.answer),
+            "answer_source_ids": list(self.answer.source_ids),
+            "timings": self.timings,
+        }
+
+
+def past_turn_from_record(turn: Turn, record: dict[str, Any]) -> PastTurn:
+    """What later turns need of a turn answered in an earlier (interrupted) run."""
+    top = record.get("top_passage")
+    return PastTurn(
+        turn=turn,
+        query=record["query"],
+        top_passage=from_dict(Passage, top) if top else None,
+        query_entities=tuple(from_dict(EntityMention, m) for m in record.get("query_entities", ())),
+        focus_entity=(record.get("selection") or {}).get("focus_entity"),
+    )
+
+
+class Pipeline:
+    """The stages of one configuration, applied turn by turn.
+
+    Example:
+        >>> pipe = Pipeline.from_config(load_config("offline", ["index=~/indexes/wiki"]))
+        >>> results = pipe.run(load_topics("2022_evaluation_topics_flattened_duplicated_v1.0.json"))
+    """
+
+    def __init__(
+        self,
+        rewriter: Rewriter,
+        first_stage: FirstStage,
+        reranker: Reranker,
+        linker: EntityLinker,
+        selector: PassageSelector,
+        summarizer: Summarizer,
+        config: dict[str, Any] | None = None,
+    ):
+        self.rewriter = rewriter
+        self.first_stage = first_stage
+        self.reranker = reranker
+        self.linker = linker
+        self.selector = selector
+        self.summarizer = summarizer
+        self.config = config or {}
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], resources: Resources | None = None) -> Pipeline:
+        """Build every stage named in ``config`` (models load now, so a bad name fails before any turn)."""
+        resources = resources or Resources(config)
+        missing = [k for k in STAGE_KINDS if k not in config]
+        if missing:
+            raise CastError(f"the config lacks the section(s): {', '.join(missing)}")
+        stages = {kind: resources.stage(kind) for kind in STAGE_KINDS}
+        return cls(**stages, config=config)
+
+    @property
+    def candidates(self) -> int:
+        """How many re-ranked passages the selector considers (and the linker links)."""
+        return getattr(self.selector, "candidates", 10)
+
+    def describe(self) -> dict[str, Any]:
+        return {kind: getattr(self, kind).describe() for kind in STAGE_KINDS}
+
+    def answer_turn(self, history: Sequence[PastTurn], turn: Turn) -> TurnResult:
+        """Answer one turn given what came before it in its conversation."""
+        return self.answer_batch([(history, turn)])[0]
+
+    def answer_batch(self, items: Sequence[tuple[Sequence[PastTurn], Turn]]) -> list[TurnResult]:
+        """Answer turns of independent conversations together (one item per conversation)."""
+        if not items:
+            return []
+        timings: dict[str, float] = {}
+
+        def timed(stage: str, fn: Callable[[], Any]) -> Any:
+            start = time.perf_counter()
+            out = fn()
+            timings[stage] = (time.perf_counter() - start) / len(items)
+            return out
+
+        rewrites = timed("rewrite", lambda: self.rewriter.rewrite_batch(items))
+        queries = [r.query for r in rewrites]
+        first = timed("first_stage", lambda: self.first_stage.search_batch(queries))
+        heads = timed(
+            "rerank",
+            lambda: self.reranker.rerank_batch(
+                [(q, ranking[: self.reranker.depth]) for q, ranking in zip(queries, first, strict=True)]
+            ),
+        )
+        rankings = [merge_head(head, ranking) for head, ranking in zip(heads, first, strict=True)]
+        candidates = [tuple(r[: self.candidates]) for r in rankings]
+
+        if self.selector.needs_entities:
+            query_entities, passage_entities = timed("link", lambda: self._link(queries, candidates))
+        else:
+            query_entities = [()] * len(items)
+            passage_entities = [{} for _ in items]
+
+        selection_inputs = [
+            SelectionInput(
+                query=q,
+                candidates=cands,
+                query_entities=q_ents,
+                history_entities=tuple(m for past in history for m in past.query_entities),
+                passage_entities=tuple(p_ents.get(p.id, ()) for p in cands),
+                previous_focus_entity=history[-1].focus_entity if history else None,
+            )
+            for (history, _), q, cands, q_ents, p_ents in zip(
+                items, queries, candidates, query_entities, passage_entities, strict=True
+            )
+        ]
+        selections = timed("select", lambda: [self.selector.select(s) for s in selection_inputs])
+        answers = timed(
+            "summarize", lambda: self.summarizer.summarize_batch(list(zip(queries, selections, strict=True)))
+        )
+        return [
+            TurnResult(
+                turn=turn,
+                rewrite=rewrite,
+                ranking=ranking,
+                selection=selection,
+                answer=answer,
+                query_entities=q_ents,
+                passage_entities=p_ents,
+                timings=dict(timings),
+            )
+            for (_, turn), rewrite, ranking, selection, answer, q_ents, p_ents in zip(
+                items, rewrites, rankings, selections, answers, query_entities, passage_entities, strict=True
+            )
+        ]
+
+    def _link(
+        self, queries: Sequence[str], candidates: Sequence[Sequence[ScoredPassage]]
+    ) -> tuple[list[tuple[EntityMention, ...]], list[dict[str, tuple[EntityMention, ...]]]]:
+        query_entities = [tuple(m) for m in self.linker.link_batch(list(queries), kind="query")]
+        unique = {p.id: p.passage.text for cands in candidates for p in cands}
+        linked = dict(zip(unique, self.linker.link_batch(list(unique.values()), kind="passage"), strict=True))
+        passage_entities = [{p.id: tuple(linked[p.id]) for p in cands} for cands in candidates]
+        return query_entities, passage_entities
+
+    def run(
+        self,
+        conversations: Iterable[Conversation],
+        *,
+        done: dict[str, dict[str, Any]] | None = None,
+        on_result: Callable[[TurnResult], None] | None = None,
+        progress: bool = False,
+    ) -> list[TurnResult]:
+        """Answer every turn of ``conversations``.
+
+        Args:
+            done: answers-file records of turns already answered (by qid), e.g. from an interrupted run: they
+                are not answered again, only used as history.
+            on_result: called with each new result as soon as its batch is done (to write it out).
+            progress: show a progress bar over turns.
+        """
+        conversations = list(conversations)
+        done = dict(done or {})
+        histories: list[list[PastTurn]] = [[] for _ in conversations]
+        answered: dict[str, PastTurn] = {}
+        results: list[TurnResult] = []
+        total = len({t.qid for c in conversations for t in c.turns} - set(done))
+        bar = _progress(total, progress)
+        try:
+            for position in range(max((len(c.turns) for c in conversations), default=0)):
+                batch: dict[str, tuple[int, Turn]] = {}
+                for index, conversation in enumerate(conversations):
+                    if position >= len(conversation.turns):
+                        continue
+                    turn = conversation.turns[position]
+                    if turn.qid in answered or turn.qid in batch:
+                        continue
+                    if turn.qid in done:
+                        answered[turn.qid] = past_turn_from_record(turn, done[turn.qid])
+                    else:
+                        batch[turn.qid] = (index, turn)
+                new = self.answer_batch([(list(histories[i]), turn) for i, turn in batch.values()])
+                for result in new:
+                    answered[result.qid] = result.past_turn()
+                    results.append(result)
+                    if on_result is not None:
+                        on_result(result)
+                bar.update(len(new))
+                for index, conversation in enumerate(conversations):
+                    if position < len(conversation.turns):
+                        histories[index].append(answered[conversation.turns[position].qid])
+        finally:
+            bar.close()
+        return results
+
+
+def merge_head(head: Sequence[ScoredPassage], ranking: Sequence[ScoredPassage]) -> list[ScoredPassage]:
+    """The re-ranked head, then the first-stage passages not in it, in first-stage order."""
+    if not head:
+        return list(ranking)
+    in_head = {p.id for p in head}
+    return [*head, *(p for p in ranking if p.id not in in_head)]
+
+
+def _progress(total: int, enabled: bool) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="turn", disable=not enabled, desc="turns")

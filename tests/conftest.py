@@ -1,0 +1,40 @@
+"""Shared fixtures. Tiers: inline units; tiny fixture corpora with exact expected scores; tiny random models
+built once per session; integration tests on ../shared/data (skipped, with the reason, where it is absent)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The real data folder (``../shared/data``); tests using it are skipped where it is absent."""
+    if not (SHARED_DATA / "README.md").is_file():
+        pytest.skip(f"no shared data at {SHARED_DATA}")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def fixtures() -> Path:
+    return FIXTURES
+
+
+@pytest.fixture(scope="session")
+def core_index(tmp_path_factory) -> Path:
+    """A Krovetz index of the six-passage fixture corpus ``tests/fixtures/core/corpus.jsonl``."""
+    import json
+
+    from cast import jvm
+
+    index_dir = tmp_path_factory.mktemp("core") / "index"
+    writer = jvm.indexer(index_dir, threads=1)
+    lines = (FIXTURES / "core" / "corpus.jsonl").read_text().splitlines()
+    writer.add_batch_dict([json.loads(line) for line in lines])
+    writer.close()
+    return index_dir

@@ -1,0 +1,66 @@
+import pytest
+
+from cast.config import CONFIG_DIR, load_config, merge
+from cast.errors import ConfigError
+from cast.registry import STAGES, stage_class
+
+
+def test_offline_is_default_and_tagged():
+    config = load_config()
+    assert config["tag"] == "offline"
+    assert config["first_stage"] == {"name": "lmd", "mu": 1000, "k": 1000}
+
+
+def test_set_overrides_are_yaml_typed():
+    config = load_config("offline", ["first_stage.mu=1500", "selector.gamma=0.5", "index=/tmp/x"])
+    assert config["first_stage"]["mu"] == 1500
+    assert config["selector"]["gamma"] == 0.5
+    assert config["index"] == "/tmp/x"
+
+
+def test_changing_a_stage_name_drops_its_old_settings():
+    config = load_config("offline", ["first_stage.name=bm25"])
+    assert config["first_stage"] == {"name": "bm25"}
+
+
+def test_paper_profile_inherits_offline_and_replaces_stages():
+    config = load_config("paper")
+    assert config["tag"] == "paper"
+    assert config["rewriter"]["model"] == "castorini/t5-base-canard"
+    assert config["first_stage"]["name"] == "lmd"  # from the base
+
+
+def test_merge_replaces_a_section_whose_stage_changes():
+    assert merge({"s": {"name": "a", "x": 1}}, {"s": {"name": "b"}}) == {"s": {"name": "b"}}
+    assert merge({"s": {"name": "a", "x": 1}}, {"s": {"y": 2}}) == {"s": {"name": "a", "x": 1, "y": 2}}
+
+
+@pytest.mark.parametrize(
+    "name, overrides, message",
+    [
+        ("no-such-config", [], "no config 'no-such-config'"),
+        ("offline", ["novalue"], "--set expects KEY=VALUE"),
+        ("offline", ["first_stage.mu.x=1"], "'mu' is a value, not a section"),
+    ],
+)
+def test_bad_configs_are_named(name, overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(name, overrides)
+
+
+def test_unknown_stage_and_setting_are_clear_errors():
+    from cast.registry import build_stage
+    from cast.resources import Resources
+
+    with pytest.raises(ConfigError, match="unknown reranker 'bert'; choose one of"):
+        stage_class("reranker", "bert")
+    with pytest.raises(ConfigError, match="unknown setting.*mew.*allowed: .*mu"):
+        build_stage("first_stage", {"name": "lmd", "mew": 5}, Resources({}))
+
+
+def test_every_config_names_registered_stages():
+    for path in CONFIG_DIR.glob("*.yaml"):
+        config = load_config(path)
+        for kind in STAGES:
+            if kind in config:
+                assert config[kind]["name"] in STAGES[kind], (path, kind)

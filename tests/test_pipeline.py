@@ -1,0 +1,177 @@
+"""The pipeline end to end on the six-passage fixture index, with the baseline stages."""
+
+import json
+
+import pytest
+
+from cast.config import load_config
+from cast.errors import CastError, EmptyUtteranceError
+from cast.outputs import RunOutputs, run_scores
+from cast.pipeline import Pipeline, merge_head
+from cast.records import Conversation, Passage, ScoredPassage, Turn
+
+
+def baseline_config(index, **overrides):
+    sets = [
+        f"index={index}",
+        "rewriter.name=manual",
+        "reranker.name=none",
+        "linker.name=none",
+        "selector.name=o",
+        "summarizer.name=topk_trim",
+        "summarizer.words=12",
+    ] + [f"{k}={v}" for k, v in overrides.items()]
+    return load_config("offline", sets)
+
+
+def conversations():
+    def turns(topic, texts):
+        return tuple(
+            Turn(qid=f"{topic}_{i}", topic_id=topic, turn_id=str(i), utterance=u, manual_rewrite=m)
+            for i, (u, m) in enumerate(texts, start=1)
+        )
+
+    return [
+        Conversation(
+            "1",
+            turns(
+                "1",
+                [
+                    ("Tell me about Glasgow.", "Tell me about Glasgow."),
+                    ("Which river flows through it?", "Which river flows through Glasgow?"),
+                    ("What conference was held there?", "What climate conference was held in Glasgow?"),
+                ],
+            ),
+        ),
+        Conversation(
+            "2",
+            turns("2", [("What is climate change?", "What is climate change?"), ("A treaty on it?", "treaty climate change")]),
+        ),
+    ]
+
+
+@pytest.fixture(scope="module")
+def pipeline(core_index):
+    return Pipeline.from_config(baseline_config(core_index))
+
+
+def test_answers_every_turn_in_lock_step_with_history(pipeline):
+    seen_history = {}
+    original = pipeline.rewriter.rewrite_batch
+
+    def spy(items):
+        for history, turn in items:
+            seen_history[turn.qid] = [p.turn.qid for p in history]
+        return original(items)
+
+    pipeline.rewriter.rewrite_batch = spy
+    try:
+        results = pipeline.run(conversations())
+    finally:
+        pipeline.rewriter.rewrite_batch = original
+    assert [r.qid for r in results] == ["1_1", "2_1", "1_2", "2_2", "1_3"]
+    assert seen_history["1_3"] == ["1_1", "1_2"]
+    assert seen_history["2_2"] == ["2_1"]
+    by_qid = {r.qid: r for r in results}
+    assert by_qid["1_2"].ranking[0].id == "p4"  # River Clyde
+    assert by_qid["1_3"].ranking[0].id == "p2"  # COP26
+    assert by_qid["2_2"].ranking[0].id == "p6"  # Paris Agreement
+    answer = by_qid["1_3"].answer
+    assert answer.source_ids == tuple(p.id for p in by_qid["1_3"].selection.passages)
+    assert len(answer.text.split()) == 12
+    assert answer.text.startswith("The COP26 climate change conference")
+    assert set(by_qid["1_1"].timings) == {"rewrite", "first_stage", "rerank", "select", "summarize"}
+
+
+def test_shared_qids_are_answered_once(pipeline):
+    first = conversations()[0]
+    branch = Conversation("1", first.turns[:2])
+    results = pipeline.run([first, branch])
+    assert [r.qid for r in results] == ["1_1", "1_2", "1_3"]
+
+
+def test_empty_query_is_reported(pipeline):
+    turn = Turn(qid="9_1", topic_id="9", turn_id="1", utterance="  ", manual_rewrite="  ")
+    with pytest.raises(EmptyUtteranceError, match="9_1"):
+        pipeline.answer_turn([], turn)
+
+
+def test_missing_index_is_a_clear_error(tmp_path):
+    pipe = Pipeline.from_config(baseline_config(tmp_path / "nowhere"))
+    with pytest.raises(CastError, match="no index at .*nowhere.*cast index build"):
+        pipe.answer_turn([], conversations()[0].turns[0])
+
+
+def test_merge_head_keeps_first_stage_order_below_head():
+    def sp(pid, score):
+        return ScoredPassage(Passage(pid, ""), score)
+
+    ranking = [sp("a", 3), sp("b", 2), sp("c", 1), sp("d", 0.5)]
+    assert [p.id for p in merge_head([sp("b", 0.9), sp("a", 0.1)], ranking)] == ["b", "a", "c", "d"]
+    assert merge_head([], ranking) == ranking
+
+
+def test_run_scores_stay_monotone():
+    def sp(score):
+        return ScoredPassage(Passage("x", ""), score)
+
+    assert run_scores([sp(-1.0), sp(-2.0)]) == [-1.0, -2.0]
+    assert run_scores([sp(0.9), sp(0.1), sp(5.0)]) == [3.0, 2.0, 1.0]
+
+
+def _run_to(outputs, pipe, convs, fail_after=None):
+    written = []
+
+    def write(result):
+        if fail_after is not None and len(written) == fail_after:
+            raise KeyboardInterrupt
+        outputs.append(result.qid, result.ranking, result.to_record())
+        written.append(result.qid)
+
+    pipe.run(convs, done=outputs.completed(), on_result=write)
+    outputs.finalize([t.qid for c in convs for t in c.turns])
+    return written
+
+
+def test_interrupted_run_resumes_and_matches_an_uninterrupted_one(pipeline, tmp_path):
+    convs = conversations()
+    _run_to(RunOutputs(tmp_path / "full", "t"), pipeline, convs)
+
+    outputs = RunOutputs(tmp_path / "resumed", "t")
+    with pytest.raises(KeyboardInterrupt):
+        _run_to(outputs, pipeline, convs, fail_after=3)
+    assert not outputs.run_path.exists() and not outputs.answers_path.exists()
+    # A record cut short by the interruption is redone, not trusted.
+    partial = outputs.answers_path.with_name(outputs.answers_path.name + ".partial")
+    partial.write_text(partial.read_text() + '{"qid": "1_3", "que')
+
+    rerun = RunOutputs(tmp_path / "resumed", "t")
+    assert sorted(rerun.completed()) == ["1_1", "1_2", "2_1"]
+    assert _run_to(rerun, pipeline, convs) == ["2_2", "1_3"]
+
+    assert (tmp_path / "resumed.run").read_text() == (tmp_path / "full.run").read_text()
+    full = [json.loads(x) for x in (tmp_path / "full.answers.jsonl").read_text().splitlines()]
+    resumed = [json.loads(x) for x in (tmp_path / "resumed.answers.jsonl").read_text().splitlines()]
+    assert [r["answer"] for r in resumed] == [r["answer"] for r in full]
+    assert [r["qid"] for r in resumed] == ["1_1", "1_2", "1_3", "2_1", "2_2"]
+
+
+def test_run_file_format(pipeline, tmp_path):
+    _run_to(RunOutputs(tmp_path / "r", "mytag"), pipeline, conversations())
+    lines = (tmp_path / "r.run").read_text().splitlines()
+    first = lines[0].split()
+    assert first[:2] == ["1_1", "Q0"] and first[3] == "1" and first[5] == "mytag"
+    for line in lines:
+        qid, q0, docid, rank, score, tag = line.split()
+        float(score)
+    per_qid = {}
+    for line in lines:
+        per_qid.setdefault(line.split()[0], []).append(int(line.split()[3]))
+    assert all(ranks == list(range(1, len(ranks) + 1)) for ranks in per_qid.values())
+
+
+def test_existing_outputs_are_not_overwritten(tmp_path):
+    (tmp_path / "r.run").write_text("x")
+    with pytest.raises(CastError, match="already exists.*--overwrite"):
+        RunOutputs(tmp_path / "r", "t")
+    RunOutputs(tmp_path / "r", "t", overwrite=True)
