@@ -16,7 +16,7 @@ from typing import Any
 
 from cast.errors import CastError
 from cast.records import ScoredPassage
-from cast.runfile import format_run_line
+from cast.runfile import format_query, read_run, write_run
 
 
 def run_scores(ranking: Sequence[ScoredPassage]) -> list[float]:
@@ -77,29 +77,33 @@ class RunOutputs:
                 good_bytes += len(line)
         with self._answers_partial.open("r+b") as f:
             f.truncate(good_bytes)
-        lines = self._run_partial.read_text().splitlines(keepends=True) if self._run_partial.exists() else []
-        _write_atomic(self._run_partial, (ln for ln in lines if ln.split(" ", 1)[0] in done))
+        rankings = read_run(self._run_partial) if self._run_partial.exists() else {}
+        write_run(
+            self._run_partial, {qid: list(r.items()) for qid, r in rankings.items() if qid in done}, self.tag
+        )
         return done
 
     def append(self, qid: str, ranking: Sequence[ScoredPassage], record: dict[str, Any]) -> None:
         """Add one finished turn (its run lines, then its answers record)."""
-        scores = run_scores(ranking)
-        lines = [
-            format_run_line(qid, p.id, rank, score, self.tag)
-            for rank, (p, score) in enumerate(zip(ranking, scores, strict=True), start=1)
-        ]
-        _append_durably(self._run_partial, "".join(lines))
+        scored = zip((p.id for p in ranking), run_scores(ranking), strict=True)
+        _append_durably(self._run_partial, format_query(qid, scored, self.tag))
         _append_durably(self._answers_partial, json.dumps(record, ensure_ascii=False) + "\n")
 
     def finalize(self, qid_order: Sequence[str]) -> None:
         """Write both files in ``qid_order`` and move them into place."""
         order = {qid: i for i, qid in enumerate(qid_order)}
-        records = [json.loads(line) for line in self._answers_partial.read_text(encoding="utf-8").splitlines()]
+        records = [
+            json.loads(line) for line in self._answers_partial.read_text(encoding="utf-8").splitlines()
+        ]
         missing = set(order) - {r["qid"] for r in records}
         if missing:
-            raise CastError(f"cannot finish the run: {len(missing)} turn(s) have no answer, e.g. {sorted(missing)[0]}")
+            raise CastError(
+                f"cannot finish the run: {len(missing)} turn(s) have no answer, e.g. {sorted(missing)[0]}"
+            )
         records.sort(key=lambda r: order[r["qid"]])
-        run_lines = self._run_partial.read_text().splitlines(keepends=True) if self._run_partial.exists() else []
+        run_lines = (
+            self._run_partial.read_text().splitlines(keepends=True) if self._run_partial.exists() else []
+        )
         run_lines.sort(key=lambda ln: order[ln.split(" ", 1)[0]])  # stable: ranks stay in order within a qid
         _write_atomic(self.run_path, run_lines)
         _write_atomic(self.answers_path, (json.dumps(r, ensure_ascii=False) + "\n" for r in records))
