@@ -15,7 +15,7 @@ pip() { "$VENV/bin/python" -m pip --disable-pip-version-check -q "$@"; }
 # torch first: a plain "torch" requirement would otherwise resolve to a multi-GB CUDA build.
 pip install torch==2.13.0
 pip install -e '.[dev]'
-# (extra system steps are added by later issues)
+scripts/setup_wordnet.sh "$VENV/nltk_data"   # METEOR reads WordNet offline
 rm -f "$VENV"/.setup-*
 touch "$stamp"
 echo "set-up complete: $VENV"

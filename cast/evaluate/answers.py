@@ -1,0 +1,396 @@
+"""Answer measures: ROUGE, BLEU, METEOR, length and groundedness, per turn.
+
+Measures (all but ``words`` in percent, 0-100, like the paper's tables):
+
+* ROUGE-1/2/L F1: ``rouge-score`` with Porter stemming and its own tokenizer.
+* BLEU-1 and BLEU-4: ``sacrebleu``'s sentence BLEU per turn (13a tokenizer, mixed case, ``exp`` smoothing,
+  effective n-gram order); the overall figure is the mean over turns, not corpus BLEU.
+* METEOR: ``nltk``'s ``meteor_score`` (exact, Porter-stem and WordNet-synonym matches, alpha 0.9, beta 3,
+  gamma 0.5) on lower-cased word tokens (:func:`words`); WordNet is read offline (:mod:`cast.evaluate.wordnet`).
+* words: the answer's length in word tokens.
+* grounded: the share of answer sentences supported by the passages the answer read; a sentence is supported
+  when its best unigram-overlap F1 with a passage sentence reaches the threshold (0.5 by default), as in
+  WikiPath's response groundedness. support: the share of answer tokens found in those passages.
+
+References: with ``max`` scoring each measure takes its best value over the turn's references (the usual
+multi-reference ROUGE/METEOR convention); with ``concat`` the references are joined into one text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cast.errors import CastError, DataFormatError
+from cast.records import Answer, AnswerSentence, Conversation
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+TEXT_MEASURES = ("ROUGE-1", "ROUGE-2", "ROUGE-L", "BLEU-1", "BLEU-4", "METEOR")
+GROUNDEDNESS_MEASURES = ("grounded", "support")
+ANSWER_MEASURES = (*TEXT_MEASURES, "words", *GROUNDEDNESS_MEASURES)
+MULTI_REFERENCE_MODES = ("max", "concat")
+DEFAULT_REFERENCE_GRADE = 3
+DEFAULT_SUPPORT_THRESHOLD = 0.5
+
+_WORD = re.compile(r"\w+(?:['’-]\w+)*")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'“(\[]?[A-Z0-9])")
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased word tokens (letters/digits, keeping inner apostrophes and hyphens); punctuation dropped."""
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def sentences(text: str) -> list[str]:
+    """Split a text at sentence ends (``.!?`` followed by space and a capital or digit)."""
+    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+# --- answers files ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class AnswersFile:
+    """The answers of one system, read from an answers JSONL file.
+
+    Attributes:
+        name: the system's name (the file name without ``.answers.jsonl`` / ``.jsonl``).
+        answers: the answer of each turn, by qid, in file order.
+        records: the full JSON record of each turn (selector settings, timings, ...).
+        duplicate_qids: qids met again after their first record (the first is kept).
+    """
+
+    path: Path
+    name: str
+    answers: dict[str, Answer]
+    records: dict[str, dict[str, Any]]
+    duplicate_qids: list[str] = field(default_factory=list)
+
+
+def system_name(path: str | Path) -> str:
+    """A system's display name from its output file: ``runs/eg-g0.25.answers.jsonl`` -> ``eg-g0.25``."""
+    name = Path(path).name
+    for suffix in (".answers.jsonl", ".jsonl", ".run", ".trec", ".txt"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def read_answers(path: str | Path) -> AnswersFile:
+    """Read an answers file: one JSON object a line with ``qid`` and ``answer`` = ``{"text", "source_ids", ...}``.
+
+    Raises:
+        DataFormatError: the file is missing or empty, a line is not JSON, or a field is missing or mistyped
+            (the message names the file and line).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataFormatError(path, "no such answers file")
+    answers: dict[str, Answer] = {}
+    records: dict[str, dict[str, Any]] = {}
+    duplicates: list[str] = []
+    with path.open(encoding="utf-8") as f:
+        for line_number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataFormatError(path, f"not a JSON object: {e}", line_number) from e
+            qid, answer = _answer_from_record(path, line_number, record)
+            if qid in answers:
+                duplicates.append(qid)
+                continue
+            answers[qid] = answer
+            records[qid] = record
+    if not answers:
+        raise DataFormatError(path, "the answers file has no records")
+    return AnswersFile(
+        path=path, name=system_name(path), answers=answers, records=records, duplicate_qids=duplicates
+    )
+
+
+def _answer_from_record(path: Path, line_number: int, record: Any) -> tuple[str, Answer]:
+    def fail(message: str) -> DataFormatError:
+        return DataFormatError(path, message + " (expected the records `cast run` writes)", line_number)
+
+    if not isinstance(record, dict):
+        raise fail("a record must be a JSON object")
+    qid = record.get("qid")
+    if not isinstance(qid, str) or not qid:
+        raise fail("missing field 'qid' (a non-empty string)")
+    answer = record.get("answer")
+    if not isinstance(answer, dict):
+        raise fail(f"turn {qid}: missing field 'answer' (an object with 'text' and 'source_ids')")
+    text, source_ids = answer.get("text"), answer.get("source_ids")
+    if not isinstance(text, str):
+        raise fail(f"turn {qid}: missing field 'answer.text' (a string)")
+    if not isinstance(source_ids, list) or not all(isinstance(i, str) for i in source_ids):
+        raise fail(f"turn {qid}: missing field 'answer.source_ids' (a list of passage ids)")
+    attributed = answer.get("sentences") or []
+    try:
+        answer_sentences = tuple(
+            AnswerSentence(text=s["text"], passage_id=s.get("passage_id")) for s in attributed
+        )
+    except (TypeError, KeyError) as e:
+        raise fail(f"turn {qid}: 'answer.sentences' must be objects with 'text'") from e
+    return qid, Answer(
+        text=text,
+        source_ids=tuple(source_ids),
+        generator=str(answer.get("generator", "")),
+        sentences=answer_sentences,
+        settings=answer.get("settings") or {},
+        no_answer_reason=answer.get("no_answer_reason"),
+    )
+
+
+# --- references ------------------------------------------------------------------------------------------------
+
+
+def response_references(conversations: Iterable[Conversation]) -> dict[str, list[str]]:
+    """The organisers' written response of each turn that has one (CAsT 2022), by qid."""
+    references: dict[str, list[str]] = {}
+    for conversation in conversations:
+        for turn in conversation.turns:
+            if turn.response and turn.response.strip():
+                references.setdefault(turn.qid, [turn.response])
+    return references
+
+
+def relevant_passage_ids(
+    qrels: Mapping[str, Mapping[str, int]], min_grade: int = DEFAULT_REFERENCE_GRADE
+) -> dict[str, list[str]]:
+    """The passages judged ``min_grade`` or higher for each turn (the paper's references: grades 3-4)."""
+    found = {
+        qid: sorted(docid for docid, grade in judgements.items() if grade >= min_grade)
+        for qid, judgements in qrels.items()
+    }
+    return {qid: ids for qid, ids in found.items() if ids}
+
+
+def passage_references(
+    passage_ids: Mapping[str, Sequence[str]], texts: Mapping[str, str]
+) -> tuple[dict[str, list[str]], list[str]]:
+    """The texts of each turn's reference passages, and the ids whose text was not found."""
+    missing = sorted({pid for ids in passage_ids.values() for pid in ids if pid not in texts})
+    references = {qid: [texts[pid] for pid in ids if pid in texts] for qid, ids in passage_ids.items()}
+    return {qid: refs for qid, refs in references.items() if refs}, missing
+
+
+def passages_from_collection(paths: Sequence[str | Path], ids: Iterable[str]) -> dict[str, str]:
+    """The texts of the passages ``ids``, streamed from collection files (any format ``cast index`` reads)."""
+    from tqdm import tqdm
+
+    from index.collections import read_passages
+
+    wanted = set(ids)
+    texts: dict[str, str] = {}
+    if not wanted:
+        return texts
+    with tqdm(desc="reading passages", unit=" passages", mininterval=2, leave=False) as progress:
+        for passage in read_passages(list(paths)):
+            progress.update()
+            if passage.id in wanted:
+                texts[passage.id] = passage.text
+                if len(texts) == len(wanted):
+                    break
+    return texts
+
+
+def passages_from_index(index_dir: str | Path, ids: Iterable[str]) -> dict[str, str]:
+    """The texts of the passages ``ids`` stored in a Lucene index built by ``cast index build``."""
+    from cast import jvm
+
+    searcher = jvm.searcher(str(index_dir))
+    texts: dict[str, str] = {}
+    for pid in set(ids):
+        document = searcher.doc(pid)
+        if document is None:
+            continue
+        raw = document.raw()
+        try:
+            texts[pid] = json.loads(raw)["contents"]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            texts[pid] = raw
+    return texts
+
+
+# --- measures --------------------------------------------------------------------------------------------------
+
+
+def unigram_f1(candidate: Sequence[str], reference: Sequence[str]) -> float:
+    """F1 of the unigram overlap between two token lists (multiset overlap, as in SQuAD/WikiPath F1).
+
+    precision = overlap / |candidate|, recall = overlap / |reference|, F1 = 2PR / (P + R); 0 when nothing overlaps.
+    """
+    overlap = sum((Counter(candidate) & Counter(reference)).values())
+    if overlap == 0:
+        return 0.0
+    precision = overlap / len(candidate)
+    recall = overlap / len(reference)
+    return 2 * precision * recall / (precision + recall)
+
+
+def groundedness(
+    answer_sentences: Sequence[str], passages: Sequence[str], threshold: float = DEFAULT_SUPPORT_THRESHOLD
+) -> tuple[float, float]:
+    """How far an answer is supported by the passages it was generated from.
+
+    Returns:
+        (share of answer sentences whose best unigram F1 against any passage sentence is at least
+        ``threshold``, share of answer word tokens that occur in the passages), both in [0, 1].
+    """
+    passage_sentences = [words(s) for text in passages for s in sentences(text)]
+    passage_sentences = [s for s in passage_sentences if s]
+    answer_tokens = [words(s) for s in answer_sentences]
+    answer_tokens = [s for s in answer_tokens if s]
+    if not answer_tokens:
+        return 0.0, 0.0
+    supported = sum(
+        1
+        for s in answer_tokens
+        if max((unigram_f1(s, p) for p in passage_sentences), default=0.0) >= threshold
+    )
+    vocabulary = {w for p in passage_sentences for w in p}
+    all_tokens = [w for s in answer_tokens for w in s]
+    return supported / len(answer_tokens), sum(w in vocabulary for w in all_tokens) / len(all_tokens)
+
+
+class TextScorer:
+    """ROUGE, BLEU and METEOR of one answer against its references (see the module docstring)."""
+
+    def __init__(self, multi_reference: str = "max"):
+        if multi_reference not in MULTI_REFERENCE_MODES:
+            raise CastError(f"unknown multi-reference mode {multi_reference!r}; choose max or concat")
+        from nltk.translate.meteor_score import single_meteor_score
+        from rouge_score.rouge_scorer import RougeScorer
+        from sacrebleu.metrics import BLEU
+
+        from cast.evaluate.wordnet import wordnet
+
+        self.multi_reference = multi_reference
+        self._rouge = RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
+        self._bleu = {1: BLEU(max_ngram_order=1, effective_order=True), 4: BLEU(effective_order=True)}
+        self._wordnet = wordnet()
+        self._meteor = single_meteor_score
+
+    def score(self, answer: str, references: Sequence[str]) -> dict[str, float]:
+        """The text measures of ``answer``, in percent."""
+        if not references:
+            raise ValueError("an answer needs at least one reference")
+        if self.multi_reference == "concat":
+            references = [" ".join(references)]
+        per_reference = [self._score_one(answer, reference) for reference in references]
+        return {name: max(scores[name] for scores in per_reference) for name in TEXT_MEASURES}
+
+    def _score_one(self, answer: str, reference: str) -> dict[str, float]:
+        rouge = self._rouge.score(reference, answer)
+        return {
+            "ROUGE-1": 100 * rouge["rouge1"].fmeasure,
+            "ROUGE-2": 100 * rouge["rouge2"].fmeasure,
+            "ROUGE-L": 100 * rouge["rougeL"].fmeasure,
+            "BLEU-1": self._bleu[1].sentence_score(answer, [reference]).score,
+            "BLEU-4": self._bleu[4].sentence_score(answer, [reference]).score,
+            "METEOR": 100 * self._meteor(words(reference), words(answer), wordnet=self._wordnet),
+        }
+
+
+@dataclass
+class AnswerEvaluation:
+    """Per-turn answer measures of one system.
+
+    Attributes:
+        per_turn: one row per turn with references (index ``qid``), columns from :data:`ANSWER_MEASURES`
+            (the groundedness columns only when passage texts were given).
+        unreferenced_turns: answered turns without a reference, left out.
+        missing_turns: turns with references the system did not answer (left out of its means; listed).
+        references: how references were made, for the report (e.g. "CAsT 2022 written responses").
+        multi_reference: ``max`` or ``concat``.
+    """
+
+    per_turn: pd.DataFrame
+    references: str
+    multi_reference: str
+    unreferenced_turns: list[str] = field(default_factory=list)
+    missing_turns: list[str] = field(default_factory=list)
+    duplicate_qids: list[str] = field(default_factory=list)
+    missing_source_passages: int = 0
+
+    def mean(self) -> pd.Series:
+        return self.per_turn.mean()
+
+    def notes(self) -> list[str]:
+        mode = "best score over references" if self.multi_reference == "max" else "references concatenated"
+        notes = [f"{len(self.per_turn)} turns scored against {self.references} ({mode})"]
+        if self.unreferenced_turns:
+            notes.append(f"{len(self.unreferenced_turns)} answered turns without a reference excluded")
+        if self.missing_turns:
+            notes.append(
+                f"{len(self.missing_turns)} turns with references have no answer (e.g. {self.missing_turns[0]})"
+            )
+        if self.duplicate_qids:
+            notes.append(f"{len(self.duplicate_qids)} repeated qids in the answers file ignored (first kept)")
+        if self.missing_source_passages:
+            notes.append(
+                f"{self.missing_source_passages} source passages not found: groundedness without them"
+            )
+        return notes
+
+
+def evaluate_answers(
+    answers: AnswersFile,
+    references: Mapping[str, Sequence[str]],
+    *,
+    scorer: TextScorer,
+    references_name: str,
+    passage_texts: Mapping[str, str] | None = None,
+    support_threshold: float = DEFAULT_SUPPORT_THRESHOLD,
+    progress: Callable[[Iterable[Any]], Iterable[Any]] = iter,
+) -> AnswerEvaluation:
+    """Score each answered turn that has references.
+
+    Args:
+        answers: the system's answers.
+        references: reference texts by qid.
+        scorer: the text scorer (its ``multi_reference`` mode applies).
+        references_name: how the references were made, for the report.
+        passage_texts: texts of the passages answers read, by id; without them groundedness is not measured.
+        support_threshold: the unigram F1 from which an answer sentence counts as supported.
+        progress: wraps the turn loop (e.g. ``tqdm``).
+    """
+    import pandas as pd
+
+    rows: dict[str, dict[str, float]] = {}
+    missing_sources = set()
+    scored = [qid for qid in answers.answers if qid in references]
+    for qid in progress(scored):
+        answer = answers.answers[qid]
+        row = scorer.score(answer.text, references[qid])
+        row["words"] = float(len(words(answer.text)))
+        if passage_texts is not None:
+            sources = [passage_texts[pid] for pid in answer.source_ids if pid in passage_texts]
+            missing_sources.update(pid for pid in answer.source_ids if pid not in passage_texts)
+            answer_sentences = [s.text for s in answer.sentences] or sentences(answer.text)
+            grounded, support = groundedness(answer_sentences, sources, support_threshold)
+            row["grounded"], row["support"] = 100 * grounded, 100 * support
+        rows[qid] = row
+    columns = [c for c in ANSWER_MEASURES if passage_texts is not None or c not in GROUNDEDNESS_MEASURES]
+    per_turn = pd.DataFrame.from_dict(rows, orient="index", columns=columns).astype(float)
+    per_turn.index = per_turn.index.astype(str)
+    per_turn.index.name = "qid"
+    return AnswerEvaluation(
+        per_turn=per_turn,
+        references=references_name,
+        multi_reference=scorer.multi_reference,
+        unreferenced_turns=[qid for qid in answers.answers if qid not in references],
+        missing_turns=[qid for qid in references if qid not in answers.answers],
+        duplicate_qids=answers.duplicate_qids,
+        missing_source_passages=len(missing_sources),
+    )
