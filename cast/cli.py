@@ -19,6 +19,7 @@ COMMAND_MODULES = [
     "cast.commands.demo",
     "cast.commands.run",
     "cast.commands.answer",
+    "cast.commands.explore",
     "index.cli",
     "entity.cli",
     "cast.evaluate.cli",

@@ -16,6 +16,7 @@ pip() { "$VENV/bin/python" -m pip --disable-pip-version-check -q "$@"; }
 pip install torch==2.13.0
 pip install -e '.[dev]'
 scripts/setup_wordnet.sh "$VENV/nltk_data"   # METEOR reads WordNet offline
+bash scripts/setup_browser.sh                 # Chromium for the Explorer's browser test
 rm -f "$VENV"/.setup-*
 touch "$stamp"
 echo "set-up complete: $VENV"

@@ -1,0 +1,367 @@
+"""The explorer's web application: a JSON API under ``/api`` and the page at ``/`` that uses it.
+
+Endpoints (the OpenAPI schema is at ``/openapi.json``; errors are JSON ``{"error": message, ...}``):
+
+- ``GET /api/health``: ``{"status": "ok"}``.
+- ``GET /api/options``: the stages the page can choose between, the settings each takes, the config's defaults.
+- ``GET /api/conversations``; ``GET /api/conversations/{id}``: the conversations and their turns.
+- ``POST /api/conversations`` ``{"title"}``: a new conversation to type; ``POST /api/conversations/{id}/turns``
+  ``{"utterance", "manual_rewrite"?}`` adds a turn to it.
+- ``POST /api/jobs`` ``{"conversation_id", "turn", "params"}``: answer a turn (and the turns before it) with the
+  given parameters; 200 with the result when cached, else 202 with a job to poll at ``GET /api/jobs/{id}``
+  (its ``stage`` says what is running; a failed job answers with the error's status).
+- ``POST /api/answer``: the same, waiting for the result (for scripts).
+
+A job is ``{"job_id", "status", "stage", "turn", "total_turns", "elapsed", "cached", "params", "ignored",
+"result"?}``: ``params`` are the settings the turn was answered with, ``ignored`` the requested ones the chosen
+stages do not take, and ``result`` the turn's view (:func:`cast.explore.views.turn_view`): ``utterance``,
+``rewrite``, ``passages`` (rank, first-stage rank and score, re-ranked score, selection score, chosen position,
+judged grade, entities), ``chosen``, ``selection`` (focus and top entities, EP paths), ``graph`` (``nodes`` with
+rank and marks, ``edges`` kept), ``answer`` (``sentences`` with their ``passage_id``), ``evaluation`` and
+``timings``.
+
+Example::
+
+    curl -s localhost:8000/api/answer -H 'Content-Type: application/json' \
+        -d '{"conversation_id": "1", "turn": 2, "params": {"method": "eg", "gamma": 0.5}}'
+
+Safety: the server binds 127.0.0.1 and accepts only local ``Host`` headers; request bodies over
+``max_body_bytes`` are refused with 413; a turn is stopped after the time limit (504); the page sets every text as
+text (never as HTML) and a Content-Security-Policy allows only this server's own scripts and styles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+from cast.errors import CastError, ServiceUnavailableError
+from cast.explore.engine import (
+    MAX_TURNS,
+    STAGE_CHOICES,
+    STAGE_SETTINGS,
+    Choice,
+    Explorer,
+    InvalidRequestError,
+    Job,
+    NotFoundError,
+    TimeLimitError,
+    current_params,
+    stage_settings,
+)
+from cast.records import Conversation
+from cast.registry import STAGES
+
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+MAX_BODY_BYTES = 64 * 1024
+LOCAL_HOSTS = ("127.0.0.1", "localhost")
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+
+
+class Params(BaseModel):
+    """The parameters a turn is answered with; a missing one keeps the config's value."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    method: str | None = Field(None, max_length=40, description="passage selector: o, er or eg")
+    reranker: str | None = Field(None, max_length=40, description="re-ranker name, e.g. none, biencoder")
+    generator: str | None = Field(None, max_length=40, description="summarizer name, e.g. entity_extractive")
+    gamma: float | None = Field(None, ge=0, le=1, description="the query's weight γ in the entity graph")
+    tau: float | None = Field(None, ge=0, le=100, description="the entity graph's edge threshold τ")
+    path_bonus: float | None = Field(None, ge=0, le=100, description="the EP bonus β (0: EP off)")
+    words: int | None = Field(None, ge=1, le=1000, description="the answer's length in words")
+
+
+class TurnRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    conversation_id: str = Field(max_length=200)
+    turn: int = Field(ge=1, le=1000, description="the turn's position in the conversation, from 1")
+    params: Params = Field(default_factory=Params)
+
+
+class NewConversation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    title: str | None = Field(None, max_length=200)
+
+
+class NewTurn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    utterance: str = Field(min_length=1, max_length=2000)
+    manual_rewrite: str | None = Field(None, max_length=2000)
+
+
+def error_status(error: Exception) -> int:
+    """The HTTP status for an error of a request or of a stage."""
+    for kind, status in (
+        (NotFoundError, 404),
+        (InvalidRequestError, 400),
+        (TimeLimitError, 504),
+        (ServiceUnavailableError, 503),
+        (CastError, 422),
+    ):
+        if isinstance(error, kind):
+            return status
+    return 500
+
+
+def error_message(error: Exception, stage: str | None = None) -> str:
+    if isinstance(error, CastError):
+        return str(error)
+    where = f" in the {stage} stage" if stage else ""
+    return f"internal error{where}: {type(error).__name__}: {error} (the server log has the traceback)"
+
+
+def conversation_view(cid: str, conversation: Conversation, editable: bool) -> dict[str, Any]:
+    return {
+        "id": cid,
+        "title": conversation.title or cid,
+        "description": conversation.description,
+        "editable": editable,
+        "turns": [
+            {
+                "number": number,
+                "qid": turn.qid,
+                "utterance": turn.utterance,
+                "manual_rewrite": turn.manual_rewrite,
+                "response": turn.response,
+            }
+            for number, turn in enumerate(conversation.turns, start=1)
+        ],
+    }
+
+
+def job_view(job: Job) -> dict[str, Any]:
+    view: dict[str, Any] = {
+        "job_id": job.id,
+        "status": job.status,
+        "stage": job.stage,
+        "turn": job.turn,
+        "total_turns": job.total_turns,
+        "elapsed": round(job.elapsed, 3),
+        "cached": job.cached,
+        "params": current_params(job.sections),
+        "ignored": job.ignored,
+    }
+    if job.answered is not None:
+        view["result"] = job.answered.view
+    return view
+
+
+def _job_response(job: Job, grace: float) -> JSONResponse:
+    if job.status == "failed":
+        assert job.error is not None
+        body = {
+            "error": error_message(job.error, job.failed_stage),
+            "stage": job.failed_stage,
+            **job_view(job),
+        }
+        return JSONResponse(body, status_code=error_status(job.error))
+    if job.status == "done":
+        return JSONResponse(job_view(job))
+    if job.elapsed > job.time_limit + grace:
+        # A stage is still inside one long call (the job stops at its next stage boundary).
+        message = (
+            f"turn {job.turn} has run for {job.elapsed:.0f} s, past the time limit of {job.time_limit:g} s, in the "
+            f"{job.stage} stage; it stops at the end of that stage"
+        )
+        return JSONResponse({"error": message, **job_view(job)}, status_code=504)
+    return JSONResponse(job_view(job), status_code=202)
+
+
+class BodySizeLimit:
+    """ASGI middleware: refuse request bodies over ``max_bytes`` with 413 (declared or streamed)."""
+
+    def __init__(self, app: Any, max_bytes: int):
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: dict, receive: Callable[[], Awaitable[dict]], send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers", ())).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
+            await self._refuse(scope, receive, send)
+            return
+        received = 0
+
+        async def limited() -> dict:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise _BodyTooLarge
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except _BodyTooLarge:
+            await self._refuse(scope, receive, send)
+
+    async def _refuse(self, scope: dict, receive: Any, send: Any) -> None:
+        response = JSONResponse(
+            {"error": f"the request body is larger than the limit of {self.max_bytes} bytes"}, status_code=413
+        )
+        await response(scope, receive, send)
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+def create_app(
+    explorer: Explorer,
+    *,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    allowed_hosts: Sequence[str] = LOCAL_HOSTS,
+) -> FastAPI:
+    """The explorer's application over ``explorer`` (whose owner closes it)."""
+    # Swagger UI and ReDoc load their scripts from a CDN: only the schema is served.
+    app = FastAPI(
+        title="CAsT Conversation Explorer",
+        description=__doc__,
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))
+    app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes)
+    grace = max(2.0, 0.1 * explorer.time_limit)
+
+    @app.middleware("http")
+    async def security_headers(request: Request, call_next: Callable[[Request], Awaitable[Any]]) -> Any:
+        response = await call_next(request)
+        response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Referrer-Policy"] = "no-referrer"
+        return response
+
+    @app.exception_handler(CastError)
+    async def cast_error(request: Request, error: CastError) -> JSONResponse:
+        return JSONResponse({"error": str(error)}, status_code=error_status(error))
+
+    @app.exception_handler(Exception)
+    async def unexpected_error(request: Request, error: Exception) -> JSONResponse:
+        return JSONResponse({"error": error_message(error)}, status_code=500)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, error: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or 'body'}: {e['msg']}"
+            for e in error.errors()
+        )
+        return JSONResponse({"error": f"invalid request: {problems}"}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse({"error": str(error.detail)}, status_code=error.status_code)
+
+    @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
+    def page() -> FileResponse:
+        return FileResponse(STATIC_DIR / "index.html")
+
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+    @app.get("/api/health", summary="Is the server up")
+    def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/api/options", summary="Stage choices, their settings and the config's defaults")
+    def options() -> dict[str, Any]:
+        return {
+            "tag": explorer.config.get("tag"),
+            "index": str(explorer.config.get("index")),
+            "settings": settings_by_stage(),
+            "defaults": current_params(explorer.default_sections()),
+            "judged_turns": len(explorer.qrels),
+            "time_limit": explorer.time_limit,
+            "max_turns": MAX_TURNS,
+        }
+
+    @app.get("/api/conversations", summary="The conversations to explore")
+    def conversations() -> dict[str, Any]:
+        items = []
+        for cid in explorer.conversations.ids():
+            conversation = explorer.conversations.get(cid)
+            items.append(
+                {
+                    "id": cid,
+                    "title": conversation.title or cid,
+                    "turns": len(conversation.turns),
+                    "editable": explorer.conversations.editable(cid),
+                }
+            )
+        return {"conversations": items}
+
+    @app.get("/api/conversations/{cid}", summary="One conversation with its turns")
+    def conversation(cid: str) -> dict[str, Any]:
+        return conversation_view(cid, explorer.conversations.get(cid), explorer.conversations.editable(cid))
+
+    @app.post("/api/conversations", status_code=201, summary="Start a conversation to type turn by turn")
+    def new_conversation(body: NewConversation) -> dict[str, Any]:
+        cid = explorer.conversations.create(body.title)
+        return conversation_view(cid, explorer.conversations.get(cid), True)
+
+    @app.post("/api/conversations/{cid}/turns", status_code=201, summary="Add a typed turn to a conversation")
+    def new_turn(cid: str, body: NewTurn) -> dict[str, Any]:
+        updated = explorer.conversations.add_turn(cid, body.utterance, body.manual_rewrite)
+        return conversation_view(cid, updated, True)
+
+    @app.post(
+        "/api/jobs",
+        summary="Answer a turn: the result at once when cached (200), else a job to poll (202)",
+        responses={202: {"description": "queued or running: poll GET /api/jobs/{job_id}"}},
+    )
+    def submit(body: TurnRequest) -> JSONResponse:
+        job = explorer.submit(body.conversation_id, body.turn, Choice(**body.params.model_dump()))
+        return _job_response(job, grace)
+
+    @app.get(
+        "/api/jobs/{job_id}",
+        summary="A job's progress (202), result (200) or error (4xx/5xx)",
+        responses={202: {"description": "still queued or running"}},
+    )
+    def poll(job_id: str) -> JSONResponse:
+        return _job_response(explorer.job(job_id), grace)
+
+    @app.post("/api/answer", summary="Answer a turn and wait for the result (up to the time limit)")
+    def answer(body: TurnRequest) -> JSONResponse:
+        job = explorer.submit(body.conversation_id, body.turn, Choice(**body.params.model_dump()))
+        job.finished.wait(explorer.time_limit + grace)
+        return _job_response(job, grace)
+
+    return app
+
+
+@lru_cache(maxsize=1)
+def settings_by_stage() -> dict[str, dict[str, list[str]]]:
+    """The stages the page can choose, each with the page's settings it takes.
+
+    Example: ``{"method": {"eg": ["gamma", "tau", "path_bonus"], ...}, "generator": {"topk_trim": ["words"]}}``.
+    """
+    settings: dict[str, dict[str, list[str]]] = {}
+    for param, kind in STAGE_CHOICES.items():
+        settings[param] = {}
+        for name in sorted(STAGES[kind]):
+            try:
+                accepted = stage_settings(kind, name)
+            except ImportError:  # a stage whose module is not written or installed here: not offered
+                continue
+            settings[param][name] = [p for p, (k, s) in STAGE_SETTINGS.items() if k == kind and s in accepted]
+    return settings
