@@ -114,6 +114,10 @@ class EntityLinker(Stage):
     def link_batch(self, texts: Sequence[str], *, kind: str = "passage") -> list[list[EntityMention]]:
         return [self.link(t, kind=kind) for t in texts]
 
+    def report(self) -> str | None:
+        """A line for the end of a run (e.g. how many texts were left unlinked), or None."""
+        return None
+
 
 class KnowledgeBase(Stage):
     """Gives entity relatedness (Milne-Witten over in-link sets)."""

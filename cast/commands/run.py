@@ -20,7 +20,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--rewrites", help="a qid<TAB>rewrite TSV of manual rewrites (CAsT 2019)")
     parser.add_argument("--output", required=True, help="output prefix, e.g. runs/lmd-eg")
     parser.add_argument("--tag", help="the run tag (default: the config's name)")
-    parser.add_argument("--overwrite", action="store_true", help="replace complete outputs that already exist")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace complete outputs that already exist"
+    )
     parser.set_defaults(func=main)
 
 
@@ -44,8 +46,8 @@ def main(args: argparse.Namespace) -> int:
     pipeline.run(conversations, done=done, on_result=write, progress=True)
     qids = list(dict.fromkeys(t.qid for c in conversations for t in c.turns))
     outputs.finalize(qids)
-    report = getattr(pipeline.linker, "report", None)
-    if report is not None and report():
-        print(report(), file=sys.stderr)
+    linker_report = pipeline.linker.report()
+    if linker_report:
+        print(linker_report, file=sys.stderr)
     print(f"wrote {outputs.run_path} and {outputs.answers_path} ({len(qids)} turns)")
     return 0

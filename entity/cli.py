@@ -1,0 +1,85 @@
+"""``cast entity``: build the offline entity resources, and try a linker or a knowledge base.
+
+Examples::
+
+    cast entity dictionary --index ~/.cache/cast-toolkit/indexes/demo --input cast/data/sample/passages.jsonl.gz
+    cast entity link --config offline "Who was the teacher of Alexander the Great?"
+    cast entity related --config offline Aristotle Plato Alexander_the_Great
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from cast.commands.common import add_config_arguments, config_from_args
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "entity", help="build the entity dictionary; try entity linking and relatedness"
+    )
+    commands = parser.add_subparsers(dest="entity_command", metavar="SUBCOMMAND", required=True)
+
+    build = commands.add_parser(
+        "dictionary",
+        help="build the offline linker's dictionary and the collection knowledge base beside an index",
+        description="Reads the collection the index was built from and writes <index>.entities/.",
+    )
+    where = build.add_mutually_exclusive_group(required=True)
+    where.add_argument("--index", help="the index built from the collection (the resources go beside it)")
+    where.add_argument("--output", help="another folder for the resources")
+    build.add_argument("--input", nargs="+", required=True, help="the collection's files or folders")
+    build.add_argument("--format", dest="fmt", help="the collection format (default: detected)")
+    build.set_defaults(func=main_dictionary)
+
+    link = commands.add_parser("link", help="link the entities of texts with the configured linker")
+    add_config_arguments(link)
+    link.add_argument(
+        "--kind", choices=("query", "passage"), default="query", help="confidence setting to use"
+    )
+    link.add_argument("texts", nargs="+", metavar="TEXT")
+    link.set_defaults(func=main_link)
+
+    related = commands.add_parser("related", help="relatedness of entities in the configured knowledge base")
+    add_config_arguments(related)
+    related.add_argument("entities", nargs="+", metavar="ENTITY", help="DBpedia ids, dbr: names or titles")
+    related.set_defaults(func=main_related)
+
+
+def main_dictionary(args: argparse.Namespace) -> int:
+    from entity.dictionary import build_entity_resources
+
+    started = time.perf_counter()
+    folder = build_entity_resources(args.index, args.input, output=args.output, fmt=args.fmt)
+    print(f"entity resources written to {folder} in {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+def main_link(args: argparse.Namespace) -> int:
+    from cast.records import to_dict
+    from cast.resources import Resources
+
+    linker = Resources(config_from_args(args)).stage("linker")
+    for text, mentions in zip(args.texts, linker.link_batch(args.texts, kind=args.kind), strict=True):
+        print(json.dumps({"text": text, "mentions": [to_dict(m) for m in mentions]}, ensure_ascii=False))
+    report = getattr(linker, "report", lambda: None)()
+    if report:
+        print(report)
+    return 0
+
+
+def main_related(args: argparse.Namespace) -> int:
+    from cast.resources import Resources
+    from entity.linkers import entity_title, normalise_entity
+
+    knowledge_base = Resources(config_from_args(args)).stage("knowledge_base")
+    entities = [normalise_entity(e) for e in args.entities]
+    matrix = knowledge_base.relatedness_matrix(entities, entities)
+    names = [entity_title(e) for e in entities]
+    width = max(len(n) for n in names)
+    print(" " * width + "".join(f"  {n[:10]:>10}" for n in names))
+    for name, row in zip(names, matrix, strict=True):
+        print(f"{name:<{width}}" + "".join(f"  {value:>10.3f}" for value in row))
+    return 0

@@ -1,0 +1,109 @@
+"""DBpedia Spotlight through its REST API (``/annotate``, JSON answers), with retries and a persistent cache."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from cast.errors import ServiceUnavailableError
+from entity.linkers import LinkedSpan, RemoteLinker, locate, normalise_entity
+
+if TYPE_CHECKING:
+    from cast.resources import Resources
+
+PUBLIC_ENDPOINT = "https://api.dbpedia-spotlight.org/{language}/annotate"
+
+
+class SpotlightLinker(RemoteLinker):
+    """Links with DBpedia Spotlight; answers are cached by (endpoint, confidence, support, text).
+
+    Args:
+        endpoint: the ``/annotate`` URL; by default the public service for ``language``.
+        language: the language of the public endpoint (ignored when ``endpoint`` is given).
+        query_confidence: Spotlight's disambiguation confidence for queries.
+        passage_confidence: the same for passages (the paper advises a higher one for long passages).
+        support: the least number of in-links of a linked entity.
+        max_chars: longer texts are sent in chunks of at most this many characters.
+        on_error: ``fail`` or ``skip`` (continue without entities for that text; see ``report()``).
+        timeout: seconds to wait for each answer.
+        retries: how many times a failed request is repeated.
+        backoff: the first wait between attempts, in seconds (doubling each time).
+
+    Example:
+        >>> linker = SpotlightLinker(endpoint="http://localhost:2222/rest/annotate")
+        >>> linker.link("Berlin is the capital of Germany", kind="query")  # doctest: +SKIP
+        [EntityMention(surface='Berlin', start=0, end=6, entity='http://dbpedia.org/resource/Berlin', ...), ...]
+    """
+
+    name = "spotlight"
+    service = "DBpedia Spotlight"
+    confidence_sent_to_service: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        endpoint: str | None = None,
+        language: str = "en",
+        query_confidence: float = 0.35,
+        passage_confidence: float = 0.5,
+        support: int = 0,
+        max_chars: int = 4000,
+        on_error: str = "fail",
+        timeout: float = 20.0,
+        retries: int = 3,
+        backoff: float = 1.0,
+        resources: Resources | None = None,
+    ):
+        super().__init__(
+            endpoint=endpoint or PUBLIC_ENDPOINT.format(language=language),
+            query_confidence=query_confidence,
+            passage_confidence=passage_confidence,
+            max_chars=max_chars,
+            on_error=on_error,
+            timeout=timeout,
+            retries=retries,
+            backoff=backoff,
+            resources=resources,
+        )
+        self.support = support
+
+    def cache_inputs(self, piece: str, kind: str) -> dict[str, Any]:
+        return {
+            "endpoint": self.endpoint,
+            "confidence": self.confidence[kind],
+            "support": self.support,
+            "text": piece,
+        }
+
+    def annotate(self, piece: str, kind: str) -> list[LinkedSpan]:
+        answer = self.http.request(
+            "POST",
+            self.endpoint,
+            data={"text": piece, "confidence": self.confidence[kind], "support": self.support},
+            headers={"Accept": "application/json"},
+        )
+        return parse_spotlight(piece, answer, self.endpoint)
+
+
+def parse_spotlight(text: str, answer: Any, endpoint: str = "Spotlight") -> list[LinkedSpan]:
+    """The spans of a Spotlight ``/annotate`` JSON answer (which has no ``Resources`` when nothing was found).
+
+    Spotlight gives every value as a string: ``@URI``, ``@surfaceForm``, ``@offset`` (in UTF-16 units) and
+    ``@similarityScore``, which becomes the mention's confidence.
+    """
+    if not isinstance(answer, dict):
+        raise ServiceUnavailableError(
+            f"{endpoint} gave an answer that is not a Spotlight JSON object: {answer!r:.200}"
+        )
+    spans = []
+    for resource in answer.get("Resources") or ():
+        try:
+            surface = str(resource["@surfaceForm"])
+            start = locate(text, surface, int(resource["@offset"]))
+            uri = normalise_entity(resource["@URI"])
+            score = float(resource.get("@similarityScore", 0.0))
+        except (KeyError, TypeError, ValueError) as e:
+            raise ServiceUnavailableError(
+                f"{endpoint} gave a resource without a valid @surfaceForm/@offset/@URI: {resource!r:.200} ({e})"
+            ) from e
+        if start is not None and surface:
+            spans.append(LinkedSpan(start, start + len(surface), uri, score))
+    return spans

@@ -1,0 +1,243 @@
+"""The offline linker: dictionary building, longest match, ambiguity, spans on awkward input, the shared helpers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cast.cache import Cache
+from cast.errors import CastError
+from entity.dictionary import (
+    DictionaryLinker,
+    SurfaceMatcher,
+    build_entity_resources,
+    dictionary_path,
+    entities_dir,
+    name_alias,
+    plural_form,
+    title_aliases,
+    usable_surface,
+)
+from entity.linkers import chunk_spans, clean_html, entity_title, entity_uri, locate, normalise_entity
+
+# --- shared helpers -------------------------------------------------------------------------------------------
+
+
+def test_entity_ids():
+    assert entity_uri("Mercury (planet)") == "http://dbpedia.org/resource/Mercury_(planet)"
+    assert entity_uri("iPod  touch") == "http://dbpedia.org/resource/IPod_touch"
+    assert normalise_entity("dbr:Zürich") == "http://dbpedia.org/resource/Zürich"
+    assert normalise_entity("http://dbpedia.org/resource/Z%C3%BCrich") == "http://dbpedia.org/resource/Zürich"
+    assert normalise_entity("Star Wars: Episode IV") == "http://dbpedia.org/resource/Star_Wars:_Episode_IV"
+    assert entity_title("http://dbpedia.org/resource/Mercury_(planet)") == "Mercury (planet)"
+
+
+def test_clean_html_keeps_a_way_back():
+    text = "<p>AT&amp;T in <i>Zürich</i>&#33;</p>"
+    clean = clean_html(text)
+    assert clean.text == " AT&T in  Zürich ! "
+    start = clean.text.index("AT&T")
+    assert text[slice(*clean.original_span(start, start + 4))] == "AT&amp;T"
+    start = clean.text.index("Zürich")
+    assert text[slice(*clean.original_span(start, start + 6))] == "Zürich"
+    assert clean_html("plain text").origin is None
+
+
+@pytest.mark.parametrize("max_chars", [7, 20, 64])
+def test_chunk_spans_cover_the_text_and_prefer_sentence_ends(max_chars: int):
+    text = "One sentence here. Another one follows, with a comma. " * 3 + "Unbreakable" * 8
+    spans = chunk_spans(text, max_chars)
+    assert "".join(text[s:e] for s, e in spans) == text
+    assert all(e - s <= max_chars for s, e in spans)
+    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))
+    if max_chars == 64:
+        assert text[: spans[0][1]].endswith("comma. ")  # the last sentence end within 64
+    assert chunk_spans("", 10) == [(0, 0)]
+
+
+def test_locate_handles_utf16_offsets_and_drift():
+    text = "🙂 Zürich and Zürich"
+    assert locate(text, "Zürich", 3) == 2  # Java counts the emoji as two units
+    assert locate(text, "Zürich", 14) == 13  # an offset that drifted: the nearest occurrence
+    assert locate(text, "Basel", 0) is None
+
+
+# --- dictionary building --------------------------------------------------------------------------------------
+
+
+def test_title_aliases():
+    assert title_aliases("Mercury (planet)") == ["Mercury (planet)", "Mercury"]
+    assert title_aliases("Paris, Texas") == ["Paris, Texas", "Paris"]
+    assert title_aliases("Sun") == ["Sun"]
+    assert name_alias("Marie Curie") == "Curie" and name_alias("Solar system") is None
+    assert name_alias("Paris, Texas") is None and name_alias("Mercury (planet)") is None
+    assert (plural_form("planet"), plural_form("galaxy"), plural_form("day"), plural_form("church")) == (
+        "planets",
+        "galaxies",
+        "days",
+        "churches",
+    )
+    assert usable_surface("mercury") and not usable_surface("the the") and not usable_surface("1961")
+
+
+def test_surface_matcher_prefers_the_longest_form():
+    matcher = SurfaceMatcher(["new york", "new york city", "york", "city"])
+    tokens = "i left new york city for york".split()
+    found = [(" ".join(tokens[a:b]), form) for a, b, form in matcher.matches(tokens)]
+    assert found == [("new york city", 1), ("york", 2)]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, fixtures: Path) -> Path:
+    index = tmp_path_factory.mktemp("idx") / "demo"
+    index.mkdir()
+    return build_entity_resources(index, [fixtures / "entity" / "collection.jsonl"], progress=False)
+
+
+def test_resources_live_beside_the_index(built: Path):
+    assert built == entities_dir(built.with_name("demo")) == dictionary_path(built.with_name("demo")).parent
+    assert built.name == "demo.entities"
+
+
+def test_dictionary_counts_commonness_from_the_collection(built: Path):
+    data = json.loads((built / "dictionary.json").read_text(encoding="utf-8"))
+    titles = data["titles"]
+    assert "List of planets" not in titles and "The The" in titles
+    senses = {key: [(titles[e], n) for e, n in counts] for key, counts in data["surfaces"].items()}
+    # "mercury" occurs in both passages of Mercury (planet) and in the one of Mercury (element): 1 + 2 vs 1 + 1
+    assert senses["mercury"] == [("Mercury (planet)", 3), ("Mercury (element)", 2)]
+    assert senses["paris"] == [("Paris", 3), ("Paris, Texas", 2)]
+    assert senses["mercury planet"] == [("Mercury (planet)", 1)]
+    assert "the the" not in senses  # only stop words: never linked
+    # regular plurals, counted on their own (a tie goes to the entity seen first)
+    assert senses["suns"] == [("Sun", 1)]
+    assert senses["mercuries"] == [("Mercury (planet)", 1), ("Mercury (element)", 1)]
+    assert data["passages"] == 20
+    # "Curie" (from the names "Marie Curie", "Pierre Curie") is kept only for the article that uses it often
+    assert senses["curie"] == [("Marie Curie", 3)]
+    assert "conference" not in senses  # "Wannsee Conference" writes it in lower case: a common word
+
+
+# --- linking ----------------------------------------------------------------------------------------------
+
+
+class Resources:
+    def __init__(self, index: Path, cache: Cache):
+        self.index_dir = index
+        self.cache = cache
+
+
+@pytest.fixture
+def linker(built: Path) -> DictionaryLinker:
+    return DictionaryLinker(mentions="all", resources=Resources(built.with_name("demo"), Cache(None)))
+
+
+def test_longest_match_and_most_common_sense(linker: DictionaryLinker):
+    text = "Mercury and Venus orbit the Sun, far from New York City and the state of New York."
+    mentions = linker.link(text, kind="query")
+    assert [(m.surface, entity_title(m.entity), m.confidence) for m in mentions] == [
+        ("Mercury", "Mercury (planet)", 0.6),
+        ("Venus", "Venus", 1.0),
+        ("Sun", "Sun", 1.0),
+        ("New York City", "New York City", 1.0),
+        ("New York", "New York", 1.0),
+    ]
+    assert all(text[m.start : m.end] == m.surface and m.linker == "dictionary" for m in mentions)
+
+
+def test_confidence_thresholds_per_kind(built: Path):
+    linker = DictionaryLinker(
+        mentions="all",
+        query_confidence=0.0,
+        passage_confidence=0.7,
+        resources=Resources(built.with_name("demo"), Cache(None)),
+    )
+    assert [m.surface for m in linker.link("Mercury and Venus", kind="query")] == ["Mercury", "Venus"]
+    assert [m.surface for m in linker.link("Mercury and Venus", kind="passage")] == ["Venus"]
+    with pytest.raises(CastError, match="kind must be one of"):
+        linker.link("Venus", kind="document")
+
+
+def test_bad_input_keeps_spans_exact(linker: DictionaryLinker):
+    assert linker.link("") == [] and linker.link(" \n ") == []
+    text = "Grüße 🙂 aus Zürich!"
+    [mention] = linker.link(text)
+    assert (mention.surface, mention.entity) == ("Zürich", entity_uri("Zürich"))
+    text = "<div>Trips to <b>Paris</b>&nbsp;&amp; Venus</div>"
+    mentions = linker.link(text)
+    assert [m.surface for m in mentions] == ["Paris", "Venus"]
+    assert all(text[m.start : m.end] == m.surface for m in mentions)
+    long_text = "Words that name nothing at all, repeated. " * 400 + "The Sun."
+    linker.max_chars = 1000
+    [mention] = linker.link(long_text)
+    assert long_text[mention.start : mention.end] == "Sun" and mention.start == len(long_text) - 4
+
+
+def test_links_are_cached_by_dictionary_version(built: Path, tmp_path: Path):
+    cache = Cache(tmp_path / "cache.sqlite")
+    first = DictionaryLinker(mentions="all", resources=Resources(built.with_name("demo"), cache))
+    mentions = first.link("Venus and the Sun")
+    second = DictionaryLinker(mentions="all", resources=Resources(built.with_name("demo"), cache))
+    second._find = lambda texts: pytest.fail(f"linked again: {texts}")
+    assert second.link("Venus and the Sun") == mentions
+
+
+def test_missing_dictionary_says_how_to_build_it(tmp_path: Path):
+    with pytest.raises(CastError, match=r"no entity dictionary .*cast entity dictionary --index"):
+        DictionaryLinker(resources=Resources(tmp_path / "index", Cache(None)))
+
+
+def test_spacy_mentions(built: Path):
+    linker = DictionaryLinker(mentions="spacy", resources=Resources(built.with_name("demo"), Cache(None)))
+    texts = ["How far is Mercury from the Sun?", "Paris is lovely in spring.", ""]
+    mentions = linker.link_batch(texts, kind="query")
+    assert [[(m.surface, entity_title(m.entity)) for m in ms] for ms in mentions] == [
+        [("Mercury", "Mercury (planet)"), ("Sun", "Sun")],
+        [("Paris", "Paris")],
+        [],
+    ]
+
+
+def test_cli_builds_links_and_relates(fixtures: Path, tmp_path: Path, capsys):
+    import argparse
+
+    from entity import cli
+
+    parser = argparse.ArgumentParser(prog="cast")
+    cli.add_parser(parser.add_subparsers(dest="command"))
+
+    def run(*argv: str) -> str:
+        args = parser.parse_args(["entity", *argv])
+        assert args.func(args) == 0
+        return capsys.readouterr().out
+
+    index = tmp_path / "index"
+    assert "written to" in run(
+        "dictionary", "--index", str(index), "--input", str(fixtures / "entity" / "collection.jsonl")
+    )
+    settings = ["--index", str(index), "--set", "linker.mentions=all", "--set", "cache_dir=null"]
+    [line] = run("link", *settings, "Mercury and Venus").splitlines()
+    assert [m["entity"] for m in json.loads(line)["mentions"]] == [
+        entity_uri("Mercury (planet)"),
+        entity_uri("Venus"),
+    ]
+    table = run("related", *settings, "Sun", "dbr:Solar_System").splitlines()
+    assert table[1].split()[-2:] == ["1.000", "0.731"]  # 1 - log(5/3) / log(20/3)
+
+
+@pytest.mark.integration
+def test_on_real_wikipedia_passages(shared_data: Path, tmp_path: Path):
+    import gzip
+    import itertools
+
+    sample = tmp_path / "wiki.jsonl"
+    with gzip.open(shared_data / "wiki" / "enwiki-2013-core.jsonl.gz", "rt", encoding="utf-8") as lines:
+        sample.write_text("".join(itertools.islice(lines, 3000)), encoding="utf-8")
+    folder = build_entity_resources(None, [sample], output=tmp_path / "wiki.entities", progress=False)
+    linker = DictionaryLinker(mentions="all", entities_dir=str(folder))
+    text = "Aristotle wrote about alchemy; Abraham Lincoln never read Animal Farm in Alabama."
+    mentions = linker.link(text, kind="query")
+    expected = ["Aristotle", "Alchemy", "Abraham Lincoln", "Animal Farm", "Alabama"]
+    assert [entity_title(m.entity) for m in mentions] == expected

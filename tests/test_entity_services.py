@@ -1,0 +1,359 @@
+"""The web-service clients (Spotlight, FOX, SPARQL) against mock services on 127.0.0.1: real HTTP, real JSON."""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import numpy as np
+import pytest
+
+from cast.cache import Cache
+from cast.errors import ServiceUnavailableError
+from entity.fox import FoxLinker
+from entity.linkers import entity_uri
+from entity.relatedness import LinkGraphKnowledgeBase, SparqlKnowledgeBase
+from entity.spotlight import SpotlightLinker
+
+Answer = tuple[int, object]  # (HTTP status, JSON body)
+
+
+class MockService:
+    """An HTTP server in a thread; ``respond(method, path, params)`` gives each answer; requests are recorded."""
+
+    def __init__(self, respond: Callable[[str, str, dict[str, str]], Answer]):
+        self.respond = respond
+        self.requests: list[tuple[str, str, dict[str, str]]] = []
+        self.release = threading.Event()  # holds "slow" answers until the test ends
+        service = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                url = urlparse(self.path)
+                params = {k: v[0] for k, v in parse_qs(url.query).items()}
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length).decode("utf-8") if length else ""
+                if self.headers.get("Content-Type", "").startswith("application/json"):
+                    params.update(json.loads(body))
+                elif body:
+                    params.update({k: v[0] for k, v in parse_qs(body).items()})
+                service.requests.append((self.command, url.path, params))
+                status, payload = service.respond(self.command, url.path, params)
+                if status == 0:  # never answer in time
+                    service.release.wait(10)
+                    return
+                data = json.dumps(payload).encode("utf-8")
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = _answer
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., MockService]]:
+    started: list[MockService] = []
+
+    def start(respond: Callable[[str, str, dict[str, str]], Answer]) -> MockService:
+        started.append(MockService(respond))
+        return started[-1]
+
+    yield start
+    for service in started:
+        service.close()
+
+
+class Resources:
+    """The one thing remote linkers take from the pipeline's resources: the cache."""
+
+    def __init__(self, path: Path):
+        self.cache = Cache(path)
+
+
+# --- DBpedia Spotlight ----------------------------------------------------------------------------------
+
+
+def spotlight_answer(text: str, resources: list[tuple[str, str, int, float]]) -> dict:
+    """Spotlight's JSON: every value a string; no ``Resources`` key at all when nothing was found."""
+    answer = {
+        "@text": text,
+        "@confidence": "0.5",
+        "@support": "0",
+        "@types": "",
+        "@sparql": "",
+        "@policy": "whitelist",
+    }
+    if resources:
+        answer["Resources"] = [
+            {
+                "@URI": f"http://dbpedia.org/resource/{name}",
+                "@support": "1200",
+                "@types": "Schema:Place,DBpedia:Place",
+                "@surfaceForm": surface,
+                "@offset": str(offset),
+                "@similarityScore": str(score),
+                "@percentageOfSecondRank": "0.01",
+            }
+            for name, surface, offset, score in resources
+        ]
+    return answer
+
+
+def utf16_offset(text: str, surface: str) -> int:
+    """Where Spotlight (Java) says ``surface`` starts: in UTF-16 code units."""
+    return len(text[: text.find(surface)].encode("utf-16-le")) // 2
+
+
+def spotlight_service(params: dict[str, str]) -> Answer:
+    text = params["text"]
+    found = [
+        (name, surface, utf16_offset(text, surface), 0.99)
+        for name, surface in [("Berlin", "Berlin"), ("Germany", "Germany"), ("Z%C3%BCrich", "Zürich")]
+        if surface in text
+    ]
+    return 200, spotlight_answer(text, found)
+
+
+def make_spotlight(service: MockService, tmp_path: Path, **settings) -> SpotlightLinker:
+    settings = {"retries": 2, "backoff": 0.0, "timeout": 2.0, **settings}
+    return SpotlightLinker(
+        endpoint=service.url + "/rest/annotate", resources=Resources(tmp_path / "c.sqlite"), **settings
+    )
+
+
+def test_spotlight_links_and_sends_its_settings(serve, tmp_path: Path):
+    service = serve(lambda method, path, params: spotlight_service(params))
+    linker = make_spotlight(service, tmp_path, query_confidence=0.3, passage_confidence=0.6, support=20)
+    text = "Berlin is the capital of Germany."
+    mentions = linker.link(text, kind="query")
+    assert [(m.surface, m.entity, m.linker) for m in mentions] == [
+        ("Berlin", entity_uri("Berlin"), "spotlight"),
+        ("Germany", entity_uri("Germany"), "spotlight"),
+    ]
+    assert all(text[m.start : m.end] == m.surface for m in mentions)
+    assert mentions[0].confidence == pytest.approx(0.99)
+    method, path, params = service.requests[0]
+    assert (method, path, params["confidence"], params["support"]) == ("POST", "/rest/annotate", "0.3", "20")
+    linker.link(text, kind="passage")
+    assert service.requests[1][2]["confidence"] == "0.6"
+
+
+def test_spotlight_no_resources_answer(serve, tmp_path: Path):
+    service = serve(lambda method, path, params: spotlight_service(params))
+    assert make_spotlight(service, tmp_path).link("nothing to see here") == []
+
+
+def test_spotlight_rerun_is_served_from_the_cache(serve, tmp_path: Path):
+    service = serve(lambda method, path, params: spotlight_service(params))
+    texts = ["Berlin and Germany", "nothing here"]
+    first = make_spotlight(service, tmp_path).link_batch(texts)
+    assert len(service.requests) == 2
+    again = make_spotlight(service, tmp_path).link_batch(texts)  # a new linker: a rerun, same cache file
+    assert again == first
+    assert len(service.requests) == 2
+    make_spotlight(service, tmp_path, passage_confidence=0.9).link_batch(
+        texts
+    )  # another confidence: new calls
+    assert len(service.requests) == 4
+
+
+def test_spotlight_retries_5xx_with_backoff(serve, tmp_path: Path):
+    failures = iter([503, 500])
+    service = serve(lambda method, path, params: (next(failures, 200), spotlight_service(params)[1]))
+    linker = make_spotlight(service, tmp_path, retries=2, backoff=0.5)
+    waits: list[float] = []
+    linker.http.sleep = waits.append
+    assert [m.surface for m in linker.link("Berlin")] == ["Berlin"]
+    assert len(service.requests) == 3
+    assert waits == [0.5, 1.0]
+
+
+def test_spotlight_timeout_fails_with_a_clear_message(serve, tmp_path: Path):
+    service = serve(lambda method, path, params: (0, None))
+    linker = make_spotlight(service, tmp_path, retries=1, timeout=0.2)
+    with pytest.raises(
+        ServiceUnavailableError, match=r"unreachable \(no answer within 0.2 s, 2 attempts\).*on_error"
+    ):
+        linker.link("Berlin")
+    assert len(service.requests) == 2
+
+
+def test_spotlight_unreachable_endpoint(tmp_path: Path):
+    linker = SpotlightLinker(endpoint="http://127.0.0.1:9/annotate", retries=0, timeout=1.0)
+    with pytest.raises(ServiceUnavailableError, match="127.0.0.1:9/annotate is unreachable"):
+        linker.link("Berlin")
+
+
+def test_spotlight_skip_counts_unlinked_texts_and_does_not_cache_failures(serve, tmp_path: Path):
+    healthy = {"on": False}
+    service = serve(
+        lambda method, path, params: spotlight_service(params) if healthy["on"] else (502, {"error": "down"})
+    )
+    linker = make_spotlight(service, tmp_path, on_error="skip", retries=0)
+    assert linker.link_batch(["Berlin", "Germany", "Berlin"]) == [[], [], []]
+    assert linker.unlinked_count == 3
+    assert "3 of 3 texts were left without entities" in linker.report()
+    healthy["on"] = True
+    rerun = make_spotlight(service, tmp_path, on_error="skip", retries=0)
+    assert [m.surface for m in rerun.link("Berlin")] == ["Berlin"]
+    assert rerun.report() is None
+
+
+def test_spotlight_4xx_is_not_retried(serve, tmp_path: Path):
+    service = serve(lambda method, path, params: (400, {"error": "bad"}))
+    with pytest.raises(ServiceUnavailableError, match="rejected the request with HTTP 400"):
+        make_spotlight(service, tmp_path, retries=3).link("Berlin")
+    assert len(service.requests) == 1
+
+
+def test_spotlight_bad_input(serve, tmp_path: Path):
+    service = serve(lambda method, path, params: spotlight_service(params))
+    linker = make_spotlight(service, tmp_path, max_chars=100)
+    assert linker.link("") == [] and linker.link("   ") == []
+    assert service.requests == []  # nothing to ask about
+    # Non-ASCII (and an emoji, which Java counts as two UTF-16 units) before the mention.
+    text = "Grüße 🙂 aus Zürich"
+    [mention] = linker.link(text)
+    assert (mention.surface, text[mention.start : mention.end]) == ("Zürich", "Zürich")
+    assert mention.entity == entity_uri("Zürich")  # percent-escapes decoded
+    # HTML remnants: tags blanked, references decoded for the service; spans point into the original text.
+    text = "<p>Trains from <b>Berlin</b> &amp; Germany&nbsp;</p>"
+    mentions = linker.link(text)
+    assert [text[m.start : m.end] for m in mentions] == ["Berlin", "Germany"] == [m.surface for m in mentions]
+    assert "<" not in service.requests[-1][2]["text"] and "&amp;" not in service.requests[-1][2]["text"]
+    # A long text is sent in chunks; spans are offsets into the whole text.
+    text = ("Filler words about nothing. " * 10 + "Berlin. ") * 5
+    mentions = linker.link(text)
+    assert len(mentions) == 5 and all(text[m.start : m.end] == "Berlin" for m in mentions)
+    assert all(len(params["text"]) <= 100 for _, _, params in service.requests[-20:])
+
+
+# --- FOX ----------------------------------------------------------------------------------------------------
+
+
+def fox_answer(text: str) -> dict:
+    """FOX's JSON-LD (NIF): a context node, then one node per linked named entity."""
+    graph = [{"@id": "http://ns.aksw.org/fox/demo#char=0,", "@type": ["nif:Context"], "isString": text}]
+    for name, surface in [("Leipzig", "Leipzig"), ("Saxony", "Saxony")]:
+        start = text.find(surface)
+        if start >= 0:
+            graph.append(
+                {
+                    "@id": f"http://ns.aksw.org/fox/demo#char={start},{start + len(surface)}",
+                    "@type": ["nif:Phrase"],
+                    "anchorOf": surface,
+                    "beginIndex": {"@type": "xsd:nonNegativeInteger", "@value": str(start)},
+                    "endIndex": str(start + len(surface)),
+                    "taClassRef": ["dbo:Location", "schema:Place"],
+                    "taIdentRef": f"dbr:{name}",
+                }
+            )
+    return {"@graph": graph, "@context": {"dbr": "http://dbpedia.org/resource/", "nif": "http://nif#"}}
+
+
+def test_fox_links_named_entities_and_caches(serve, tmp_path: Path):
+    service = serve(lambda method, path, params: (200, fox_answer(params["input"])))
+
+    def make() -> FoxLinker:
+        return FoxLinker(
+            endpoint=service.url + "/fox", resources=Resources(tmp_path / "c.sqlite"), backoff=0.0
+        )
+
+    text = "Leipzig is a city in Saxony."
+    mentions = make().link(text, kind="query")
+    assert [(m.surface, m.entity, m.confidence, m.linker) for m in mentions] == [
+        ("Leipzig", entity_uri("Leipzig"), 1.0, "fox"),
+        ("Saxony", entity_uri("Saxony"), 1.0, "fox"),
+    ]
+    assert service.requests[0][2]["task"] == "ner" and service.requests[0][2]["lang"] == "en"
+    assert make().link(text) == mentions
+    assert len(service.requests) == 1
+
+
+def test_fox_retries_then_fails(serve, tmp_path: Path):
+    service = serve(lambda method, path, params: (500, {}))
+    linker = FoxLinker(endpoint=service.url + "/fox", retries=2, backoff=0.0)
+    with pytest.raises(ServiceUnavailableError, match="FOX at .* is unreachable"):
+        linker.link("Leipzig")
+    assert len(service.requests) == 3
+
+
+# --- DBpedia SPARQL -----------------------------------------------------------------------------------------
+
+
+def sparql_service(inlinks: dict[str, set[str]], total: int) -> Callable[[str, str, dict[str, str]], Answer]:
+    """A SPARQL endpoint over a link graph that understands the knowledge base's three queries."""
+    import re
+
+    def rows(variables: list[str], values: list[list[str]]) -> dict:
+        bindings = [
+            {
+                v: {"type": "uri" if v != "n" else "typed-literal", "value": x}
+                for v, x in zip(variables, row, strict=True)
+            }
+            for row in values
+        ]
+        return {"head": {"vars": variables}, "results": {"bindings": bindings}}
+
+    def respond(method: str, path: str, params: dict[str, str]) -> Answer:
+        query = params["query"]
+        if "VALUES (?a ?b)" in query:
+            pairs = re.findall(r"\(<([^>]+)> <([^>]+)>\)", query)
+            found = [[a, b, str(len(inlinks.get(a, set()) & inlinks.get(b, set())))] for a, b in pairs]
+            return 200, rows(["a", "b", "n"], [r for r in found if r[2] != "0"])
+        if "VALUES ?e" in query:
+            entities = re.findall(r"<([^>]+)>", query.split("VALUES ?e", 1)[1].split("}", 1)[0])
+            found = [[e, str(len(inlinks[e]))] for e in entities if inlinks.get(e)]
+            return 200, rows(["e", "n"], found)
+        return 200, rows(["n"], [[str(total)]])
+
+    return respond
+
+
+def test_sparql_knowledge_base_agrees_with_the_link_graph(serve, tmp_path: Path, fixtures: Path):
+    graph = LinkGraphKnowledgeBase(str(fixtures / "entity" / "links.tsv"))
+    inlinks = {e: {f"src{m}" for m in graph.arrays.inlinks(e).tolist()} for e in graph.arrays.index}
+    service = serve(sparql_service(inlinks, total=7))
+
+    def make() -> SparqlKnowledgeBase:
+        return SparqlKnowledgeBase(
+            endpoint=service.url + "/sparql", resources=Resources(tmp_path / "c.sqlite")
+        )
+
+    entities = [entity_uri(n) for n in "ABCDEFG"] + [entity_uri("Not in the graph")]
+    sparql = make().relatedness_matrix(entities, entities)
+    assert np.allclose(sparql, graph.relatedness_matrix(entities, entities))
+    c_d = 1 - (math.log(3) - math.log(2)) / (math.log(7) - math.log(3))
+    assert sparql[2][3] == pytest.approx(c_d)
+    assert len(service.requests) == 3  # total, sizes, intersections: one query each
+    assert make().relatedness_matrix(entities, entities) == sparql  # a rerun: all from the cache
+    assert len(service.requests) == 3
+
+
+def test_sparql_escapes_iris_and_reports_bad_answers(serve, tmp_path: Path):
+    service = serve(lambda method, path, params: (200, {"unexpected": True}))
+    kb = SparqlKnowledgeBase(endpoint=service.url + "/sparql", total=100, backoff=0.0)
+    with pytest.raises(ServiceUnavailableError, match="did not answer with SPARQL JSON results"):
+        kb.relatedness(entity_uri('Quote "this"'), entity_uri("B"))
+    assert "<http://dbpedia.org/resource/Quote_%22this%22>" in service.requests[0][2]["query"]
