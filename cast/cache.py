@@ -37,7 +37,9 @@ class Cache:
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(":memory:" if self.path is None else str(self.path), check_same_thread=False)
+        self._db = sqlite3.connect(
+            ":memory:" if self.path is None else str(self.path), check_same_thread=False
+        )
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS entries (namespace TEXT, key TEXT, value TEXT, PRIMARY KEY (namespace, key))"

@@ -46,7 +46,11 @@ def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     merged = copy.deepcopy(base)
     for key, value in override.items():
         old = merged.get(key)
-        if isinstance(old, dict) and isinstance(value, dict) and value.get("name", old.get("name")) == old.get("name"):
+        if (
+            isinstance(old, dict)
+            and isinstance(value, dict)
+            and value.get("name", old.get("name")) == old.get("name")
+        ):
             merged[key] = merge(old, value)
         else:
             merged[key] = copy.deepcopy(value)

@@ -85,7 +85,9 @@ def check_index(index_dir: str | Path) -> Path:
             f"no index at {path}: build one with `cast index build --input PATH --index {path}`"
         )
     if not any(p.name.startswith("segments_") for p in path.iterdir()):
-        raise IndexUnavailableError(f"{path} is not a Lucene index (no segments file); rebuild it with `cast index build`")
+        raise IndexUnavailableError(
+            f"{path} is not a Lucene index (no segments file); rebuild it with `cast index build`"
+        )
     return path
 
 

@@ -96,7 +96,9 @@ class LMDFirstStage(LuceneFirstStage):
 class BM25FirstStage(LuceneFirstStage):
     """BM25 (Pyserini's ``set_bm25``)."""
 
-    def __init__(self, resources: Resources, k1: float = 0.9, b: float = 0.4, k: int = 1000, threads: int = 2):
+    def __init__(
+        self, resources: Resources, k1: float = 0.9, b: float = 0.4, k: int = 1000, threads: int = 2
+    ):
         super().__init__(resources, k=k, threads=threads)
         self.k1, self.b = k1, b
 

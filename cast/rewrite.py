@@ -38,7 +38,9 @@ class _TopicRewriter(Rewriter):
             from cast.registry import build_stage
 
             if fallback in ("manual", "automatic"):
-                raise ConfigError(f"rewriter fallback must be a rewriter that needs no topic rewrite, not {fallback!r}")
+                raise ConfigError(
+                    f"rewriter fallback must be a rewriter that needs no topic rewrite, not {fallback!r}"
+                )
             self._fallback = build_stage("rewriter", {"name": fallback}, resources)
 
     def rewrite(self, history: Sequence[PastTurn], turn: Turn) -> Rewrite:

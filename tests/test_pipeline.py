@@ -45,7 +45,13 @@ def conversations():
         ),
         Conversation(
             "2",
-            turns("2", [("What is climate change?", "What is climate change?"), ("A treaty on it?", "treaty climate change")]),
+            turns(
+                "2",
+                [
+                    ("What is climate change?", "What is climate change?"),
+                    ("A treaty on it?", "treaty climate change"),
+                ],
+            ),
         ),
     ]
 

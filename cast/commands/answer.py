@@ -24,7 +24,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     add_config_arguments(parser)
     parser.add_argument("utterance", nargs="?", help="the utterance to answer")
     parser.add_argument(
-        "--history", action="append", default=[], metavar="UTTERANCE", help="an earlier utterance (repeatable, in order)"
+        "--history",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="UTTERANCE",
+        help="the earlier utterances of the conversation, in order",
     )
     parser.add_argument("--json", action="store_true", help="print each turn's full record as JSON")
     parser.set_defaults(func=main)
@@ -42,7 +47,9 @@ class Conversation:
         from cast.records import Turn
 
         number = len(self.history) + 1
-        turn = Turn(qid=f"{self.topic_id}_{number}", topic_id=self.topic_id, turn_id=str(number), utterance=utterance)
+        turn = Turn(
+            qid=f"{self.topic_id}_{number}", topic_id=self.topic_id, turn_id=str(number), utterance=utterance
+        )
         result = self.pipeline.answer_turn(self.history, turn)
         self.history.append(result.past_turn())
         return result
@@ -64,7 +71,10 @@ def main(args: argparse.Namespace) -> int:
     pipeline = Pipeline.from_config(config_from_args(args))
 
     def show(result) -> None:
-        print(json.dumps(result.to_record(), ensure_ascii=False) if args.json else format_result(result), flush=True)
+        print(
+            json.dumps(result.to_record(), ensure_ascii=False) if args.json else format_result(result),
+            flush=True,
+        )
 
     conversation = Conversation(pipeline)
     if args.utterance is not None:

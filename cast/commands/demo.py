@@ -19,7 +19,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--config", default="offline", help="config name or YAML path (default: offline)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-    parser.add_argument("--rebuild", action="store_true", help="rebuild the sample index and entity resources")
+    parser.add_argument(
+        "--rebuild", action="store_true", help="rebuild the sample index and entity resources"
+    )
     parser.set_defaults(func=main)
 
 
