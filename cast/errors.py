@@ -32,15 +32,22 @@ class IndexUnavailableError(CastError):
 
 
 class ModelUnavailableError(CastError):
-    """A model named in the config cannot be loaded here."""
+    """A model named in the config cannot be loaded here.
 
-    def __init__(self, model: str, reason: str):
+    Args:
+        setting: the config key naming the model (e.g. ``reranker.model``), for the hint; added by
+            :func:`cast.registry.build_stage`, which knows the stage.
+    """
+
+    def __init__(self, model: str, reason: str, setting: str | None = None):
         super().__init__(
             f"cannot load model {model!r}: {reason}. Make it available by downloading it once on a machine with "
             f"network (e.g. `huggingface-cli download {model}`, which fills the Hugging Face cache), or point the "
-            f"config at a local folder holding the model (e.g. --set reranker.model=/path/to/model)."
+            f"config at a local folder holding the model (--set {setting or 'STAGE.model'}=/path/to/model)."
         )
         self.model = model
+        self.reason = reason
+        self.setting = setting
 
 
 class ServiceUnavailableError(CastError):

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from cast.atomic import write_lines_atomic
 from cast.errors import CastError
 from cast.records import ScoredPassage
 from cast.runfile import format_query, read_run, write_run
@@ -101,12 +102,11 @@ class RunOutputs:
                 f"cannot finish the run: {len(missing)} turn(s) have no answer, e.g. {sorted(missing)[0]}"
             )
         records.sort(key=lambda r: order[r["qid"]])
-        run_lines = (
-            self._run_partial.read_text().splitlines(keepends=True) if self._run_partial.exists() else []
+        rankings = read_run(self._run_partial) if self._run_partial.exists() else {}
+        write_run(
+            self.run_path, {qid: list(rankings[qid].items()) for qid in order if qid in rankings}, self.tag
         )
-        run_lines.sort(key=lambda ln: order[ln.split(" ", 1)[0]])  # stable: ranks stay in order within a qid
-        _write_atomic(self.run_path, run_lines)
-        _write_atomic(self.answers_path, (json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+        write_lines_atomic(self.answers_path, (json.dumps(r, ensure_ascii=False) + "\n" for r in records))
         self._run_partial.unlink(missing_ok=True)
         self._answers_partial.unlink(missing_ok=True)
 
@@ -116,12 +116,3 @@ def _append_durably(path: Path, text: str) -> None:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
-
-
-def _write_atomic(path: Path, lines: Iterable[str]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        f.writelines(lines)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)

@@ -5,7 +5,7 @@ Records are frozen dataclasses; ``to_dict`` / ``from_dict`` give the JSON form u
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
@@ -201,6 +201,16 @@ def _past_turn(d: dict) -> PastTurn:
     )
 
 
+def _selection(d: dict) -> Selection:
+    return Selection(
+        passages=tuple(_scored(p) for p in d["passages"]),
+        method=d["method"],
+        scores=d.get("scores", {}),
+        explanation=d.get("explanation", {}),
+        focus_entity=d.get("focus_entity"),
+    )
+
+
 def _answer(d: dict) -> Answer:
     return Answer(
         **{
@@ -218,9 +228,6 @@ _RECORD_READERS = {
     EntityMention: _mention,
     PastTurn: _past_turn,
     Answer: _answer,
+    Selection: _selection,
     Rewrite: lambda d: Rewrite(**d),
 }
-
-
-def field_names(cls: type) -> list[str]:
-    return [f.name for f in fields(cls)]

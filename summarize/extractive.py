@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from cast.errors import ConfigError
-from cast.records import NO_ANSWER_TEXT, Answer, AnswerSentence, Selection
+from cast.records import Answer, AnswerSentence, Selection
 from cast.stages import Summarizer
+from summarize import no_answer
 
 
 class TopKTrimSummarizer(Summarizer):
@@ -33,8 +34,7 @@ class TopKTrimSummarizer(Summarizer):
                 pieces.append(AnswerSentence(text=" ".join(words), passage_id=scored.id))
                 budget -= len(words)
         if not pieces:
-            reason = "no passages were selected" if not source_ids else "the selected passages have no text"
-            return Answer(NO_ANSWER_TEXT, source_ids, self.name, settings=self.describe(), no_answer_reason=reason)
+            return no_answer(self, source_ids)
         return Answer(
             text=" ".join(p.text for p in pieces),
             source_ids=source_ids,

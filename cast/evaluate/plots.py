@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import itertools
-import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
+
+from cast.atomic import atomic_path
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -28,11 +29,9 @@ def _pyplot() -> Any:
 
 def _save(figure: Any, path: str | Path) -> Path:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.stem + ".tmp.png")
-    figure.savefig(tmp, dpi=120, bbox_inches="tight")
+    with atomic_path(path) as tmp:
+        figure.savefig(tmp, dpi=120, bbox_inches="tight")
     _pyplot().close(figure)
-    os.replace(tmp, path)
     return path
 
 

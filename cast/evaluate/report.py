@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cast.atomic import write_text_atomic
 from cast.evaluate.significance import SIGNIFICANCE_LEVEL, SIGNIFICANT_MARK, PairedTest, paired_test
 from cast.records import Conversation
 
@@ -151,11 +151,7 @@ def _cell(value: Any, digits: int) -> str:
 
 def write_text(path: str | Path, text: str) -> None:
     """Write a text file atomically (a temporary file renamed into place)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_text_atomic(path, text)
 
 
 def write_csv(path: str | Path, frame: pd.DataFrame, index: bool = True) -> None:

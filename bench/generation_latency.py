@@ -1,0 +1,232 @@
+"""Answer generation latency (issue 6): seconds per answer for the paper's generators, at their real shapes.
+
+Each model is built from its architecture's configuration with random weights (nothing is downloaded): T5-base,
+BART-large and PEGASUS-large. An answer reads ``--input-tokens`` tokens (3 passages: about 512) and writes exactly
+``--output-tokens`` tokens (100: ``min_length`` = ``max_length``, so random weights cannot stop early), with the
+paper's decoding: 4 beams, no repeated trigram, early stopping. Reported: the median wall-clock time of
+``generate()`` per answer (encoder included), after warm-up, on the chosen device.
+
+With ``--offline``, it times the offline profile's generator instead (``entity_extractive``, pure Python): turns
+of the CAsT 2022 dev topics answered from 3 of the provenance passages each.
+
+Usage:
+    .venv/bin/python bench/generation_latency.py                          # all three, on CUDA if present
+    .venv/bin/python bench/generation_latency.py --offline                # the offline generator, on real text
+    .venv/bin/python bench/generation_latency.py --device cpu --models bart-large --repeats 3
+    .venv/bin/python bench/generation_latency.py --batch-size 8           # per-answer time in batches of 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+DATA = REPO.parent / "shared" / "data" / "cast" / "2022-dev"
+
+# The architectures of t5-base, facebook/bart-large-cnn and google/pegasus-cnn_dailymail (from their configs).
+SHAPES: dict[str, tuple[str, dict[str, Any]]] = {
+    "t5-base": (
+        "t5",
+        dict(vocab_size=32128, d_model=768, d_kv=64, d_ff=3072, num_layers=12, num_heads=12,
+             pad_token_id=0, eos_token_id=1, decoder_start_token_id=0),
+    ),
+    "bart-large": (
+        "bart",
+        dict(vocab_size=50264, d_model=1024, encoder_layers=12, decoder_layers=12, encoder_attention_heads=16,
+             decoder_attention_heads=16, encoder_ffn_dim=4096, decoder_ffn_dim=4096, max_position_embeddings=1024,
+             bos_token_id=0, pad_token_id=1, eos_token_id=2, decoder_start_token_id=2, forced_bos_token_id=0,
+             forced_eos_token_id=2),
+    ),
+    "pegasus-large": (
+        "pegasus",
+        dict(vocab_size=96103, d_model=1024, encoder_layers=16, decoder_layers=16, encoder_attention_heads=16,
+             decoder_attention_heads=16, encoder_ffn_dim=4096, decoder_ffn_dim=4096, max_position_embeddings=1024,
+             pad_token_id=0, eos_token_id=1, decoder_start_token_id=0, forced_eos_token_id=1),
+    ),
+}  # fmt: skip
+
+
+def build_model(shape: str, device: str, dtype: Any) -> Any:
+    """A randomly initialised model of ``shape`` (a key of :data:`SHAPES`) in eval mode."""
+    import torch
+    from transformers import (
+        BartConfig,
+        BartForConditionalGeneration,
+        PegasusConfig,
+        PegasusForConditionalGeneration,
+        T5Config,
+        T5ForConditionalGeneration,
+    )
+
+    family, settings = SHAPES[shape]
+    classes = {
+        "t5": (T5Config, T5ForConditionalGeneration),
+        "bart": (BartConfig, BartForConditionalGeneration),
+        "pegasus": (PegasusConfig, PegasusForConditionalGeneration),
+    }
+    config_class, model_class = classes[family]
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = model_class(config_class(**settings))
+    return model.to(dtype).eval()
+
+
+def time_generation(
+    shape: str,
+    device: str,
+    dtype: Any,
+    *,
+    input_tokens: int = 512,
+    output_tokens: int = 100,
+    num_beams: int = 4,
+    batch_size: int = 1,
+    repeats: int = 3,
+    warmup: int = 1,
+) -> dict[str, Any]:
+    """Median seconds per answer of ``generate()`` with the paper's decoding, on random inputs."""
+    import torch
+
+    model = build_model(shape, device, dtype)
+    vocab = model.config.vocab_size
+    generator = torch.Generator().manual_seed(1)
+    # Ids above 10 avoid the special tokens of all three vocabularies.
+    input_ids = torch.randint(10, vocab, (batch_size, input_tokens), generator=generator).to(device)
+    length = output_tokens + 1  # the decoder's start token counts
+    settings = dict(
+        num_beams=num_beams, no_repeat_ngram_size=3, early_stopping=True, min_length=length, max_length=length
+    )
+
+    def run() -> float:
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        with torch.inference_mode():
+            output = model.generate(input_ids, attention_mask=torch.ones_like(input_ids), **settings)
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        assert output.shape[1] == length, f"{shape}: expected {length} tokens, got {output.shape[1]}"
+        return time.perf_counter() - start
+
+    for _ in range(warmup):
+        run()
+    times = [run() / batch_size for _ in range(repeats)]
+    return {
+        "model": shape,
+        "device": device,
+        "dtype": str(dtype).removeprefix("torch."),
+        "parameters_m": sum(p.numel() for p in model.parameters()) / 1e6,
+        "batch_size": batch_size,
+        "seconds_per_answer": statistics.median(times),
+        "times": times,
+    }
+
+
+def time_offline_generator(topics: Path, passages: Path, words: int = 50, repeats: int = 5) -> dict[str, Any]:
+    """Median milliseconds per answer of ``entity_extractive`` on each turn's query and 3 provenance passages."""
+    from cast.records import Passage, ScoredPassage, Selection
+    from cast.registry import build_stage
+    from cast.resources import Resources
+    from cast.topics import load_topics
+
+    texts = [json.loads(line) for line in passages.read_text(encoding="utf-8").splitlines() if line.strip()]
+    pool = [ScoredPassage(Passage(p["id"], p["contents"], p.get("title")), 1.0) for p in texts]
+    turns = {t.qid: t for c in load_topics(topics) for t in c.turns}
+    items = [
+        (
+            turn.manual_rewrite or turn.utterance,
+            Selection(tuple(pool[(3 * k + j) % len(pool)] for j in range(3)), "o"),
+        )
+        for k, turn in enumerate(turns.values())
+    ]
+    summarizer = build_stage("summarizer", {"name": "entity_extractive", "words": words}, Resources({}))
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        answers = summarizer.summarize_batch(items)
+        times.append((time.perf_counter() - start) / len(items) * 1000)
+    return {
+        "turns": len(items),
+        "ms_per_answer": statistics.median(times),
+        "average_words": statistics.mean(len(a.text.split()) for a in answers),
+        "input_words": statistics.mean(
+            sum(len(p.passage.text.split()) for p in s.passages) for _, s in items
+        ),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("Usage:")[1])
+    parser.add_argument("--models", nargs="+", default=list(SHAPES), choices=list(SHAPES))
+    parser.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
+    parser.add_argument(
+        "--dtype", default="auto", help="auto (float32 on CPU, bfloat16 on a GPU) or a torch dtype"
+    )
+    parser.add_argument("--input-tokens", type=int, default=512)
+    parser.add_argument("--output-tokens", type=int, default=100)
+    parser.add_argument("--beams", type=int, default=4)
+    parser.add_argument("--batch-size", type=int, default=1, help="answers generated together")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
+    parser.add_argument(
+        "--offline", action="store_true", help="time the offline generator (entity_extractive)"
+    )
+    parser.add_argument(
+        "--topics", type=Path, default=DATA / "2022_evaluation_topics_flattened_duplicated_v1.0.json"
+    )
+    parser.add_argument("--passages", type=Path, default=DATA / "provenance_passages.jsonl")
+    args = parser.parse_args(argv)
+
+    if args.offline:
+        row = time_offline_generator(args.topics, args.passages, repeats=args.repeats)
+        print(
+            f"entity_extractive: {row['ms_per_answer']:.2f} ms per answer over {row['turns']} turns "
+            f"({row['input_words']:.0f} input words, {row['average_words']:.1f} answer words on average)"
+        )
+        return 0
+
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
+    dtype_name = ("float32" if device == "cpu" else "bfloat16") if args.dtype == "auto" else args.dtype
+    dtype = getattr(torch, dtype_name)
+    where = (
+        torch.cuda.get_device_name()
+        if device.startswith("cuda")
+        else f"CPU, {torch.get_num_threads()} threads"
+    )
+    print(
+        f"# {where}; torch {torch.__version__}; {args.input_tokens} input tokens, {args.output_tokens} output "
+        f"tokens, {args.beams} beams, no_repeat_ngram_size 3, batch {args.batch_size}"
+    )
+    print(f"{'model':<14} {'params (M)':>10} {'dtype':>9} {'s/answer':>9}  runs")
+    for shape in args.models:
+        row = time_generation(
+            shape,
+            device,
+            dtype,
+            input_tokens=args.input_tokens,
+            output_tokens=args.output_tokens,
+            num_beams=args.beams,
+            batch_size=args.batch_size,
+            repeats=args.repeats,
+            warmup=args.warmup,
+        )
+        runs = " ".join(f"{t:.3f}" for t in row["times"])
+        print(
+            f"{shape:<14} {row['parameters_m']:>10.0f} {row['dtype']:>9} {row['seconds_per_answer']:>9.3f}  {runs}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,163 @@
+"""Regenerate the demo sample under cast/data/sample/ from the 2013 Wikipedia passages.
+
+The sample is every passage of a fixed list of articles around Marie Curie and radioactivity, in the source
+file's order, written as gzip JSON lines with a zero timestamp, so the same input gives byte-identical output.
+It also writes ATTRIBUTION.md (the licence and the article titles) and conversation.json (a demo conversation
+whose answers are in the sample).
+
+    .venv/bin/python bench/make_sample.py [--wiki ../shared/data/wiki/enwiki-2013-core.jsonl.gz]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import io
+import json
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_WIKI = REPO.parent / "shared" / "data" / "wiki" / "enwiki-2013-core.jsonl.gz"
+DEFAULT_OUT = REPO / "cast" / "data" / "sample"
+
+ARTICLES = (
+    "Marie Curie",
+    "Pierre Curie",
+    "Polonium",
+    "Radium",
+    "Henri Becquerel",
+    "Ernest Rutherford",
+    "Uranium",
+    "Thorium",
+    "Radon",
+    "Radiation",
+    "Radiation therapy",
+    "Radionuclide",
+    "Half-life",
+    "Alpha decay",
+    "Beta decay",
+    "Beta particle",
+    "Geiger counter",
+    "X-ray",
+    "Background radiation",
+    "Radioactive waste",
+    "Radiometric dating",
+    "Radiocarbon dating",
+    "Electromagnetic radiation",
+    "Atom",
+    "Atomic theory",
+    "Electron",
+    "Proton",
+    "Neutron",
+    "Nuclear physics",
+    "Nuclear reactor",
+    "Nuclear fission",
+    "Chemical element",
+    "Periodic table",
+    "Nobel Prize",
+    "Nobel Prize in Physics",
+    "Alfred Nobel",
+    "College of Sorbonne",
+    "Warsaw",
+    "Partitions of Poland",
+)
+
+CONVERSATION = {
+    "topic_id": "demo",
+    "title": "Marie Curie and radioactivity",
+    "turns": [
+        {"utterance": "Who was Marie Curie?", "manual_rewrite": "Who was Marie Curie?"},
+        {
+            "utterance": "Which elements did she discover?",
+            "manual_rewrite": "Which chemical elements did Marie Curie discover?",
+        },
+        {
+            "utterance": "Why did she name the first one that way?",
+            "manual_rewrite": "Why did Marie Curie name polonium after Poland?",
+        },
+        {
+            "utterance": "Who did she share her first Nobel Prize with?",
+            "manual_rewrite": "Who did Marie Curie share her first Nobel Prize in Physics with?",
+        },
+        {"utterance": "How did her husband die?", "manual_rewrite": "How did Pierre Curie die?"},
+        {
+            "utterance": "Is the other element still used to treat cancer?",
+            "manual_rewrite": "Is radium still used in medicine to treat cancer?",
+        },
+    ],
+}
+
+
+def attribution(counts: Counter[str], wiki: Path) -> str:
+    lines = [
+        "# Sample collection: attribution",
+        "",
+        "`passages.jsonl.gz` holds every passage of the Wikipedia articles listed below, as they appear in",
+        f"`{wiki.name}` (English Wikipedia, 2013 dump: core articles, paragraphs of 15+ words split at sentence",
+        "ends to at most 200 words; WikiExtractor output found in the jason-feng/wikiVisual repository).",
+        "",
+        "The text is from Wikipedia and is licensed under the Creative Commons Attribution-ShareAlike 3.0",
+        "Unported licence (CC BY-SA 3.0, https://creativecommons.org/licenses/by-sa/3.0/). Authors: the",
+        "contributors to each article, listed in its history at https://en.wikipedia.org/wiki/<title>.",
+        "The passages are unchanged; only the selection of articles is ours.",
+        "",
+        "`conversation.json` is a demo conversation written for this sample (Apache-2.0, like the toolkit).",
+        "",
+        f"Regenerate with `.venv/bin/python bench/make_sample.py` ({sum(counts.values())} passages).",
+        "",
+        "| article | passages |",
+        "| --- | ---: |",
+    ]
+    lines += [f"| {title} | {counts[title]} |" for title in ARTICLES]
+    return "\n".join(lines) + "\n"
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--wiki", type=Path, default=DEFAULT_WIKI, help="the Wikipedia passages (JSON lines .gz)"
+    )
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the sample folder")
+    args = parser.parse_args(argv)
+
+    wanted = set(ARTICLES)
+    counts: Counter[str] = Counter()
+    lines = []
+    with gzip.open(args.wiki, "rt", encoding="utf-8") as source:
+        for line in source:
+            record = json.loads(line)
+            if record["title"] in wanted:
+                counts[record["title"]] += 1
+                lines.append(json.dumps(record, ensure_ascii=False) + "\n")
+    missing = [title for title in ARTICLES if not counts[title]]
+    if missing:
+        print(f"make_sample: articles not in {args.wiki}: {', '.join(missing)}", file=sys.stderr)
+        return 1
+
+    buffer = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0) as gz:
+        gz.write("".join(lines).encode("utf-8"))
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_atomically(args.out / "passages.jsonl.gz", buffer.getvalue())
+    write_atomically(args.out / "ATTRIBUTION.md", attribution(counts, args.wiki).encode())
+    conversation = json.dumps(CONVERSATION, indent=2, ensure_ascii=False) + "\n"
+    write_atomically(args.out / "conversation.json", conversation.encode())
+    print(
+        f"wrote {len(lines)} passages of {len(ARTICLES)} articles ({len(buffer.getvalue()):,} bytes) to {args.out}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

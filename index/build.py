@@ -1,0 +1,205 @@
+"""Build a Lucene index of a passage collection: Krovetz-stemmed, with positions, document vectors and raw text.
+
+Passages are read with :mod:`index.collections` and fed to Anserini through :func:`cast.jvm.indexer` in batches;
+a thread reads the next batch while Lucene indexes the current one (jnius releases the GIL during Java calls).
+The index is built in a temporary sibling directory and renamed into place when complete, so an interrupted
+build never leaves a partial index at the target path.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+import queue
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from cast.errors import CastError
+from cast.records import Passage
+from index.collections import read_duplicates, read_passages
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class IndexSummary:
+    """What a build did.
+
+    Attributes:
+        indexed: passages written to the index.
+        skipped: passages left out because their text is empty.
+        seconds: wall-clock time of the build (reading, indexing and the final commit).
+        path: the index directory.
+    """
+
+    indexed: int
+    skipped: int
+    seconds: float
+    path: Path
+
+    @property
+    def passages_per_second(self) -> float:
+        return self.indexed / self.seconds if self.seconds > 0 else 0.0
+
+
+def raw_document(passage: Passage) -> str:
+    """The JSON Lucene stores as the raw document (``id``, ``contents`` and ``title`` when there is one)."""
+    fields = {"id": passage.id, "contents": passage.text}
+    if passage.title:
+        fields["title"] = passage.title
+    return json.dumps(fields, ensure_ascii=False)
+
+
+def build_index(
+    inputs: str | Path | Iterable[str | Path],
+    index_dir: str | Path,
+    *,
+    fmt: str | None = None,
+    threads: int = 2,
+    overwrite: bool = False,
+    stemmer: str = "krovetz",
+    duplicates: str | Path | None = None,
+    batch_size: int = 5000,
+    progress: bool = True,
+) -> IndexSummary:
+    """Index the passages of ``inputs`` into ``index_dir``.
+
+    Args:
+        inputs: collection files or directories (see :func:`index.collections.read_passages`).
+        index_dir: where the index goes; it must not exist or be empty unless ``overwrite``.
+        fmt: the input format (one of :data:`index.collections.FORMATS`); ``None`` detects it per file.
+        threads: Anserini's indexing threads.
+        overwrite: replace an existing index at ``index_dir`` (only once the new one is complete).
+        stemmer: ``krovetz`` (the toolkit's retrieval assumes it), ``porter`` or ``none``.
+        duplicates: a CAsT duplicate list whose listed duplicates are left out.
+        batch_size: passages handed to the JVM per call.
+        progress: show a tqdm progress bar.
+
+    Returns:
+        the counts and time of the build.
+
+    Raises:
+        CastError: ``index_dir`` holds something and ``overwrite`` is false.
+        DataFormatError: an input is malformed (nothing is left at ``index_dir`` then).
+    """
+    target = Path(index_dir).expanduser()
+    if target.exists() and not target.is_dir():
+        raise CastError(f"{target} is a file, not an index directory; choose another --index path")
+    if target.is_dir() and any(target.iterdir()) and not overwrite:
+        raise CastError(f"{target} already exists and is not empty; pass --overwrite to replace it")
+    dropped = read_duplicates(duplicates) if duplicates else frozenset()
+    passages = read_passages(inputs, fmt, dropped)
+
+    from tqdm import tqdm
+
+    from cast import jvm
+
+    started = time.perf_counter()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=f".{target.name}.building-", dir=target.parent))
+    indexed = skipped = 0
+    try:
+        indexer = jvm.indexer(building, stemmer=stemmer, threads=threads)
+        with tqdm(
+            desc=f"indexing {target.name}", unit=" passages", disable=not progress, mininterval=2
+        ) as bar:
+            # Reading runs a batch ahead in a thread: jnius releases the GIL while Lucene indexes a batch.
+            for raw, empty in _read_ahead(_raw_batches(passages, batch_size)):
+                if raw:
+                    indexer.add_batch_raw(raw)
+                indexed += len(raw)
+                skipped += empty
+                bar.update(len(raw))
+        indexer.close()
+        _replace(building, target)
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
+    summary = IndexSummary(indexed, skipped, time.perf_counter() - started, target)
+    log.info(
+        "indexed %d passages (%d empty skipped) into %s in %.1f s", indexed, skipped, target, summary.seconds
+    )
+    return summary
+
+
+def _raw_batches(passages: Iterator[Passage], size: int) -> Iterator[tuple[list[str], int]]:
+    """Batches of raw documents to index, each with the number of empty passages left out of it."""
+    while batch := list(itertools.islice(passages, size)):
+        raw = [raw_document(p) for p in batch if p.text.strip()]
+        yield raw, len(batch) - len(raw)
+
+
+@dataclass(frozen=True)
+class _Failure:
+    error: BaseException
+
+
+def _read_ahead(items: Iterator[T], depth: int = 2) -> Iterator[T]:
+    """``items``, produced up to ``depth`` ahead by a background thread; its exceptions are raised here."""
+    ready: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    end = object()
+
+    def put(item: object) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if not put(item):
+                    return
+        except BaseException as e:
+            put(_Failure(e))
+            return
+        put(end)
+
+    thread = threading.Thread(target=produce, name="read-passages", daemon=True)
+    thread.start()
+    try:
+        while (item := ready.get()) is not end:
+            if isinstance(item, _Failure):
+                raise item.error
+            yield item
+    finally:
+        stop.set()
+        thread.join()
+
+
+def _replace(built: Path, target: Path) -> None:
+    """Move the finished index to ``target``, removing what was there only after the new one is in place."""
+    if not target.exists():
+        os.replace(built, target)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+    os.replace(target, old / target.name)
+    os.replace(built, target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def index_stats(index_dir: str | Path) -> dict[str, int]:
+    """Lucene's statistics of an index (documents, terms...) and its size on disk in bytes.
+
+    Raises:
+        IndexUnavailableError: there is no readable index at ``index_dir``.
+    """
+    from cast import jvm
+
+    path = jvm.check_index(index_dir)
+    stats = {name: int(value) for name, value in jvm.index_reader(str(path)).stats().items()}
+    stats["bytes_on_disk"] = sum(f.stat().st_size for f in path.iterdir() if f.is_file())
+    return stats

@@ -1,0 +1,223 @@
+"""Passage collections: readers that stream :class:`~cast.records.Passage` records from the formats CAsT uses.
+
+Formats (``fmt`` names):
+
+* ``jsonl``: Pyserini's JsonCollection, one JSON object a line with ``id``, ``contents`` and an optional
+  ``title`` (plain or ``.gz``).
+* ``msmarco``: MS MARCO passage ``collection.tsv``, ``pid TAB text``; ids become ``MARCO_<pid>``.
+* ``car``: TREC CAR paragraph CBOR (``dedup.articles-paragraphs.cbor``); ids become ``CAR_<paraid>``.
+* ``wapo``: Washington Post JSONL (v2 format: ``id``, ``title``, ``contents`` a list of typed blocks); each
+  ``sanitized_html`` block is a passage with id ``WAPO_<docid>-<n>``, ``n`` counting those blocks from 1.
+
+A directory is read file by file in name order. CAsT's duplicate lists (lines ``docid:dup1,dup2,...``) name
+passages to drop; see :func:`read_duplicates`.
+"""
+
+from __future__ import annotations
+
+import gzip
+import html
+import io
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from cast.errors import DataFormatError
+from cast.records import Passage
+
+FORMATS = ("jsonl", "msmarco", "car", "wapo")
+
+_TAG = re.compile(r"<[^>]+>")
+_SPACE = re.compile(r"\s+")
+
+
+def read_passages(
+    paths: str | Path | Iterable[str | Path], fmt: str | None = None, duplicates: frozenset[str] = frozenset()
+) -> Iterator[Passage]:
+    """Stream the passages of one or more files or directories.
+
+    Args:
+        paths: files or directories (a directory's files are read in name order, hidden files skipped).
+        fmt: one of :data:`FORMATS`; ``None`` detects each file's format with :func:`detect_format`.
+        duplicates: ids to drop (from :func:`read_duplicates`); a passage is dropped when its id, or the id of
+            the document it comes from (with or without the collection prefix), is listed.
+
+    Raises:
+        DataFormatError: an unknown format, or a malformed line (the error names file and line).
+    """
+    if isinstance(paths, str | Path):
+        paths = [paths]
+    if fmt is not None and fmt not in FORMATS:
+        raise DataFormatError(
+            ", ".join(map(str, paths)), f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}"
+        )
+    for path in _files(paths):
+        reader = _READERS[fmt or detect_format(path)]
+        for passage, source_ids in reader(path):
+            if duplicates and not duplicates.isdisjoint(source_ids):
+                continue
+            yield passage
+
+
+def detect_format(path: str | Path) -> str:
+    """The format of a file, from its name (``.cbor``, ``.tsv``) or, for JSON lines, its first record.
+
+    Raises:
+        DataFormatError: the file's format is not one of :data:`FORMATS`.
+    """
+    path = Path(path)
+    name = path.name.lower().removesuffix(".gz")
+    if name.endswith(".cbor"):
+        return "car"
+    if name.endswith(".tsv"):
+        return "msmarco"
+    if name.endswith((".jsonl", ".json")):
+        with _open_text(path) as lines:
+            first = next((line for line in lines if line.strip()), None)
+        if first is None:
+            return "jsonl"
+        record = _json_object(path, first, 1)
+        return "wapo" if isinstance(record.get("contents"), list) else "jsonl"
+    raise DataFormatError(
+        path, f"cannot tell the collection format from the file name; pass --format ({', '.join(FORMATS)})"
+    )
+
+
+def read_duplicates(path: str | Path) -> frozenset[str]:
+    """The ids a CAsT duplicate list drops: every id after the colon of a ``docid:dup1,dup2,...`` line.
+
+    Raises:
+        DataFormatError: a non-empty line has no colon.
+    """
+    dropped: set[str] = set()
+    with _open_text(Path(path)) as lines:
+        for number, line in enumerate(lines, start=1):
+            line = line.strip()
+            if not line:
+                continue
+            kept, sep, dups = line.partition(":")
+            if not sep or not kept.strip():
+                raise DataFormatError(path, f"expected 'docid:dup1,dup2,...', got {line[:80]!r}", number)
+            dropped.update(d.strip() for d in dups.split(",") if d.strip())
+    return frozenset(dropped)
+
+
+# Each reader yields (passage, ids a duplicate list may name for it).
+_Reader = Callable[[Path], Iterator[tuple[Passage, tuple[str, ...]]]]
+
+
+def _read_jsonl(path: Path) -> Iterator[tuple[Passage, tuple[str, ...]]]:
+    for number, record in _json_lines(path):
+        docid, contents = record.get("id"), record.get("contents")
+        if not isinstance(docid, str | int) or str(docid) == "":
+            raise DataFormatError(path, "record has no 'id'", number)
+        if not isinstance(contents, str):
+            raise DataFormatError(path, "record has no text 'contents'", number)
+        title = record.get("title")
+        passage = Passage(
+            id=str(docid), text=contents, title=title if isinstance(title, str) and title else None
+        )
+        yield passage, (passage.id,)
+
+
+def _read_msmarco(path: Path) -> Iterator[tuple[Passage, tuple[str, ...]]]:
+    with _open_text(path) as lines:
+        for number, line in enumerate(lines, start=1):
+            line = line.rstrip("\r\n")
+            if not line:
+                continue
+            pid, sep, text = line.partition("\t")
+            if not sep or not pid.strip():
+                raise DataFormatError(path, "expected 'pid<TAB>text'", number)
+            yield Passage(id=f"MARCO_{pid}", text=text), (pid, f"MARCO_{pid}")
+
+
+def _read_car(path: Path) -> Iterator[tuple[Passage, tuple[str, ...]]]:
+    from trec_car.read_data import iter_paragraphs
+
+    with open(path, "rb") as file:
+        count = 0
+        try:
+            for paragraph in iter_paragraphs(file):
+                pid = paragraph.para_id
+                count += 1
+                yield Passage(id=f"CAR_{pid}", text=paragraph.get_text()), (pid, f"CAR_{pid}")
+        except Exception as e:  # cbor and trec_car raise plain exceptions on broken input
+            raise DataFormatError(
+                path, f"not a TREC CAR paragraphs file (after {count} paragraphs): {type(e).__name__}: {e}"
+            ) from e
+
+
+def _read_wapo(path: Path) -> Iterator[tuple[Passage, tuple[str, ...]]]:
+    for number, record in _json_lines(path):
+        docid, blocks = record.get("id"), record.get("contents")
+        if not isinstance(docid, str) or not docid:
+            raise DataFormatError(path, "article has no 'id'", number)
+        if not isinstance(blocks, list):
+            raise DataFormatError(path, "article 'contents' is not a list of blocks", number)
+        title = record.get("title") if isinstance(record.get("title"), str) else None
+        paragraphs = (b for b in blocks if isinstance(b, dict) and b.get("type") == "sanitized_html")
+        for n, block in enumerate(paragraphs, start=1):
+            pid = f"WAPO_{docid}-{n}"
+            yield (
+                Passage(id=pid, text=html_text(block.get("content") or ""), title=title),
+                (
+                    docid,
+                    f"WAPO_{docid}",
+                    pid,
+                ),
+            )
+
+
+def html_text(fragment: str) -> str:
+    """The visible text of an HTML fragment: tags removed, entities decoded, white space collapsed."""
+    return _SPACE.sub(" ", html.unescape(_TAG.sub(" ", fragment))).strip()
+
+
+_READERS: dict[str, _Reader] = {
+    "jsonl": _read_jsonl,
+    "msmarco": _read_msmarco,
+    "car": _read_car,
+    "wapo": _read_wapo,
+}
+
+
+def _files(paths: Iterable[str | Path]) -> Iterator[Path]:
+    for path in map(Path, paths):
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+            if not found:
+                raise DataFormatError(path, "the directory holds no collection files")
+            yield from found
+        elif path.is_file():
+            yield path
+        else:
+            raise DataFormatError(path, "no such file or directory")
+
+
+def _open_text(path: Path) -> IO[str]:
+    if path.name.endswith(".gz"):
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def _json_object(path: Path, line: str, number: int) -> dict[str, Any]:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise DataFormatError(path, f"not a JSON object: {e.msg}", number) from e
+    if not isinstance(record, dict):
+        raise DataFormatError(path, "not a JSON object", number)
+    return record
+
+
+def _json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    with _open_text(path) as lines:
+        try:
+            for number, line in enumerate(lines, start=1):
+                if line.strip():
+                    yield number, _json_object(path, line, number)
+        except (UnicodeDecodeError, gzip.BadGzipFile, EOFError) as e:
+            raise DataFormatError(path, f"cannot read the file: {e}") from e

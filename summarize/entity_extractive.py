@@ -1,0 +1,288 @@
+"""The offline generator: an extractive, entity-aware summary of the selected passages.
+
+Sentences of the chosen passages are picked greedily, maximal-marginal-relevance style; each pick maximises
+
+    (1 - novelty_weight) * relevance - novelty_weight * (highest word overlap with the sentences already picked)
+    relevance = (1 - position_weight) * [(1 - entity_weight) * query overlap + entity_weight * new entities]
+                + position_weight * position prior
+
+where the query overlap is the idf-weighted share of the query's content words in the sentence, "new entities"
+is the rank mass of the sentence's entities that no picked sentence mentions yet (relative to the top-ranked
+entity), and the position prior favours the first sentences of the best passages (news-style lead sentences).
+Whole sentences are added while they fit in the word budget, then the best remaining one, cut, fills it; the
+answer lists them in passage order, each attributed to its passage.
+
+Entities come from the selection stage: ``selection.explanation["entity_ranks"]`` (``{entity: rank score}``)
+and ``selection.explanation["passage_entities"]`` (``{passage id: [{"surface", "start", "end", "entity"}]}``,
+offsets into the passage text as the selection gives it).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cast.errors import ConfigError
+from cast.records import Answer, AnswerSentence, Selection
+from cast.stages import Summarizer
+from summarize import no_answer
+from summarize.sentences import count_words, split_sentences
+
+_WORD = re.compile(r"\w+")
+# Function words carry no topical evidence for relevance or redundancy.
+STOPWORDS = frozenset(
+    """a about above after again against all also am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has have having he
+    her here hers herself him himself his how i if in into is it its itself just me more most my myself no nor
+    not now of off on once only or other our ours ourselves out over own same she should so some such than that
+    the their theirs them themselves then there these they this those through to too under until up very was we
+    were what when where which while who whom why will with would you your yours yourself yourselves tell know
+    """.split()
+)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A sentence that may go into the answer.
+
+    Attributes:
+        text: the sentence.
+        passage_id: the passage it comes from.
+        order: its position (passage rank, sentence index), for reading order.
+        terms: its content words (lower-cased, no stop words).
+        entities: the entities mentioned in it.
+        words: its length in words.
+    """
+
+    text: str
+    passage_id: str
+    order: tuple[int, int]
+    terms: frozenset[str]
+    entities: frozenset[str]
+    words: int
+
+
+def content_terms(text: str) -> list[str]:
+    """Lower-cased word tokens of ``text`` without stop words."""
+    return [t for t in (m.group().lower() for m in _WORD.finditer(text)) if t not in STOPWORDS]
+
+
+def query_relevance(
+    query_terms: Sequence[str], sentence_terms: frozenset[str], idf: Mapping[str, float]
+) -> float:
+    """The idf-weighted share of the query's distinct content terms that the sentence contains, in [0, 1]."""
+    distinct = set(query_terms)
+    total = sum(idf.get(t, 0.0) for t in distinct)
+    if total == 0.0:
+        return 0.0
+    return sum(idf.get(t, 0.0) for t in distinct & sentence_terms) / total
+
+
+def entity_gain(entities: frozenset[str], covered: set[str], ranks: Mapping[str, float]) -> float:
+    """The rank mass of the sentence's entities that no picked sentence covers yet (diminishing returns)."""
+    return sum(ranks.get(e, 0.0) for e in entities - covered)
+
+
+def overlap(a: frozenset[str], b: frozenset[str]) -> float:
+    """Jaccard overlap of two term sets (0 when both are empty)."""
+    union = len(a | b)
+    return len(a & b) / union if union else 0.0
+
+
+def smoothed_idf(documents: Sequence[frozenset[str]]) -> dict[str, float]:
+    """``log(1 + N / df)`` over the candidate sentences: rarer terms weigh more, every term weighs > 0."""
+    df: dict[str, int] = {}
+    for terms in documents:
+        for t in terms:
+            df[t] = df.get(t, 0) + 1
+    n = len(documents)
+    return {t: math.log(1.0 + n / d) for t, d in df.items()}
+
+
+class EntityExtractiveSummarizer(Summarizer):
+    """Extractive answers from the selected passages, by query relevance, entity coverage and novelty.
+
+    Args:
+        words: the word budget of the answer.
+        entity_weight: the share of entity coverage (vs query overlap) in a sentence's relevance, in [0, 1].
+        novelty_weight: how much overlap with the sentences already picked counts against a sentence (the
+            maximal-marginal-relevance trade-off), in [0, 1].
+        min_sentence_words: sentences shorter than this are not considered (headings, fragments).
+        position_weight: the share of the position prior (lead sentences of the best passages) in relevance.
+        fill: complete the budget with the start of the best sentence that does not fit whole.
+    """
+
+    def __init__(
+        self,
+        words: int = 50,
+        entity_weight: float = 0.25,
+        novelty_weight: float = 0.1,
+        min_sentence_words: int = 4,
+        position_weight: float = 0.3,
+        fill: bool = True,
+    ):
+        if words < 1:
+            raise ConfigError(f"summarizer.words must be at least 1, got {words}")
+        weights = (
+            ("entity_weight", entity_weight),
+            ("novelty_weight", novelty_weight),
+            ("position_weight", position_weight),
+        )
+        for key, value in weights:
+            if not 0.0 <= value <= 1.0:
+                raise ConfigError(f"summarizer.{key} must be in [0, 1], got {value}")
+        self.words = words
+        self.entity_weight = entity_weight
+        self.novelty_weight = novelty_weight
+        self.min_sentence_words = min_sentence_words
+        self.position_weight = position_weight
+        self.fill = fill
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "words": self.words,
+            "entity_weight": self.entity_weight,
+            "novelty_weight": self.novelty_weight,
+            "min_sentence_words": self.min_sentence_words,
+            "position_weight": self.position_weight,
+            "fill": self.fill,
+        }
+
+    def summarize(self, query: str, selection: Selection) -> Answer:
+        source_ids = tuple(p.id for p in selection.passages)
+        candidates = self.candidates(selection)
+        if not candidates:
+            return no_answer(self, source_ids)
+        picked = self.pick(query, candidates, entity_ranks(selection))
+        sentences = tuple(AnswerSentence(c.text, c.passage_id) for c in sorted(picked, key=lambda c: c.order))
+        return Answer(
+            text=" ".join(s.text for s in sentences),
+            source_ids=source_ids,
+            generator=self.name,
+            sentences=sentences,
+            settings=self.describe(),
+        )
+
+    def candidates(self, selection: Selection) -> list[Candidate]:
+        """The distinct sentences of the selected passages, with their terms and entities.
+
+        Sentences shorter than ``min_sentence_words`` are left out, unless there is nothing else.
+        """
+        return _sentences(selection, self.min_sentence_words) or _sentences(selection, 1)
+
+    def pick(
+        self, query: str, candidates: Sequence[Candidate], ranks: Mapping[str, float]
+    ) -> list[Candidate]:
+        """Greedy maximal-marginal-relevance choice of sentences within the word budget (never empty).
+
+        Whole sentences are taken while they fit; with ``fill``, the best remaining sentence, cut to the words
+        left, completes the budget (as the top-k trim baseline's answers do), so answers are as long as asked.
+        """
+        query_terms = content_terms(query)
+        idf = smoothed_idf([c.terms for c in candidates])
+        relevance = [query_relevance(query_terms, c.terms, idf) for c in candidates]
+        top_rank = max(ranks.values(), default=0.0)
+        picked: list[Candidate] = []
+        covered: set[str] = set()
+        budget = self.words
+        remaining = list(range(len(candidates)))
+
+        def best_of(indices: list[int]) -> int:
+            scores = {
+                i: self._score(candidates[i], relevance[i], picked, covered, ranks, top_rank) for i in indices
+            }
+            return max(indices, key=lambda i: (scores[i], -i))
+
+        while remaining and budget > 0:
+            fitting = [i for i in remaining if candidates[i].words <= budget]
+            if not fitting:
+                if self.fill or not picked:
+                    last = candidates[best_of(remaining)]
+                    cut = " ".join(last.text.split()[:budget])
+                    picked.append(
+                        Candidate(cut, last.passage_id, last.order, last.terms, last.entities, budget)
+                    )
+                break
+            best = best_of(fitting)
+            picked.append(candidates[best])
+            covered |= candidates[best].entities
+            budget -= candidates[best].words
+            remaining.remove(best)
+        return picked
+
+    def _score(
+        self,
+        candidate: Candidate,
+        relevance: float,
+        picked: Sequence[Candidate],
+        covered: set[str],
+        ranks: Mapping[str, float],
+        top_rank: float,
+    ) -> float:
+        coverage = entity_gain(candidate.entities, covered, ranks) / top_rank if top_rank > 0 else 0.0
+        # Several entities can add up to more than the top one; cap so that coverage stays on relevance's scale.
+        combined = (1.0 - self.entity_weight) * relevance + self.entity_weight * min(coverage, 1.0)
+        combined = (1.0 - self.position_weight) * combined + self.position_weight * position_prior(
+            *candidate.order
+        )
+        redundancy = max((overlap(candidate.terms, p.terms) for p in picked), default=0.0)
+        return (1.0 - self.novelty_weight) * combined - self.novelty_weight * redundancy
+
+
+def position_prior(passage_rank: int, sentence_index: int) -> float:
+    """``1 / ((1 + passage_rank) * (1 + sentence_index))``: the lead sentence of the best passage scores 1."""
+    return 1.0 / ((1 + passage_rank) * (1 + sentence_index))
+
+
+def entity_ranks(selection: Selection) -> dict[str, float]:
+    """The conversation's entity rank scores from the selection (the focus entity alone when none are given)."""
+    ranks = dict(selection.explanation.get("entity_ranks", {}))
+    if not ranks and selection.focus_entity:
+        ranks[selection.focus_entity] = 1.0
+    return ranks
+
+
+def sentence_entities(
+    passage_text: str, start: int, end: int, mentions: Sequence[Mapping[str, Any]]
+) -> frozenset[str]:
+    """The entities whose mentions fall inside the sentence ``passage_text[start:end]``.
+
+    A mention is placed by its offsets when they point at its surface form in ``passage_text``; otherwise (the
+    offsets refer to another version of the text) by finding its surface form in the sentence.
+    """
+    found = set()
+    lowered = passage_text[start:end].lower()
+    for mention in mentions:
+        surface, m_start, m_end = mention.get("surface", ""), mention.get("start"), mention.get("end")
+        if isinstance(m_start, int) and isinstance(m_end, int) and passage_text[m_start:m_end] == surface:
+            if start <= m_start and m_end <= end:
+                found.add(mention["entity"])
+        elif surface and surface.lower() in lowered:
+            found.add(mention["entity"])
+    return frozenset(found)
+
+
+def _sentences(selection: Selection, min_words: int) -> list[Candidate]:
+    mentions = selection.explanation.get("passage_entities", {})
+    found: dict[str, Candidate] = {}
+    for rank, scored in enumerate(selection.passages):
+        text = scored.passage.text
+        passage_mentions = mentions.get(scored.id, ())
+        for index, span in enumerate(split_sentences(text)):
+            key = " ".join(span.text.lower().split())
+            words = count_words(span.text)
+            if key in found or words < min_words:
+                continue
+            found[key] = Candidate(
+                text=span.text,
+                passage_id=scored.id,
+                order=(rank, index),
+                terms=frozenset(content_terms(span.text)),
+                entities=sentence_entities(text, span.start, span.end, passage_mentions),
+                words=words,
+            )
+    return list(found.values())

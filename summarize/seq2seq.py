@@ -1,0 +1,238 @@
+"""Abstractive answers with an encoder-decoder model (T5, BART, PEGASUS), decoded as in the paper.
+
+The input is the selected passages' text, ``p1 p2 ... pN`` (optionally with the query in front: "wQ"), truncated
+to the model's input limit. Decoding: beam search with 4 beams, no repeated trigram, early stopping, a minimum
+length chosen by length calibration (``cast calibrate``), and a maximum length equal to the input's length in
+tokens. Turns are decoded in batches; the maximum length is enforced per turn, so a turn's answer does not depend
+on the turns it is batched with.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from cast.errors import ConfigError
+from cast.records import Answer, AnswerSentence, Selection
+from cast.stages import Summarizer
+from summarize import no_answer
+from summarize.sentences import split_sentences
+
+if TYPE_CHECKING:
+    from cast.resources import Resources
+
+# The task prefix T5 was trained with for summarization (used when the model's config names none).
+T5_PREFIX = "summarize: "
+# Tokenizers without a known limit report a huge ``model_max_length``; anything above this is not a limit.
+_NO_LIMIT = 1_000_000
+
+
+def model_input(query: str, selection: Selection, *, with_query: bool, prefix: str) -> str:
+    """The generator's input text: ``prefix [query] p1 p2 ... pN`` (empty when the passages have no text)."""
+    passages = " ".join(text for text in (p.passage.text.strip() for p in selection.passages) if text)
+    if not passages:
+        return ""
+    return prefix + (f"{query.strip()} {passages}" if with_query and query.strip() else passages)
+
+
+def row_max_length_processor(max_lengths: Any, num_beams: int, eos_token_id: int) -> Any:
+    """A logits processor that ends each row's beams at its own maximum length (decoder tokens, start included).
+
+    At the last position a row may fill, only the end-of-sequence token is allowed, as transformers'
+    ``ForcedEOSTokenLogitsProcessor`` does for the whole batch at ``max_length``. With one maximum per row, a
+    batch decodes every turn exactly as it would be decoded alone.
+
+    Args:
+        max_lengths: a 1-D tensor with each row's maximum length.
+        num_beams: the beams per row (scores come as ``rows * num_beams`` lines).
+        eos_token_id: the end-of-sequence token.
+    """
+    import torch
+    from transformers import LogitsProcessor
+
+    per_beam = max_lengths.repeat_interleave(num_beams).unsqueeze(1)
+
+    class RowMaxLength(LogitsProcessor):
+        def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+            last_position = per_beam.to(scores.device) == input_ids.shape[-1] + 1
+            forced = torch.full_like(scores, -float("inf"))
+            forced[:, eos_token_id] = 0.0
+            return torch.where(last_position, forced, scores)
+
+    return RowMaxLength()
+
+
+class Seq2SeqSummarizer(Summarizer):
+    """Answers written by a sequence-to-sequence model from the selected passages.
+
+    Args:
+        model: a Hugging Face model id (in the local cache) or a local folder: ``t5-base``,
+            ``facebook/bart-large-cnn``, ``google/pegasus-cnn_dailymail``.
+        min_length: the minimum answer length in decoder tokens (set by ``cast calibrate``).
+        num_beams: beams of the beam search.
+        no_repeat_ngram_size: no n-gram of this size appears twice in an answer.
+        early_stopping: stop a turn's search as soon as ``num_beams`` answers are complete.
+        with_query: put the query in front of the passages ("wQ").
+        prefix: text put in front of the input; by default the model's own summarization prefix
+            (``summarize: `` for T5), else none.
+        max_input_tokens: the input limit in tokens; by default the model's (512 for T5, 1024 for BART/PEGASUS).
+        batch_size: turns decoded together.
+        device: ``auto``, ``cpu``, ``cuda``...; by default the pipeline's ``device``.
+        dtype: ``auto`` (float32 on CPU, bfloat16 on a GPU), ``float32``, ``float16`` or ``bfloat16``.
+        allow_download: let transformers fetch the model if it is not available locally.
+    """
+
+    def __init__(
+        self,
+        model: str = "facebook/bart-large-cnn",
+        min_length: int = 0,
+        num_beams: int = 4,
+        no_repeat_ngram_size: int = 3,
+        early_stopping: bool = True,
+        with_query: bool = False,
+        prefix: str | None = None,
+        max_input_tokens: int | None = None,
+        batch_size: int = 8,
+        device: str | None = None,
+        dtype: str = "auto",
+        allow_download: bool = False,
+        resources: Resources | None = None,
+    ):
+        from cast.models import load_seq2seq, load_tokenizer, resolve_device
+
+        for key, value, least in (
+            ("min_length", min_length, 0),
+            ("num_beams", num_beams, 1),
+            ("batch_size", batch_size, 1),
+        ):
+            if not isinstance(value, int) or value < least:
+                raise ConfigError(f"summarizer.{key} must be an integer of at least {least}, got {value!r}")
+        if max_input_tokens is not None and (not isinstance(max_input_tokens, int) or max_input_tokens < 1):
+            raise ConfigError(
+                f"summarizer.max_input_tokens must be a positive integer, got {max_input_tokens!r}"
+            )
+        self.model_name = model
+        self.min_length = min_length
+        self.num_beams = num_beams
+        self.no_repeat_ngram_size = no_repeat_ngram_size
+        self.early_stopping = early_stopping
+        self.with_query = with_query
+        self.batch_size = batch_size
+        if device is None:
+            device = resources.device if resources is not None else "auto"
+        self.device = resolve_device(device)
+        self.tokenizer = load_tokenizer(model, allow_download=allow_download)
+        self.model = load_seq2seq(model, self.device, dtype, allow_download=allow_download)
+        self.prefix = default_prefix(self.model.config) if prefix is None else prefix
+        self.max_input_tokens = max_input_tokens or input_limit(self.tokenizer, self.model.config, model)
+        self.eos_token_id = self.model.generation_config.eos_token_id
+        if isinstance(self.eos_token_id, list):
+            self.eos_token_id = self.eos_token_id[0]
+
+    @property
+    def generator(self) -> str:
+        """The name answers record: the stage and its model."""
+        return f"{self.name}:{self.model_name}"
+
+    def with_min_length(self, min_length: int) -> Seq2SeqSummarizer:
+        """The same summarizer (sharing the loaded model) with another minimum length, for calibration."""
+        if min_length < 0:
+            raise ConfigError(f"min_length must be at least 0, got {min_length}")
+        other = copy.copy(self)
+        other.min_length = min_length
+        return other
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "model": self.model_name,
+            "num_beams": self.num_beams,
+            "no_repeat_ngram_size": self.no_repeat_ngram_size,
+            "early_stopping": self.early_stopping,
+            "min_length": self.min_length,
+            "max_length": "input length",
+            "length_penalty": self.model.generation_config.length_penalty,
+            "with_query": self.with_query,
+            "prefix": self.prefix,
+            "max_input_tokens": self.max_input_tokens,
+            "dtype": str(self.model.dtype).removeprefix("torch."),
+        }
+
+    def summarize(self, query: str, selection: Selection) -> Answer:
+        return self.summarize_batch([(query, selection)])[0]
+
+    def summarize_batch(self, items: Sequence[tuple[str, Selection]]) -> list[Answer]:
+        from tqdm import tqdm
+
+        texts = [model_input(q, s, with_query=self.with_query, prefix=self.prefix) for q, s in items]
+        answers: list[Answer | None] = [None] * len(items)
+        # Longest first, so that each batch pads little.
+        todo = sorted((i for i, t in enumerate(texts) if t), key=lambda i: -len(texts[i]))
+        batches = [todo[k : k + self.batch_size] for k in range(0, len(todo), self.batch_size)]
+        for batch in tqdm(batches, desc="answers", unit="batch", disable=len(batches) < 4, leave=False):
+            generated = self.generate([texts[i] for i in batch])
+            for i, (text, max_length) in zip(batch, generated, strict=True):
+                answers[i] = self._answer(text, items[i][1], max_length)
+        for i, (_, selection) in enumerate(items):
+            if answers[i] is None:
+                answers[i] = no_answer(
+                    self, tuple(p.id for p in selection.passages), generator=self.generator
+                )
+        return answers
+
+    def generate(self, texts: Sequence[str]) -> list[tuple[str, int]]:
+        """Decode ``texts`` together; returns each answer and the maximum length it was decoded with."""
+        import torch
+        from transformers import LogitsProcessorList
+
+        encoded = self.tokenizer(
+            list(texts), truncation=True, max_length=self.max_input_tokens, padding=True, return_tensors="pt"
+        ).to(self.device)
+        max_lengths = encoded["attention_mask"].sum(dim=1)
+        cap = row_max_length_processor(max_lengths, self.num_beams, self.eos_token_id)
+        with torch.inference_mode():
+            output = self.model.generate(
+                **encoded,
+                num_beams=self.num_beams,
+                no_repeat_ngram_size=self.no_repeat_ngram_size,
+                early_stopping=self.early_stopping,
+                min_length=self.min_length,
+                max_length=int(max_lengths.max()),
+                logits_processor=LogitsProcessorList([cap]),
+            )
+        decoded = self.tokenizer.batch_decode(output, skip_special_tokens=True)
+        return [(text.strip(), int(n)) for text, n in zip(decoded, max_lengths, strict=True)]
+
+    def _answer(self, text: str, selection: Selection, max_length: int) -> Answer:
+        source_ids = tuple(p.id for p in selection.passages)
+        if not text:
+            return no_answer(self, source_ids, "the model generated no text", generator=self.generator)
+        return Answer(
+            text=text,
+            source_ids=source_ids,
+            generator=self.generator,
+            sentences=tuple(AnswerSentence(s.text, None) for s in split_sentences(text)),
+            settings={**self.describe(), "max_length": max_length},
+        )
+
+
+def default_prefix(config: Any) -> str:
+    """The model's summarization prefix: from its config's task parameters, else ``summarize: `` for T5."""
+    task = (getattr(config, "task_specific_params", None) or {}).get("summarization", {})
+    if "prefix" in task:
+        return task["prefix"]
+    return T5_PREFIX if config.model_type in ("t5", "mt5") else ""
+
+
+def input_limit(tokenizer: Any, config: Any, model: str) -> int:
+    """The longest input the model reads, in tokens: the tokenizer's limit or the model's position table."""
+    limits = [tokenizer.model_max_length] if tokenizer.model_max_length < _NO_LIMIT else []
+    positions = getattr(config, "max_position_embeddings", None)
+    if positions:
+        limits.append(positions)
+    if not limits:
+        raise ConfigError(
+            f"model {model!r} states no input limit: set summarizer.max_input_tokens (e.g. 512)"
+        )
+    return min(limits)

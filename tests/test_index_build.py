@@ -1,0 +1,147 @@
+"""Index builds (one JVM per test process; builds shared through session fixtures): counts, Krovetz analysis,
+LMD ranking over the built index, the stored raw document, overwrite refusal, atomic replacement, the CLI."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+import pytest
+
+from cast.errors import CastError, DataFormatError
+from cast.records import Passage
+from cast.resources import Resources
+from cast.retrieval import LMDFirstStage
+from index import cli
+from index.build import IndexSummary, _read_ahead, build_index, index_stats, raw_document
+
+# The fixture's five non-empty passages hold 38 tokens after analysis (stop words removed, Krovetz stems);
+# galileo-1 and newton-1 have 9 tokens each; "orbit" occurs in 3 passages once each, "jupiter" once.
+FIELD_TOKENS = 38
+
+
+def lmd_term(tf: int, doc_len: int, ctf: int, mu: float = 1000.0) -> float:
+    """Lucene's Dirichlet term score: log(1 + tf / (mu p(t|C))) + log(mu / (|d| + mu)), floored at 0,
+    with p(t|C) = (ctf + 1) / (field tokens + 1)."""
+    p = (ctf + 1) / (FIELD_TOKENS + 1)
+    return max(0.0, math.log(1 + tf / (mu * p)) + math.log(mu / (doc_len + mu)))
+
+
+@pytest.fixture(scope="session")
+def fixture_index(fixtures: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[IndexSummary, Path]:
+    index_dir = tmp_path_factory.mktemp("index") / "passages"
+    summary = build_index([fixtures / "index" / "passages.jsonl"], index_dir, progress=False)
+    return summary, index_dir
+
+
+@pytest.fixture(scope="session")
+def lmd(fixture_index: tuple[IndexSummary, Path]) -> LMDFirstStage:
+    return LMDFirstStage(Resources({"index": str(fixture_index[1])}), mu=1000)
+
+
+def test_summary_counts_indexed_and_skipped_empty_passages(fixture_index: tuple[IndexSummary, Path]) -> None:
+    summary, index_dir = fixture_index
+    assert (summary.indexed, summary.skipped, summary.path) == (5, 2, index_dir)
+    assert summary.seconds > 0
+    stats = index_stats(index_dir)
+    assert (stats["documents"], stats["total_terms"]) == (5, FIELD_TOKENS)
+    assert not [
+        p for p in index_dir.parent.iterdir() if p.name.startswith(".")
+    ]  # no temporary directories left
+
+
+def test_lmd_ranking_and_scores_over_the_built_index(lmd: LMDFirstStage) -> None:
+    ranking = lmd.search("planets orbiting Jupiter")
+    assert [sp.id for sp in ranking] == ["galileo-1", "newton-1", "kepler-1"]
+    # Anserini rounds scores to about 4 decimals, hence the tolerance.
+    assert ranking[0].score == pytest.approx(2 * lmd_term(1, 9, 3) + lmd_term(1, 9, 1), abs=1e-4)
+    assert ranking[1].score == pytest.approx(2 * lmd_term(1, 9, 3), abs=1e-4)
+    assert ranking[2].score == 0.0  # kepler-1 (10 tokens): both term scores are floored at 0
+
+
+def test_stored_raw_document_gives_text_and_title(lmd: LMDFirstStage) -> None:
+    top = lmd.search("Jupiter")[0]
+    assert top.passage == Passage(
+        id="galileo-1",
+        text="Galileo observed the moons of Jupiter orbiting the planet through his telescope.",
+        title="Galileo Galilei",
+    )
+    assert lmd.search("morning")[0].passage.title is None
+
+
+def test_krovetz_conflates_inflections_but_not_porter_stems(lmd: LMDFirstStage) -> None:
+    assert {sp.id for sp in lmd.search("orbit")} == {"galileo-1", "newton-1", "kepler-1"}  # orbits, orbiting
+    assert [sp.id for sp in lmd.search("moon telescopes")] == ["galileo-1"]
+    # Porter would stem both to "run"; Krovetz keeps them apart.
+    assert [sp.id for sp in lmd.search("runs")] == ["marathon-1"]
+    assert [sp.id for sp in lmd.search("running")] == ["jogging-1"]
+
+
+def test_refuses_to_build_into_a_non_empty_directory(fixtures: Path, tmp_path: Path) -> None:
+    target = tmp_path / "taken"
+    target.mkdir()
+    (target / "notes.txt").write_text("keep me")
+    with pytest.raises(CastError, match=r"taken already exists and is not empty; pass --overwrite"):
+        build_index([fixtures / "index" / "passages.jsonl"], target, progress=False)
+    assert [p.name for p in tmp_path.iterdir()] == ["taken"]
+    assert (target / "notes.txt").read_text() == "keep me"
+
+
+def test_overwrite_replaces_the_old_index(fixtures: Path, tmp_path: Path) -> None:
+    target = tmp_path / "index"
+    target.mkdir()
+    (target / "old.txt").write_text("old")
+    summary = build_index([fixtures / "index" / "collection.tsv"], target, overwrite=True, progress=False)
+    assert summary.indexed == 3
+    assert not (target / "old.txt").exists()
+    assert index_stats(target)["documents"] == 3
+    assert [p.name for p in tmp_path.iterdir()] == ["index"]
+
+
+def test_failed_build_leaves_nothing_behind(fixtures: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "contents": "fine"}\n{"id": "b"}\n')
+    with pytest.raises(DataFormatError, match=r"bad.jsonl:2"):
+        build_index([bad], tmp_path / "index", progress=False)
+    assert [p.name for p in tmp_path.iterdir()] == ["bad.jsonl"]
+
+
+def test_read_ahead_keeps_order_and_raises_the_readers_error() -> None:
+    def items():
+        yield 1
+        yield 2
+        raise DataFormatError("c.jsonl", "bad line", 3)
+
+    seen = []
+    with pytest.raises(DataFormatError, match="c.jsonl:3: bad line"):
+        for item in _read_ahead(items()):
+            seen.append(item)
+    assert seen == [1, 2]
+
+
+def test_raw_document_fields() -> None:
+    assert (
+        raw_document(Passage("p1", "text", "Title")) == '{"id": "p1", "contents": "text", "title": "Title"}'
+    )
+    assert raw_document(Passage("p2", "caf\u00e9")) == '{"id": "p2", "contents": "caf\u00e9"}'
+
+
+def test_cli_build_prints_summary_and_stats(
+    fixtures: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parser = argparse.ArgumentParser(prog="cast")
+    cli.add_parser(parser.add_subparsers(dest="command"))
+    folder = fixtures / "index"
+    args = parser.parse_args(
+        ["index", "build", "--input", str(folder / "collection.tsv"), str(folder / "wapo.jsonl"), "--index",
+         str(tmp_path / "ix"), "--duplicates", str(folder / "duplicates.txt"), "--threads", "1"]
+    )  # fmt: skip
+    assert args.func(args) == 0
+    out = capsys.readouterr()
+    assert "indexed 5 passages into" in out.out
+    assert "(1 empty skipped)" in out.out
+    assert "passages/s" in out.out
+    args = parser.parse_args(["index", "stats", "--index", str(tmp_path / "ix")])
+    assert args.func(args) == 0
+    assert "documents: 5" in capsys.readouterr().out

@@ -1,0 +1,148 @@
+"""Re-rankers: eq. 3 on hand-computed logits, a tiny random BERT cross-encoder through the real tokenizer/batching
+code, the missing-model message, and the bundled all-MiniLM-L6-v2 bi-encoder on an obvious case."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import tiny_models
+
+from cast.errors import ConfigError, ModelUnavailableError
+from cast.records import Passage, ScoredPassage
+from cast.registry import build_stage
+from cast.rerank import passage_text, relevance_probability, reorder
+from cast.resources import Resources
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tmp_path_factory):
+    return tiny_models.bert_classifier(tmp_path_factory.mktemp("tiny-bert"))
+
+
+def resources() -> Resources:
+    return Resources({"device": "cpu", "cache_dir": None})
+
+
+def ranking(texts: list[str]) -> list[ScoredPassage]:
+    return [
+        ScoredPassage(
+            Passage(id=f"p{i}", text=t), score=-float(i), first_stage_score=-float(i), first_stage_rank=i + 1
+        )
+        for i, t in enumerate(texts)
+    ]
+
+
+TEXTS = [
+    "the garage door opener stopped working",
+    "throat cancer symptoms",
+    "how much does it cost to repair a garage door",
+    "lung cancer treatment",
+    "what is smoking",
+]
+
+
+def test_relevance_probability_is_the_softmax_of_the_relevant_class():
+    import torch
+
+    logits = torch.tensor([[0.0, math.log(3.0)], [math.log(3.0), 0.0]])
+    assert relevance_probability(logits).tolist() == pytest.approx([0.75, 0.25])
+    assert relevance_probability(logits, relevant_label=0).tolist() == pytest.approx([0.25, 0.75])
+    assert relevance_probability(torch.tensor([[0.0], [math.log(3.0)]])).tolist() == pytest.approx(
+        [0.5, 0.75]
+    )
+
+
+def test_reorder_sorts_by_new_score_and_keeps_first_stage_order_on_ties():
+    head = ranking(["a", "b", "c"])
+    ranked = reorder(head, [0.2, 0.9, 0.2])
+    assert [p.id for p in ranked] == ["p1", "p0", "p2"]
+    assert ranked[0].score == 0.9 and ranked[0].first_stage_rank == 2 and ranked[0].first_stage_score == -1.0
+
+
+def test_passage_text_prefixes_the_title():
+    assert passage_text(Passage("x", "Text.", "Title"), with_title=True) == "Title. Text."
+    assert passage_text(Passage("x", "Title of it.", "Title"), with_title=True) == "Title of it."
+    assert passage_text(Passage("x", "Text.", "Title"), with_title=False) == "Text."
+
+
+def test_cross_encoder_scores_the_head_in_batches_with_the_real_model(tiny_bert):
+    import torch
+
+    reranker = build_stage(
+        "reranker",
+        {"name": "cross_encoder", "model": str(tiny_bert), "depth": 4, "batch_size": 3},
+        resources(),
+    )
+    query = "what are the symptoms of throat cancer?"
+    ranked = reranker.rerank(query, ranking(TEXTS))
+    assert len(ranked) == 4 and {p.id for p in ranked} == {"p0", "p1", "p2", "p3"}
+    assert [p.score for p in ranked] == sorted((p.score for p in ranked), reverse=True)
+
+    # Each pair scored alone (no padding) gives the same probabilities as the padded batches.
+    for scored in ranked:
+        encoded = reranker.tokenizer(query, scored.passage.text, return_tensors="pt")
+        with torch.inference_mode():
+            logits = reranker.model(**encoded).logits
+        assert scored.score == pytest.approx(torch.softmax(logits, -1)[0, 1].item(), abs=1e-5)
+        assert scored.first_stage_score == -float(scored.first_stage_rank - 1)
+
+    batched = reranker.rerank_batch([(query, ranking(TEXTS)), ("garage door", ranking(TEXTS[:2]))])
+    assert [p.id for p in batched[0]] == [p.id for p in ranked] and len(batched[1]) == 2
+
+
+def test_monobert_without_the_checkpoint_fails_at_construction_with_instructions():
+    with pytest.raises(ModelUnavailableError) as error:
+        build_stage("reranker", {"name": "monobert"}, resources())
+    message = str(error.value)
+    assert "castorini/monobert-large-msmarco" in message and "download" in message
+    assert "--set reranker.model=" in message
+
+
+def test_cross_encoder_needs_a_model():
+    with pytest.raises(ConfigError, match="needs `model`"):
+        build_stage("reranker", {"name": "cross_encoder"}, resources())
+
+
+def test_biencoder_puts_the_obviously_relevant_passage_first_and_caches_embeddings():
+    shared = resources()
+    reranker = build_stage("reranker", {"name": "biencoder", "depth": 5}, shared)
+    ranked = reranker.rerank("What are the symptoms of throat cancer?", ranking(TEXTS))
+    assert ranked[0].id == "p1"
+    assert all(-1.0 <= p.score <= 1.0 for p in ranked)
+    cached = shared.cache.get_many(
+        "biencoder-embedding",
+        [{"model": "all-MiniLM-L6-v2", "max_seq_length": 256, "text": t} for t in TEXTS],
+    )
+    assert all(v is not None for v in cached)
+    again = reranker.rerank("What are the symptoms of throat cancer?", ranking(TEXTS))
+    assert [p.score for p in again] == pytest.approx([p.score for p in ranked], abs=1e-6)
+
+
+def test_device_and_dtype_choice():
+    import torch
+
+    from cast.models import resolve_device, resolve_dtype
+
+    assert resolve_device("cpu") == "cpu" and resolve_device("cuda:1") == "cuda:1"
+    assert resolve_device("auto") in ("cpu", "cuda")
+    with pytest.raises(ConfigError, match="unknown device"):
+        resolve_device("gpu")
+    assert resolve_dtype("auto", "cpu") is torch.float32
+    assert resolve_dtype("auto", "cuda") is torch.float16
+    assert resolve_dtype("auto", "cuda", gpu_default="bfloat16") is torch.bfloat16
+    assert resolve_dtype("bfloat16", "cpu") is torch.bfloat16
+    with pytest.raises(ConfigError, match="unknown dtype"):
+        resolve_dtype("half", "cpu")
+
+
+def test_special_token_wrap_of_a_bert_tokenizer(tiny_bert):
+    from cast.models import load_tokenizer, special_token_wrap
+
+    tokenizer = load_tokenizer(str(tiny_bert))
+    assert special_token_wrap(tokenizer) == ([tokenizer.cls_token_id], [tokenizer.sep_token_id])

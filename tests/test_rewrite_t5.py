@@ -1,0 +1,137 @@
+"""T5 rewriter: input formats, oldest-first history truncation, and real loading/batching/generate() with a
+tiny random T5 built locally."""
+
+from __future__ import annotations
+
+import pytest
+import tiny_models
+
+from cast.errors import ConfigError, ModelUnavailableError
+from cast.records import Passage, PastTurn, Turn
+from cast.registry import build_stage
+from cast.resources import Resources
+from cast.t5_rewriter import ModelInput, build_input, keep_newest
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def tiny_t5(tmp_path_factory):
+    return tiny_models.seq2seq(tmp_path_factory.mktemp("tiny-t5"), "t5")
+
+
+def turn(n: int, utterance: str, response: str | None = None) -> Turn:
+    return Turn(qid=f"31_{n}", topic_id="31", turn_id=str(n), utterance=utterance, response=response)
+
+
+def past(n: int, utterance: str, top: str | None = None, response: str | None = None) -> PastTurn:
+    passage = Passage(id=f"p{n}", text=top) if top else None
+    return PastTurn(turn=turn(n, utterance, response), query=f"rewrite {n}", top_passage=passage)
+
+
+HISTORY = [
+    past(1, "What is throat cancer?", top="Throat cancer is a cancer of the throat."),
+    past(2, "Is it treatable?", top="Treatment of throat cancer.", response="It is treatable with surgery."),
+]
+
+
+def test_castorini_format_joins_previous_utterances_then_current():
+    parts = build_input(HISTORY, "What are the symptoms?", "castorini")
+    assert parts == ModelInput(
+        "", "What is throat cancer? ||| Is it treatable? ||| ", "What are the symptoms?"
+    )
+    assert parts.before + parts.history + parts.after == (
+        "What is throat cancer? ||| Is it treatable? ||| What are the symptoms?"
+    )
+
+
+def test_castorini_format_can_use_previous_rewrites():
+    assert (
+        build_input(HISTORY, "q3", "castorini", history_query="rewrite").history
+        == "rewrite 1 ||| rewrite 2 ||| "
+    )
+
+
+def test_paper_format_uses_response_where_given_else_top_passage():
+    parts = build_input(HISTORY, "What are the symptoms?", "paper")
+    assert parts.before == "What are the symptoms? [CTX] "
+    assert parts.history == (
+        "What is throat cancer? Throat cancer is a cancer of the throat. [TURN] Is it treatable? It is treatable with surgery."
+    )
+    assert parts.after == ""
+
+
+def test_paper_format_without_passage_keeps_the_query():
+    assert (
+        build_input([past(1, "What is throat cancer?")], "Why?", "paper").history == "What is throat cancer?"
+    )
+
+
+def test_unknown_format_is_a_config_error():
+    with pytest.raises(ConfigError, match="input_format"):
+        build_input(HISTORY, "q", "other")
+
+
+def test_keep_newest_cuts_the_oldest_tokens():
+    assert keep_newest([1, 2, 3, 4, 5], 2) == [4, 5]
+    assert keep_newest([1, 2, 3], 5) == [1, 2, 3]
+    assert keep_newest([1, 2, 3], 0) == []
+    assert keep_newest([1, 2, 3], -4) == []
+
+
+def build_t5(folder, **settings):
+    return build_stage(
+        "rewriter", {"name": "t5", "model": str(folder), **settings}, Resources({"device": "cpu"})
+    )
+
+
+def test_long_history_is_cut_from_the_oldest_turn_and_keeps_the_current_utterance(tiny_t5):
+    rewriter = build_t5(tiny_t5, max_input_length=12, num_beams=1, max_output_length=4)
+    # castorini: 5 + 1 + 4 + 1 history tokens, 5 current ("what are the symptoms ?"), 1 for </s>: 6 history fit.
+    ids, cut = rewriter.encode(build_input(HISTORY, "What are the symptoms?", "castorini"))
+    assert len(ids) == 12 and cut == 5
+    assert (
+        rewriter.tokenizer.decode(ids, skip_special_tokens=True)
+        == "||| is it treatable? ||| what are the symptoms?"
+    )
+    assert ids[-1] == rewriter.tokenizer.eos_token_id
+
+    rewriter.input_format = "paper"
+    ids, cut = rewriter.encode(build_input(HISTORY, "What are the symptoms?", "paper"))
+    text = rewriter.tokenizer.decode(ids, skip_special_tokens=True)
+    assert text.startswith("what are the symptoms? [ ctx ]") and text.endswith("with surgery.")
+    assert len(ids) == 12 and cut > 0
+
+
+def test_generate_records_the_model_input_and_batches_like_single_turns(tiny_t5):
+    rewriter = build_t5(tiny_t5, num_beams=2, max_output_length=6, batch_size=2)
+    items = [
+        (HISTORY, turn(3, "What are the symptoms?")),
+        ([], turn(1, "What is throat cancer?")),
+        (HISTORY[:1], turn(2, "How much does it cost?")),
+    ]
+    batched = rewriter.rewrite_batch(items)
+    singles = [rewriter.rewrite(history, t) for history, t in items]
+    assert [r.query for r in batched] == [r.query for r in singles]
+    first = batched[0]
+    assert first.method == "t5" and first.query
+    assert (
+        first.inputs["model_input"]
+        == "what is throat cancer? ||| is it treatable? ||| what are the symptoms?"
+    )
+    assert first.inputs["history_turns"] == 2 and first.inputs["history_tokens_cut"] == 0
+    assert rewriter.describe()["model"] == str(tiny_t5)
+
+
+def test_missing_model_fails_at_construction_naming_it_and_how_to_get_it(tmp_path):
+    with pytest.raises(ModelUnavailableError) as error:
+        build_t5("castorini/t5-not-in-this-cache")
+    message = str(error.value)
+    assert "castorini/t5-not-in-this-cache" in message
+    assert "download" in message and "local folder" in message
+
+    with pytest.raises(ModelUnavailableError, match="there is no folder"):
+        build_t5(tmp_path / "absent")

@@ -1,0 +1,167 @@
+"""The seq2seq summarizer on tiny random T5, BART and PEGASUS models, through the real ``generate()`` path."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import tiny_models
+
+from cast.errors import ConfigError, ModelUnavailableError
+from cast.records import NO_ANSWER_TEXT, Passage, ScoredPassage, Selection
+from cast.registry import build_stage
+from cast.resources import Resources
+from summarize.sentences import count_words
+from summarize.seq2seq import model_input, row_max_length_processor
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+FAMILIES = ("t5", "bart", "pegasus")
+PASSAGES = (
+    "lung cancer symptoms come from smoking and the effects of smoking",
+    "throat cancer is treatable and the treatment cost is what you know",
+    "the garage door opener stopped working",
+)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread():
+    """Tiny models gain nothing from threads, and on a busy machine thread hand-offs dominate their time."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def model_folders(tmp_path_factory):
+    return {family: tiny_models.seq2seq(tmp_path_factory.mktemp(family), family) for family in FAMILIES}
+
+
+def summarizer(folder, **settings):
+    section = {"name": "seq2seq", "model": str(folder), **settings}
+    return build_stage("summarizer", section, Resources({"device": "cpu"}))
+
+
+def selection(*texts: str) -> Selection:
+    return Selection(
+        tuple(ScoredPassage(Passage(f"p{i}", t), 1.0 / (i + 1)) for i, t in enumerate(texts)), "o"
+    )
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_answer_is_plain_generate_with_the_papers_decoding(model_folders, family):
+    import torch
+
+    stage = summarizer(model_folders[family], min_length=6)
+    chosen = selection(*PASSAGES[:2])
+    answer = stage.summarize("what causes cancer", chosen)
+
+    encoded = stage.tokenizer(
+        [model_input("", chosen, with_query=False, prefix=stage.prefix)], return_tensors="pt"
+    )
+    input_length = encoded["input_ids"].shape[1]
+    with torch.inference_mode():
+        reference = stage.model.generate(
+            **encoded,
+            num_beams=4,
+            no_repeat_ngram_size=3,
+            early_stopping=True,
+            min_length=6,
+            max_length=input_length,
+            forced_eos_token_id=stage.eos_token_id,
+        )
+    assert answer.text == stage.tokenizer.decode(reference[0], skip_special_tokens=True).strip()
+    assert answer.source_ids == ("p0", "p1")
+    assert answer.generator == f"seq2seq:{model_folders[family]}"
+    assert answer.settings["num_beams"] == 4
+    assert answer.settings["no_repeat_ngram_size"] == 3
+    assert answer.settings["early_stopping"] is True
+    assert answer.settings["min_length"] == 6
+    assert answer.settings["max_length"] == input_length
+    assert answer.no_answer_reason is None
+    assert all(s.passage_id is None for s in answer.sentences)
+
+
+@pytest.mark.parametrize("family", ("t5", "bart"))
+def test_a_batch_answers_each_turn_as_if_alone(model_folders, family):
+    stage = summarizer(model_folders[family], min_length=4, batch_size=3)
+    # Inputs of different lengths: the short one reaches its own maximum length inside the batch.
+    items = [
+        ("why", selection(PASSAGES[0], PASSAGES[1])),
+        ("what", selection("the door")),
+        ("how", selection(PASSAGES[2], PASSAGES[0], PASSAGES[1])),
+    ]
+    batched = stage.summarize_batch(items)
+    alone = [stage.summarize(q, s) for q, s in items]
+    assert [a.text for a in batched] == [a.text for a in alone]
+    assert [a.settings["max_length"] for a in batched] == [a.settings["max_length"] for a in alone]
+
+
+def test_t5_reads_its_task_prefix_and_the_query_only_when_asked(model_folders):
+    assert summarizer(model_folders["t5"]).prefix == "summarize: "
+    assert summarizer(model_folders["bart"]).prefix == ""
+    chosen = selection(" the door ", "", "is working")
+    assert (
+        model_input("how", chosen, with_query=False, prefix="summarize: ") == "summarize: the door is working"
+    )
+    assert model_input("how", chosen, with_query=True, prefix="") == "how the door is working"
+    assert model_input("how", selection(" ", ""), with_query=True, prefix="summarize: ") == ""
+
+
+def test_the_input_is_truncated_to_the_limit_and_bounds_the_answer(model_folders):
+    stage = summarizer(model_folders["bart"], max_input_tokens=12)
+    answer = stage.summarize("", selection(" ".join(PASSAGES)))
+    assert answer.settings["max_input_tokens"] == 12
+    assert answer.settings["max_length"] == 12
+    # Start and end tokens take two of the 12 positions.
+    assert 1 <= count_words(answer.text) <= 10
+
+
+def test_min_length_keeps_a_model_that_wants_to_stop_talking(model_folders):
+    stage = summarizer(model_folders["bart"])
+    # Make the end of sequence by far the likeliest token everywhere.
+    stage.model.final_logits_bias[0, stage.eos_token_id] = 100.0
+    silent = stage.summarize("", selection(*PASSAGES))
+    short = stage.with_min_length(6).summarize("", selection(*PASSAGES))
+    longer = stage.with_min_length(12).summarize("", selection(*PASSAGES))
+    assert silent.text == NO_ANSWER_TEXT
+    assert silent.no_answer_reason == "the model generated no text"
+    assert silent.source_ids == ("p0", "p1", "p2")
+    assert short.no_answer_reason is None and longer.no_answer_reason is None
+    assert count_words(short.text) < count_words(longer.text) <= 11
+    assert short.settings["min_length"] == 6 and stage.min_length == 0
+
+
+def test_passages_without_text_give_the_no_answer_text_without_decoding(model_folders):
+    stage = summarizer(model_folders["t5"])
+    answers = stage.summarize_batch(
+        [("q", selection(" ", "")), ("q", selection()), ("q", selection(PASSAGES[2]))]
+    )
+    assert [a.text for a in answers[:2]] == [NO_ANSWER_TEXT, NO_ANSWER_TEXT]
+    assert answers[0].no_answer_reason == "the selected passages have no text"
+    assert answers[1].no_answer_reason == "no passages were selected"
+    assert answers[0].generator == f"seq2seq:{model_folders['t5']}"
+    assert answers[2].no_answer_reason is None and answers[2].text
+
+
+def test_row_max_length_processor_forces_the_end_token_at_each_rows_last_position():
+    import torch
+
+    processor = row_max_length_processor(torch.tensor([4, 6]), num_beams=2, eos_token_id=1)
+    scores = torch.zeros(4, 5)
+    out = processor(torch.zeros(4, 3, dtype=torch.long), scores)  # 3 tokens so far: the next is the 4th
+    assert out[:2, 1].tolist() == [0.0, 0.0]
+    assert torch.isinf(out[:2, [0, 2, 3, 4]]).all()
+    assert torch.equal(out[2:], scores[2:])
+
+
+def test_a_missing_model_or_bad_setting_says_what_to_fix(tmp_path, model_folders):
+    with pytest.raises(ModelUnavailableError, match="no folder"):
+        summarizer(tmp_path / "absent")
+    with pytest.raises(ConfigError, match="min_length"):
+        summarizer(model_folders["t5"], min_length=-1)
+    with pytest.raises(ConfigError, match="unknown setting"):
+        summarizer(model_folders["t5"], beams=4)
