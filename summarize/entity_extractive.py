@@ -9,8 +9,9 @@ Sentences of the chosen passages are picked greedily, maximal-marginal-relevance
 where the query overlap is the idf-weighted share of the query's content words in the sentence, "new entities"
 is the rank mass of the sentence's entities that no picked sentence mentions yet (relative to the top-ranked
 entity), and the position prior favours the first sentences of the best passages (news-style lead sentences).
-Whole sentences are added while they fit in the word budget, then the best remaining one, cut, fills it; the
-answer lists them in passage order, each attributed to its passage.
+Whole sentences are added while they fit in the word budget, then the best remaining one, cut and marked with
+"…", fills it; the answer lists the whole sentences in passage order, then the cut one, each attributed to its
+passage.
 
 Entities come from the selection stage: ``selection.explanation["entity_ranks"]`` (``{entity: rank score}``)
 and ``selection.explanation["passage_entities"]`` (``{passage id: [{"surface", "start", "end", "entity"}]}``,
@@ -44,6 +45,10 @@ STOPWORDS = frozenset(
 )
 
 
+# The reading position of a cut sentence: after every whole one.
+LAST = (math.inf, 0)
+
+
 @dataclass(frozen=True)
 class Candidate:
     """A sentence that may go into the answer.
@@ -59,7 +64,7 @@ class Candidate:
 
     text: str
     passage_id: str
-    order: tuple[int, int]
+    order: tuple[float, int]
     terms: frozenset[str]
     entities: frozenset[str]
     words: int
@@ -202,10 +207,9 @@ class EntityExtractiveSummarizer(Summarizer):
             if not fitting:
                 if self.fill or not picked:
                     last = candidates[best_of(remaining)]
-                    cut = " ".join(last.text.split()[:budget])
-                    picked.append(
-                        Candidate(cut, last.passage_id, last.order, last.terms, last.entities, budget)
-                    )
+                    # A cut sentence reads as one only at the end of the answer, marked as cut.
+                    cut = " ".join(last.text.split()[:budget]) + "…"
+                    picked.append(Candidate(cut, last.passage_id, LAST, last.terms, last.entities, budget))
                 break
             best = best_of(fitting)
             picked.append(candidates[best])

@@ -28,13 +28,8 @@ def fixtures() -> Path:
 @pytest.fixture(scope="session")
 def core_index(tmp_path_factory) -> Path:
     """A Krovetz index of the six-passage fixture corpus ``tests/fixtures/core/corpus.jsonl``."""
-    import json
-
-    from cast import jvm
+    from index.build import build_index
 
     index_dir = tmp_path_factory.mktemp("core") / "index"
-    writer = jvm.indexer(index_dir, threads=1)
-    lines = (FIXTURES / "core" / "corpus.jsonl").read_text().splitlines()
-    writer.add_batch_dict([json.loads(line) for line in lines])
-    writer.close()
+    build_index([FIXTURES / "core" / "corpus.jsonl"], index_dir, threads=1)
     return index_dir

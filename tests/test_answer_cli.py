@@ -32,9 +32,9 @@ def test_interactive_session_answers_each_line_and_starts_over(core_index):
 def test_one_utterance_with_history_as_json(core_index):
     import json
 
-    proc = cast("--index", str(core_index), *BASELINE, "--json", "--history", "Tell me about Glasgow.", "--", "Which river?")
+    proc = cast("--index", str(core_index), *BASELINE, "--json", "--history", "Tell me about Glasgow.", "--", "Which river flows through the city?")
     assert proc.returncode == 0, proc.stderr
     record = json.loads(proc.stdout)
     assert record["qid"] == "user_2"
-    assert record["query"] == "Which river?"
+    assert record["query"] == "Which river flows through the city?"
     assert record["answer"]["source_ids"][0] == "p4"

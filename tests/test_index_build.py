@@ -51,6 +51,21 @@ def test_summary_counts_indexed_and_skipped_empty_passages(fixture_index: tuple[
     ]  # no temporary directories left
 
 
+def test_passages_fed_through_python_index_the_same(fixtures: Path, tmp_path: Path) -> None:
+    empty_duplicates = tmp_path / "duplicates.txt"
+    empty_duplicates.write_text("")
+    # A duplicate list sends JSON lines through the Python reader instead of Anserini's IndexCollection.
+    summary = build_index(
+        [fixtures / "index" / "passages.jsonl"],
+        tmp_path / "index",
+        duplicates=empty_duplicates,
+        progress=False,
+    )
+    assert (summary.indexed, summary.skipped) == (5, 2)
+    stats = index_stats(tmp_path / "index")
+    assert (stats["documents"], stats["total_terms"]) == (5, FIELD_TOKENS)
+
+
 def test_lmd_ranking_and_scores_over_the_built_index(lmd: LMDFirstStage) -> None:
     ranking = lmd.search("planets orbiting Jupiter")
     assert [sp.id for sp in ranking] == ["galileo-1", "newton-1", "kepler-1"]

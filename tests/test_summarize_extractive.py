@@ -75,8 +75,9 @@ def test_every_sentence_comes_from_the_passage_it_is_attributed_to():
     assert whole
     for sentence in whole:
         assert sentence.text in [s.text for s in split_sentences(passages[sentence.passage_id])]
-    # The last one fills the budget: the start of a sentence of its passage.
-    assert any(s.text.startswith(last.text) for s in split_sentences(passages[last.passage_id]))
+    # The last one fills the budget: the start of a sentence of its passage, marked as cut.
+    assert last.text.endswith("…")
+    assert any(s.text.startswith(last.text[:-1]) for s in split_sentences(passages[last.passage_id]))
     assert answer.text == " ".join(s.text for s in answer.sentences)
     assert answer.source_ids == ("p1", "p2")
     assert answer.generator == "entity_extractive"
@@ -155,7 +156,7 @@ def test_sentences_are_read_in_passage_order():
 def test_the_answer_is_never_empty():
     long_sentence = " ".join(f"word{i}" for i in range(30)) + "."
     cut = stage(words=10, fill=False).summarize("word3", selection(long_sentence))
-    assert cut.text == " ".join(f"word{i}" for i in range(10))
+    assert cut.text == " ".join(f"word{i}" for i in range(10)) + "…"
     assert cut.sentences[0].passage_id == "p1"
     fragments = stage(words=10).summarize("q", selection("Yes. No."))
     assert fragments.text == "Yes. No."
