@@ -1,7 +1,9 @@
 """Regenerate the demo sample under cast/data/sample/ from the 2013 Wikipedia passages.
 
-The sample is every passage of a fixed list of articles around Marie Curie and radioactivity, in the source
-file's order, written as gzip JSON lines with a zero timestamp, so the same input gives byte-identical output.
+The sample is every passage of a fixed list of articles around Marie Curie and radioactivity, plus background
+passages (the first few passages of every N-th other article) so that word statistics (idf) and retrieval behave
+as in a real collection, in the source file's order, written as gzip JSON lines with a zero timestamp, so the same
+input gives byte-identical output.
 It also writes ATTRIBUTION.md (the licence and the article titles) and conversation.json (a demo conversation
 whose answers are in the sample).
 
@@ -14,10 +16,11 @@ import argparse
 import gzip
 import io
 import json
-import os
 import sys
 from collections import Counter
 from pathlib import Path
+
+from cast.atomic import atomic_path
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_WIKI = REPO.parent / "shared" / "data" / "wiki" / "enwiki-2013-core.jsonl.gz"
@@ -65,6 +68,10 @@ ARTICLES = (
     "Partitions of Poland",
 )
 
+# Background: the first BACKGROUND_PASSAGES passages of every BACKGROUND_EVERY-th other article.
+BACKGROUND_EVERY = 30
+BACKGROUND_PASSAGES = 3
+
 CONVERSATION = {
     "topic_id": "demo",
     "title": "Marie Curie and radioactivity",
@@ -91,11 +98,12 @@ CONVERSATION = {
 }
 
 
-def attribution(counts: Counter[str], wiki: Path) -> str:
+def attribution(counts: Counter[str], background: Counter[str], wiki: Path) -> str:
     lines = [
         "# Sample collection: attribution",
         "",
-        "`passages.jsonl.gz` holds every passage of the Wikipedia articles listed below, as they appear in",
+        "`passages.jsonl.gz` holds every passage of the Wikipedia articles listed first below, and the first",
+        f"{BACKGROUND_PASSAGES} passages of every {BACKGROUND_EVERY}th other article (background), as they appear in",
         f"`{wiki.name}` (English Wikipedia, 2013 dump: core articles, paragraphs of 15+ words split at sentence",
         "ends to at most 200 words; WikiExtractor output found in the jason-feng/wikiVisual repository).",
         "",
@@ -106,19 +114,21 @@ def attribution(counts: Counter[str], wiki: Path) -> str:
         "",
         "`conversation.json` is a demo conversation written for this sample (Apache-2.0, like the toolkit).",
         "",
-        f"Regenerate with `.venv/bin/python bench/make_sample.py` ({sum(counts.values())} passages).",
+        f"Regenerate with `.venv/bin/python bench/make_sample.py` ({sum(counts.values())} topic and "
+        f"{sum(background.values())} background passages).",
         "",
         "| article | passages |",
         "| --- | ---: |",
     ]
     lines += [f"| {title} | {counts[title]} |" for title in ARTICLES]
+    lines += ["", "Background articles:", "", "| article | passages |", "| --- | ---: |"]
+    lines += [f"| {title} | {n} |" for title, n in background.items()]
     return "\n".join(lines) + "\n"
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,13 +143,21 @@ def main(argv: list[str] | None = None) -> int:
 
     wanted = set(ARTICLES)
     counts: Counter[str] = Counter()
+    background: Counter[str] = Counter()
+    article_numbers: dict[str, int] = {}
     lines = []
     with gzip.open(args.wiki, "rt", encoding="utf-8") as source:
         for line in source:
             record = json.loads(line)
-            if record["title"] in wanted:
-                counts[record["title"]] += 1
-                lines.append(json.dumps(record, ensure_ascii=False) + "\n")
+            title = record["title"]
+            number = article_numbers.setdefault(title, len(article_numbers))
+            if title in wanted:
+                counts[title] += 1
+            elif number % BACKGROUND_EVERY == 0 and background[title] < BACKGROUND_PASSAGES:
+                background[title] += 1
+            else:
+                continue
+            lines.append(json.dumps(record, ensure_ascii=False) + "\n")
     missing = [title for title in ARTICLES if not counts[title]]
     if missing:
         print(f"make_sample: articles not in {args.wiki}: {', '.join(missing)}", file=sys.stderr)
@@ -150,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         gz.write("".join(lines).encode("utf-8"))
     args.out.mkdir(parents=True, exist_ok=True)
     write_atomically(args.out / "passages.jsonl.gz", buffer.getvalue())
-    write_atomically(args.out / "ATTRIBUTION.md", attribution(counts, args.wiki).encode())
+    write_atomically(args.out / "ATTRIBUTION.md", attribution(counts, background, args.wiki).encode())
     conversation = json.dumps(CONVERSATION, indent=2, ensure_ascii=False) + "\n"
     write_atomically(args.out / "conversation.json", conversation.encode())
     print(

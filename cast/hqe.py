@@ -14,6 +14,11 @@ idf scale of the configured index: ln of the collection size bounds them (13.6 f
 
 Words are analysed with the index's analyzer (Krovetz), so a keyword matches how the index stores it; a keyword
 whose term is already in the utterance, or already added, is not added again.
+
+An extension, off unless ``response_keywords`` > 0 (the offline profile uses 2): the most salient keywords of
+the previous turn's canonical response (given by CAsT 2021-22 topics) are added too, since users refer to what
+the system said ("these changes" = climate change, named only in the answer). The system's own top passage is
+not used in its place: its rare words are as often noise ("garret", "meager") as topic.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any
 
-from cast.errors import ConfigError
+from cast.errors import ConfigError, ModelUnavailableError
 from cast.models import load_spacy
 from cast.records import PastTurn, Rewrite, Turn
 from cast.resources import Resources
@@ -135,9 +140,8 @@ class HQERewriter(Rewriter):
             or ``none`` (every word the index analyzer keeps).
         spacy_model: the spaCy pipeline for ``pos`` (an installed package name or a folder).
         response_keywords: also add this many salient keywords (:func:`salient_keywords`, at least ``r_sub``
-            important) of the previous turn's response: its canonical response where the topics give one, else
-            its top retrieved passage. Not in Lin et al.; CAsT 2021-22 users refer to what the system said.
-            0 turns it off.
+            important) of the previous turn's canonical response, where the topics give one. Not in Lin et al.;
+            CAsT 2021-22 users refer to what the system said. 0 turns it off.
     """
 
     def __init__(
@@ -161,11 +165,7 @@ class HQERewriter(Rewriter):
         self.keyword_filter = keyword_filter
         self.spacy_model = spacy_model
         self.response_keywords = response_keywords
-        self._tagger = (
-            load_spacy(spacy_model, disable=("parser", "ner", "lemmatizer"))
-            if keyword_filter == "pos"
-            else None
-        )
+        self._tagger = self._load_tagger() if keyword_filter == "pos" else None
         # The index is opened now, so that a missing index stops the run before the first turn.
         from cast import jvm
 
@@ -173,6 +173,12 @@ class HQERewriter(Rewriter):
         self._analyzer = jvm.analyzer(resources.stemmer)
         self._n_docs = int(self._reader.stats()["documents"])
         self._keywords = lru_cache(maxsize=4096)(self._words_of)
+
+    def _load_tagger(self) -> Any:
+        try:
+            return load_spacy(self.spacy_model, disable=("parser", "ner", "lemmatizer"))
+        except ModelUnavailableError as e:  # name the setting that chose it (the registry would say .model)
+            raise ModelUnavailableError(e.model, e.reason, setting="rewriter.spacy_model") from e
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -215,8 +221,8 @@ class HQERewriter(Rewriter):
         return tuple(keywords)
 
     def _response_keywords(self, previous: PastTurn, known_terms: set[str]) -> list[Keyword]:
-        """Salient keywords of the previous turn's response (else top passage) that are not already in the query."""
-        text = previous.turn.response or (previous.top_passage.text if previous.top_passage else None)
+        """Salient keywords of the previous turn's canonical response that are not already in the query."""
+        text = previous.turn.response
         if self.response_keywords <= 0 or not text:
             return []
         keywords = [k for k in self._keywords(text, previous.turn.qid) if k.term not in known_terms]

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from cast.errors import ConfigError
+from cast.errors import ConfigError, ModelUnavailableError
 from cast.hqe import (
     Keyword,
     bm25_idf,
@@ -158,3 +158,10 @@ def test_hqe_adds_salient_keywords_of_the_previous_response(fixture_index):
     second = hqe.rewrite([PastTurn(turn=first, query=first.utterance)], turn(2, CONVERSATION[1]))
     assert second.query == "throat cancer lung Is it treatable?"
     assert [k["word"] for k in second.inputs["response_keywords"]] == ["lung"]
+
+
+def test_hqe_without_its_spacy_model_names_the_setting(fixture_index):
+    resources = Resources({"index": str(fixture_index)})
+    with pytest.raises(ModelUnavailableError) as error:
+        build_stage("rewriter", {"name": "hqe", "spacy_model": "no_such_spacy_model"}, resources)
+    assert "no_such_spacy_model" in str(error.value) and "--set rewriter.spacy_model=" in str(error.value)

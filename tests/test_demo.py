@@ -1,0 +1,31 @@
+"""`cast demo`, the README's main job, end to end: sample index built on first use, every turn answered."""
+
+import json
+import subprocess
+import sys
+
+from cast.commands.demo import SAMPLE_CONVERSATION
+
+
+def test_demo_builds_once_and_answers_every_turn(tmp_path):
+    def demo():
+        return subprocess.run(
+            [sys.executable, "-m", "cast.cli", "demo", "--set", f"cache_dir={tmp_path}"],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+
+    first = demo()
+    assert first.returncode == 0, first.stderr
+    turns = json.loads(SAMPLE_CONVERSATION.read_text())["turns"]
+    for number, turn in enumerate(turns, start=1):
+        assert f"Q{number}: {turn['utterance']}" in first.stdout
+    assert "building the sample index" in first.stdout
+    assert "No answer was found" not in first.stdout
+    # The answers read the sample's passages, which are cited with their titles.
+    assert "polonium" in first.stdout.lower() and "] Marie Curie" in first.stdout
+
+    again = demo()
+    assert again.returncode == 0, again.stderr
+    assert "building the sample index" not in again.stdout
