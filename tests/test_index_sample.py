@@ -32,7 +32,7 @@ def conversation() -> dict:
 
 def test_sample_files_and_attribution(conversation: dict) -> None:
     passages = list(read_passages(SAMPLE / "passages.jsonl.gz"))
-    assert 2000 <= len(passages) <= 4000
+    assert 2000 <= len(passages) <= 6000  # "a few thousand"
     assert len({p.id for p in passages}) == len(passages)
     assert all(p.text and p.title for p in passages)
     attribution = (SAMPLE / "ATTRIBUTION.md").read_text()
