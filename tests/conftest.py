@@ -25,6 +25,17 @@ def fixtures() -> Path:
     return FIXTURES
 
 
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Tiny models gain nothing from threads, and on a busy machine thread hand-offs dominate their time."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def core_index(tmp_path_factory) -> Path:
     """A Krovetz index of the six-passage fixture corpus ``tests/fixtures/core/corpus.jsonl``."""
