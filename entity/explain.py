@@ -1,7 +1,8 @@
 """``cast explain``: draw one turn's entity graph from an answers file, to see why passages were chosen.
 
 Nodes are the turn's entities, sized by their rank; edges are the graph edges the selector kept; the query
-entities are outlined, and the entities of the chosen passages are highlighted.
+entities are outlined, and the entities of the chosen passages are highlighted. The query entities and the
+top-ranked entities are labelled.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from cast.errors import CastError, DataFormatError
 CHOSEN_COLOUR = "#d95f02"
 OTHER_COLOUR = "#a6cee3"
 QUERY_EDGE_COLOUR = "#1b1b1b"
-LABELLED_TOP = 20  # besides query and chosen-passage entities, only the top-ranked ones get a label
+LABELLED_TOP = 15  # besides the query entities, only the top-ranked entities get a label
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -92,20 +93,21 @@ def render_entity_graph(selection: dict[str, Any], out: Path, title: str = "") -
     nodes = list(graph.nodes)
     figure, axes = plt.subplots(figsize=(12, 9))
     layout = nx.spring_layout(graph, weight="weight", seed=0)
-    widths = [0.5 + 3.0 * graph.edges[e]["weight"] for e in graph.edges]
-    nx.draw_networkx_edges(graph, layout, ax=axes, width=widths, alpha=0.35)
+    heaviest = max((w for _, _, w in graph.edges(data="weight")), default=1.0)
+    widths = [0.3 + 2.5 * graph.edges[e]["weight"] / heaviest for e in graph.edges]
+    nx.draw_networkx_edges(graph, layout, ax=axes, width=widths, alpha=0.2)
     nx.draw_networkx_nodes(
         graph,
         layout,
         ax=axes,
         nodelist=nodes,
-        node_size=[80 + 2400 * ranks[e] / top for e in nodes],
+        node_size=[30 + 1200 * ranks[e] / top for e in nodes],
         node_color=[CHOSEN_COLOUR if e in highlighted else OTHER_COLOUR for e in nodes],
         edgecolors=[QUERY_EDGE_COLOUR if e in query else "none" for e in nodes],
         linewidths=2.0,
     )
     top_ranked = set(sorted(nodes, key=lambda e: -ranks[e])[:LABELLED_TOP])
-    labelled = [e for e in nodes if e in top_ranked or e in highlighted or e in query]
+    labelled = [e for e in nodes if e in top_ranked or e in query]
     nx.draw_networkx_labels(
         graph, layout, ax=axes, labels={e: entity_label(e) for e in labelled}, font_size=8
     )

@@ -94,6 +94,7 @@ ER_TABLE = {("x", "q1"): 0.2, ("x", "q2"): 0.4, ("y", "q1"): 0.6, ("y", "q2"): 0
 
 
 def er_selector(**settings) -> EntityRelatednessSelector:
+    settings.setdefault("combine", "reorder")  # the final score is then the entity score, computed by hand
     return EntityRelatednessSelector(resources=FakeResources(TableKnowledgeBase(ER_TABLE)), **settings)
 
 
@@ -138,7 +139,7 @@ def test_eg_by_hand():
     # Query entities {a, b}; p0 = {a, c}, p1 = {c}, p2 = {}. gamma = .5: GraphE has a-b .25, a-c .25, b-c 0,
     # so the graph is the path b - a - c; PageRank (alpha .5): a = 8/18, b = c = 5/18.
     inputs = turn([["a", "c"], ["c"], []], query=["a", "b"], scores=[0.1, 0.9, 0.5])
-    selection = EntityGraphSelector(n=2, gamma=0.5, alpha=0.5).select(inputs)
+    selection = EntityGraphSelector(combine="reorder", n=2, gamma=0.5, alpha=0.5).select(inputs)
     assert selection.scores == pytest.approx({"p0": 13 / 18, "p1": 5 / 18, "p2": 0.0}, abs=1e-7)
     assert ids(selection) == ["p0", "p1"]
     assert (selection.method, selection.focus_entity) == ("eg", "a")
@@ -153,14 +154,14 @@ def test_eg_by_hand():
 
 def test_eg_mean_aggregate():
     inputs = turn([["a", "c"], ["c"], []], query=["a", "b"])
-    selection = EntityGraphSelector(gamma=0.5, alpha=0.5, aggregate="mean").select(inputs)
+    selection = EntityGraphSelector(combine="reorder", gamma=0.5, alpha=0.5, aggregate="mean").select(inputs)
     assert selection.scores == pytest.approx({"p0": 13 / 36, "p1": 5 / 18, "p2": 0.0}, abs=1e-7)
 
 
 def test_eg_ties_are_broken_by_relevance():
     # p0 and p1 hold the same entities, so they score the same; p1 is more relevant
     inputs = turn([["a", "b"], ["b", "a"], ["c"]], query=["a"], scores=[0.2, 0.8, 0.5])
-    assert ids(EntityGraphSelector(n=2).select(inputs)) == ["p1", "p0"]
+    assert ids(EntityGraphSelector(combine="reorder", n=2).select(inputs)) == ["p1", "p0"]
 
 
 def test_eg_without_any_entities_keeps_the_rerankers_order():
@@ -173,7 +174,7 @@ def test_eg_without_any_entities_keeps_the_rerankers_order():
 def test_eg_with_every_weight_below_threshold_ranks_entities_uniformly():
     # no edge survives: PageRank is uniform (1/4), a passage scores 1/4 per entity
     inputs = turn([["a"], ["b", "c", "d"], ["c"]], query=["a"])
-    selection = EntityGraphSelector(threshold=5.0).select(inputs)
+    selection = EntityGraphSelector(combine="reorder", threshold=5.0).select(inputs)
     assert selection.explanation["edges"] == []
     assert selection.scores == pytest.approx({"p0": 0.25, "p1": 0.75, "p2": 0.25})
     assert ids(selection) == ["p1", "p0", "p2"]
@@ -181,7 +182,7 @@ def test_eg_with_every_weight_below_threshold_ranks_entities_uniformly():
 
 def test_eg_on_a_disconnected_graph_and_a_single_passage():
     inputs = turn([["a", "b"], ["c", "d"]], query=["a"])
-    selection = EntityGraphSelector(n=1, gamma=0.0).select(inputs)
+    selection = EntityGraphSelector(combine="reorder", n=1, gamma=0.0).select(inputs)
     assert sorted(map(tuple, selection.explanation["edges"])) == [("a", "b", 1.0), ("c", "d", 1.0)]
     assert selection.scores["p0"] == pytest.approx(selection.scores["p1"])  # two identical components
     assert ids(selection) == ["p0"]
@@ -201,26 +202,28 @@ def test_eg_considers_only_the_top_candidates():
 def test_entity_path_bonus_by_hand():
     # gamma 0: edges a-b (p0), b-c (p1); d alone (p2); focus a. Distances: p0 0, p1 1, p2 unreachable.
     inputs = turn([["b", "a"], ["c", "b"], ["d"], ["e"]], focus="a", scores=[0.1, 0.2, 0.9, 0.8])
-    selection = OriginalOrderSelector(n=4, gamma=0.0, path_bonus=0.6).select(inputs)
+    selection = OriginalOrderSelector(combine="reorder", n=4, gamma=0.0, path_bonus=0.6).select(inputs)
     assert selection.scores == pytest.approx({"p0": 0.6, "p1": 0.3, "p2": 0.0, "p3": 0.0})
     assert ids(selection) == ["p0", "p1", "p2", "p3"]
     assert selection.explanation["path"] == {
         "focus": "a",
         "chains": {"p0": ["a"], "p1": ["a", "b"], "p2": None, "p3": None},
     }
+    # O ranks no entities itself: the next turn's focus is the PageRank winner of the graph, b (the middle)
+    assert selection.focus_entity == "b"
 
 
 def test_entity_path_with_an_unknown_focus_gives_no_bonus():
     inputs = turn([["a"], ["b"]], focus="zzz", scores=[0.1, 0.9])
-    selection = OriginalOrderSelector(n=1, path_bonus=1.0).select(inputs)
+    selection = OriginalOrderSelector(combine="reorder", n=1, path_bonus=1.0).select(inputs)
     assert ids(selection) == ["p1"]
     assert selection.explanation["path"]["chains"] == {"p0": None, "p1": None}
 
 
 def test_entity_path_adds_to_the_entity_graph_score():
     inputs = turn([["a", "c"], ["c"], []], query=["a", "b"], focus="c")
-    plain = EntityGraphSelector(gamma=0.5, alpha=0.5).select(inputs)
-    with_path = EntityGraphSelector(gamma=0.5, alpha=0.5, path_bonus=1.0).select(inputs)
+    plain = EntityGraphSelector(combine="reorder", gamma=0.5, alpha=0.5).select(inputs)
+    with_path = EntityGraphSelector(combine="reorder", gamma=0.5, alpha=0.5, path_bonus=1.0).select(inputs)
     assert with_path.scores["p1"] == pytest.approx(plain.scores["p1"] + 1.0)
     assert with_path.scores["p0"] == pytest.approx(plain.scores["p0"] + 1.0)
     assert with_path.scores["p2"] == 0.0
@@ -247,10 +250,27 @@ def test_combine_reorder_and_interpolate():
     assert order == [0, 2, 1]
 
 
+def test_default_combination_interpolates_half_relevance_half_entity_score():
+    # EG scores (gamma .5, alpha .5) 13/18, 5/18, 0 -> normalised 1, 5/13, 0; relevance .1, .9, .5 -> 0, 1, .5
+    inputs = turn([["a", "c"], ["c"], []], query=["a", "b"], scores=[0.1, 0.9, 0.5])
+    selection = EntityGraphSelector(n=2, gamma=0.5, alpha=0.5).select(inputs)
+    assert selection.scores == pytest.approx({"p0": 0.5, "p1": 0.5 + 2.5 / 13, "p2": 0.25}, abs=1e-6)
+    assert ids(selection) == ["p1", "p0"]
+
+
 def test_interpolation_in_a_selector():
     inputs = turn([["a", "b"], ["c"], ["a"]], query=["a"], scores=[0.1, 0.9, 0.5])
     assert ids(EntityGraphSelector(n=1, combine="interpolate", weight=1.0).select(inputs)) == ["p1"]
     assert ids(EntityGraphSelector(n=1, combine="interpolate", weight=0.0).select(inputs)) == ["p0"]
+
+
+def test_passage_order_relevance_hands_on_the_chosen_set_in_rerankers_order():
+    inputs = turn([["a", "b"], ["c"], ["a"]], query=["a"], scores=[0.1, 0.9, 0.5])
+    by_score = EntityGraphSelector(combine="reorder", n=2).select(inputs)
+    by_relevance = EntityGraphSelector(combine="reorder", n=2, passage_order="relevance").select(inputs)
+    assert ids(by_score) == ["p0", "p2"]
+    assert ids(by_relevance) == ["p2", "p0"]
+    assert by_relevance.scores == by_score.scores
 
 
 # --- ED --------------------------------------------------------------------------------------------------------

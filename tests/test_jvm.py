@@ -1,0 +1,31 @@
+"""The JVM start-up (cast.jvm) and what must keep working beside it."""
+
+import subprocess
+import sys
+
+CRASHED_BEFORE = """
+import numpy as np
+from cast import jvm
+from cast.resources import Resources
+from cast.retrieval import LMDFirstStage
+
+LMDFirstStage(Resources({"index": sys.argv[1]})).search("glasgow")
+matrix = np.random.default_rng(0).random((300, 300)) + 300 * np.eye(300)
+print(round(float(np.linalg.solve(matrix, np.ones(300)).sum()), 6))
+"""
+
+
+def test_numpy_linear_algebra_survives_a_running_jvm(core_index):
+    # OpenBLAS worker threads used to kill the process (SIGSEGV) once the JVM ran; EG's PageRank hit it.
+    code = "import sys\n" + CRASHED_BEFORE
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(core_index)], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert float(proc.stdout.strip().splitlines()[-1]) > 0
+
+
+def test_java_21_or_newer_is_used():
+    from cast import jvm
+
+    assert (jvm._java_major(jvm.java_home()) or 0) >= 21
