@@ -122,6 +122,7 @@ class _SelectorBase(PassageSelector):
         min_density: float = 0.0,
         history: bool = True,
         passage_order: str = "score",
+        resources: Resources | None = None,
     ):
         if n < 1 or candidates < n:
             raise ConfigError(f"selector: need 1 <= n <= candidates, got n={n}, candidates={candidates}")
@@ -149,6 +150,7 @@ class _SelectorBase(PassageSelector):
         self.min_density = min_density
         self.history = history
         self.passage_order = passage_order
+        self._resources = resources
 
     def describe(self) -> dict[str, Any]:
         settings = {k: v for k, v in vars(self).items() if not k.startswith("_")}
@@ -317,40 +319,10 @@ class EntityRelatednessSelector(_SelectorBase):
     name = "er"
     needs_entities = True
 
-    def __init__(
-        self,
-        candidates: int = 10,
-        n: int = 3,
-        combine: str = "interpolate",
-        weight: float = 0.5,
-        path_bonus: float = 0.0,
-        gamma: float = 0.25,
-        threshold: float = 0.0,
-        density_filter: bool = False,
-        min_density: float = 0.0,
-        history: bool = True,
-        passage_order: str = "score",
-        resources: Resources | None = None,
-    ):
-        super().__init__(
-            candidates,
-            n,
-            combine,
-            weight,
-            path_bonus,
-            gamma,
-            threshold,
-            density_filter,
-            min_density,
-            history,
-            passage_order,
-        )
-        if resources is None:
-            raise ConfigError("selector er needs the pipeline's resources (for its knowledge_base)")
-        self._resources = resources
-
     @property
     def knowledge_base(self) -> KnowledgeBase:
+        if self._resources is None:
+            raise ConfigError("selector er needs the pipeline's resources (for its knowledge_base)")
         return self._resources.stage("knowledge_base")
 
     def _entity_scores(self, turn: _TurnEntities) -> _EntityScores:

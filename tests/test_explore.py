@@ -145,7 +145,15 @@ def test_a_job_is_polled_until_done(client, explorer):
 def test_changing_stages_keeps_the_settings_they_take():
     config = load_config("offline", ["index=x"])  # eg selector with candidates, n, gamma; biencoder depth 100
     sections, ignored = stage_sections(config, Choice(method="o", reranker="none", gamma=0.5, tau=0.1))
-    assert sections["selector"] == {"name": "o", "candidates": 10, "n": 3, "gamma": 0.5, "threshold": 0.1}
+    assert sections["selector"] == {
+        "name": "o",
+        "candidates": 10,
+        "n": 3,
+        "gamma": 0.5,
+        "threshold": 0.1,
+        "combine": "interpolate",
+        "weight": 0.5,
+    }
     assert sections["reranker"] == {"name": "none"}
     assert ignored == []
     sections, ignored = stage_sections(config, Choice(generator="seq2seq", words=30))
