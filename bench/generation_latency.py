@@ -56,22 +56,11 @@ SHAPES: dict[str, tuple[str, dict[str, Any]]] = {
 def build_model(shape: str, device: str, dtype: Any) -> Any:
     """A randomly initialised model of ``shape`` (a key of :data:`SHAPES`) in eval mode."""
     import torch
-    from transformers import (
-        BartConfig,
-        BartForConditionalGeneration,
-        PegasusConfig,
-        PegasusForConditionalGeneration,
-        T5Config,
-        T5ForConditionalGeneration,
-    )
+
+    from cast.testing import seq2seq_classes
 
     family, settings = SHAPES[shape]
-    classes = {
-        "t5": (T5Config, T5ForConditionalGeneration),
-        "bart": (BartConfig, BartForConditionalGeneration),
-        "pegasus": (PegasusConfig, PegasusForConditionalGeneration),
-    }
-    config_class, model_class = classes[family]
+    config_class, model_class = seq2seq_classes(family)
     torch.manual_seed(0)
     with torch.device(device):
         model = model_class(config_class(**settings))

@@ -134,28 +134,9 @@ SYNTHETIC_VOCAB = 30000  # below both models' vocabularies (T5 32128, BERT 30522
 
 def synthetic_tokenizer(folder: Path, family: str) -> Any:
     """A word-level tokenizer over ``w0 .. w29995`` with T5's or BERT's special tokens (for timing only)."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors
-    from transformers import PreTrainedTokenizerFast
+    from cast.testing import word_tokenizer
 
-    specials = ["<pad>", "</s>", "<unk>"] if family == "t5" else ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]
-    vocab = {token: i for i, token in enumerate([*specials, *(f"w{i}" for i in range(SYNTHETIC_VOCAB - 4))])}
-    tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token=specials[2] if family == "t5" else "[UNK]"))
-    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    if family == "t5":
-        tokenizer.post_processor = processors.TemplateProcessing(
-            single="$A </s>", special_tokens=[("</s>", vocab["</s>"])]
-        )
-        named = {"pad_token": "<pad>", "eos_token": "</s>", "unk_token": "<unk>"}
-    else:
-        tokenizer.post_processor = processors.TemplateProcessing(
-            single="[CLS] $A [SEP]",
-            pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-            special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
-        )
-        named = {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]", "sep_token": "[SEP]"}
-    wrapped = PreTrainedTokenizerFast(tokenizer_object=tokenizer, model_max_length=512, **named)
-    wrapped.save_pretrained(str(folder))
-    return wrapped
+    return word_tokenizer(folder, family, (f"w{i}" for i in range(SYNTHETIC_VOCAB - 4)))
 
 
 def random_paper_models(folder: Path) -> tuple[Path, Path]:

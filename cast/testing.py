@@ -1,0 +1,85 @@
+"""Building blocks for tiny or randomly initialised Hugging Face models, made locally (never downloaded).
+
+The tests build tiny models with them (``tests/tiny_models.py``) and the benchmarks build models of the published
+shapes with random weights (``bench/latency.py``, ``bench/generation_latency.py``), so both exercise the real
+loading, batching, ``generate()`` and scoring code without a checkpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+SPECIALS = {"t5": ["<pad>", "</s>", "<unk>"], "bart": ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]}
+
+
+def word_tokenizer(folder: Path, family: str, words: Iterable[str]) -> Any:
+    """A lower-casing word-level tokenizer, saved in ``folder`` and returned, with the specials of ``family``.
+
+    ``family`` is ``t5`` (``</s>`` appended), ``bart`` or ``pegasus`` (``<s> ... </s>``, as BART; PEGASUS uses
+    ``</s>`` only but the stages never rely on the difference), or ``bert`` (``[CLS] a [SEP] b [SEP]``).
+    """
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    if family == "bert":
+        specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    else:
+        specials = SPECIALS["t5" if family == "t5" else "bart"]
+    vocab = {token: i for i, token in enumerate(dict.fromkeys([*specials, *words]))}
+    unk = "[UNK]" if family == "bert" else "<unk>"
+    tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token=unk))
+    tokenizer.normalizer = normalizers.Lowercase()
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), _punctuation()])
+    if family == "bert":
+        tokenizer.post_processor = processors.TemplateProcessing(
+            single="[CLS] $A [SEP]",
+            pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+            special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
+        )
+        named = {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]", "sep_token": "[SEP]"}
+    elif family == "t5":
+        tokenizer.post_processor = processors.TemplateProcessing(
+            single="$A </s>", pair="$A </s> $B </s>", special_tokens=[("</s>", vocab["</s>"])]
+        )
+        named = {"pad_token": "<pad>", "eos_token": "</s>", "unk_token": "<unk>"}
+    else:
+        tokenizer.post_processor = processors.TemplateProcessing(
+            single="<s> $A </s>",
+            pair="<s> $A </s> </s> $B </s>",
+            special_tokens=[("<s>", vocab["<s>"]), ("</s>", vocab["</s>"])],
+        )
+        named = {"bos_token": "<s>", "pad_token": "<pad>", "eos_token": "</s>", "unk_token": "<unk>"}
+    tokenizer.decoder = decoders.WordPiece(prefix="##", cleanup=True)  # joins words with spaces
+    wrapped = PreTrainedTokenizerFast(tokenizer_object=tokenizer, model_max_length=512, **named)
+    folder.mkdir(parents=True, exist_ok=True)
+    wrapped.save_pretrained(str(folder))
+    return wrapped
+
+
+def _punctuation():
+    from tokenizers import Regex, pre_tokenizers
+
+    return pre_tokenizers.Split(Regex(r"\|\|\||[\[\].,?!'-]"), behavior="isolated")
+
+
+def seq2seq_classes(family: str) -> tuple[Any, Any]:
+    """The ``(config class, model class)`` of an encoder-decoder family: ``t5``, ``bart`` or ``pegasus``."""
+    from transformers import (
+        BartConfig,
+        BartForConditionalGeneration,
+        PegasusConfig,
+        PegasusForConditionalGeneration,
+        T5Config,
+        T5ForConditionalGeneration,
+    )
+
+    classes = {
+        "t5": (T5Config, T5ForConditionalGeneration),
+        "bart": (BartConfig, BartForConditionalGeneration),
+        "pegasus": (PegasusConfig, PegasusForConditionalGeneration),
+    }
+    if family not in classes:
+        raise ValueError(f"unknown seq2seq family {family!r}: use t5, bart or pegasus")
+    return classes[family]
