@@ -6,6 +6,11 @@ BART-large and PEGASUS-large. An answer reads ``--input-tokens`` tokens (3 passa
 paper's decoding: 4 beams, no repeated trigram, early stopping. Reported: the median wall-clock time of
 ``generate()`` per answer (encoder included), after warm-up, on the chosen device.
 
+``--decoding`` times the summarizer's ways of decoding (``summarize.seq2seq.BeamDecoder``) on the same weights and
+inputs: ``plain`` (transformers' ``generate()``), ``static`` (a fixed-shape KV cache) and ``compiled`` (that
+cache with the decoder step compiled: CUDA graphs on a GPU). Each is checked against ``plain``: the row says
+whether its tokens are identical. ``first s`` is the first call, which compiles (and records CUDA graphs).
+
 With ``--offline``, it times the offline profile's generator instead (``entity_extractive``, pure Python): turns
 of the CAsT 2022 dev topics answered from 3 of the provenance passages each.
 
@@ -14,6 +19,7 @@ Usage:
     .venv/bin/python bench/generation_latency.py --offline                # the offline generator, on real text
     .venv/bin/python bench/generation_latency.py --device cpu --models bart-large --repeats 3
     .venv/bin/python bench/generation_latency.py --batch-size 8           # per-answer time in batches of 8
+    python bench/generation_latency.py --device cuda --models bart-large --decoding plain static compiled
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from summarize.seq2seq import DECODINGS, BeamDecoder  # noqa: E402  (light: torch is imported when decoding)
+
 DATA = REPO.parent / "shared" / "data" / "cast" / "2022-dev"
 
 # The architectures of t5-base, facebook/bart-large-cnn and google/pegasus-cnn_dailymail (from their configs).
@@ -72,14 +80,19 @@ def time_generation(
     device: str,
     dtype: Any,
     *,
+    decodings: tuple[str, ...] = ("plain",),
     input_tokens: int = 512,
     output_tokens: int = 100,
     num_beams: int = 4,
     batch_size: int = 1,
     repeats: int = 3,
-    warmup: int = 1,
-) -> dict[str, Any]:
-    """Median seconds per answer of ``generate()`` with the paper's decoding, on random inputs."""
+    warmup: int = 2,
+) -> list[dict[str, Any]]:
+    """Median seconds per answer with the paper's decoding, for each of ``decodings``, on random inputs.
+
+    All decodings run on the same model and inputs; ``plain`` runs first (it is the reference: untimed if not
+    asked for) and ``compiled`` last, as it compiles the model in place.
+    """
     import torch
 
     model = build_model(shape, device, dtype)
@@ -87,34 +100,56 @@ def time_generation(
     generator = torch.Generator().manual_seed(1)
     # Ids above 10 avoid the special tokens of all three vocabularies.
     input_ids = torch.randint(10, vocab, (batch_size, input_tokens), generator=generator).to(device)
+    attention_mask = torch.ones_like(input_ids)
     length = output_tokens + 1  # the decoder's start token counts
-    settings = dict(
-        num_beams=num_beams, no_repeat_ngram_size=3, early_stopping=True, min_length=length, max_length=length
-    )
+    max_lengths = torch.full((batch_size,), length, device=device)
+    settings = dict(num_beams=num_beams, no_repeat_ngram_size=3, early_stopping=True, min_length=length)
+    # The summarizer's input limit, which sizes the fixed-shape cache: the position table, else T5's 512.
+    limit = getattr(model.config, "max_position_embeddings", None) or 512
 
-    def run() -> float:
+    def run(decoder: BeamDecoder) -> tuple[float, Any]:
         if device.startswith("cuda"):
             torch.cuda.synchronize()
         start = time.perf_counter()
-        with torch.inference_mode():
-            output = model.generate(input_ids, attention_mask=torch.ones_like(input_ids), **settings)
+        output = decoder(input_ids, attention_mask, max_lengths, **settings)
         if device.startswith("cuda"):
             torch.cuda.synchronize()
         assert output.shape[1] == length, f"{shape}: expected {length} tokens, got {output.shape[1]}"
-        return time.perf_counter() - start
+        return time.perf_counter() - start, output
 
-    for _ in range(warmup):
-        run()
-    times = [run() / batch_size for _ in range(repeats)]
-    return {
-        "model": shape,
-        "device": device,
-        "dtype": str(dtype).removeprefix("torch."),
-        "parameters_m": sum(p.numel() for p in model.parameters()) / 1e6,
-        "batch_size": batch_size,
-        "seconds_per_answer": statistics.median(times),
-        "times": times,
-    }
+    rows = []
+    reference = None
+    for decoding in [d for d in DECODINGS if d in decodings or d == "plain"]:
+        decoder = BeamDecoder(model, decoding, limit)
+        first, output = run(decoder)
+        if decoding not in decodings:
+            reference = output
+            continue
+        for _ in range(warmup - 1):
+            run(decoder)
+        runs = [run(decoder) for _ in range(repeats)]
+        reference = output if reference is None else reference
+        differing = sum(a != b for a, b in zip(output.tolist(), reference.tolist(), strict=True))
+        differing += sum(
+            a != b for _, out in runs for a, b in zip(out.tolist(), reference.tolist(), strict=True)
+        )
+        times = [t / batch_size for t, _ in runs]
+        rows.append(
+            {
+                "model": shape,
+                "device": device,
+                "dtype": str(dtype).removeprefix("torch."),
+                "decoding": decoding,
+                "parameters_m": sum(p.numel() for p in model.parameters()) / 1e6,
+                "batch_size": batch_size,
+                "first_seconds": first,
+                "seconds_per_answer": statistics.median(times),
+                "times": times,
+                "answers_differing_from_plain": differing,
+                "answers": batch_size * (1 + repeats),
+            }
+        )
+    return rows
 
 
 def time_offline_generator(topics: Path, passages: Path, words: int = 50, repeats: int = 5) -> dict[str, Any]:
@@ -151,7 +186,11 @@ def time_offline_generator(topics: Path, passages: Path, words: int = 50, repeat
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("Usage:")[1])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("Usage:")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--models", nargs="+", default=list(SHAPES), choices=list(SHAPES))
     parser.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
     parser.add_argument(
@@ -160,9 +199,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--input-tokens", type=int, default=512)
     parser.add_argument("--output-tokens", type=int, default=100)
     parser.add_argument("--beams", type=int, default=4)
+    parser.add_argument(
+        "--decoding",
+        nargs="+",
+        default=["plain"],
+        choices=DECODINGS,
+        help="ways of decoding to time, each checked against plain's tokens (default: plain)",
+    )
     parser.add_argument("--batch-size", type=int, default=1, help="answers generated together")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument(
+        "--warmup", type=int, default=2, help="untimed calls first (the 1st compiles, the 2nd records graphs)"
+    )
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
     parser.add_argument(
         "--offline", action="store_true", help="time the offline generator (entity_extractive)"
@@ -197,12 +245,14 @@ def main(argv: list[str] | None = None) -> int:
         f"# {where}; torch {torch.__version__}; {args.input_tokens} input tokens, {args.output_tokens} output "
         f"tokens, {args.beams} beams, no_repeat_ngram_size 3, batch {args.batch_size}"
     )
-    print(f"{'model':<14} {'params (M)':>10} {'dtype':>9} {'s/answer':>9}  runs")
+    print(f"{'model':<14} {'params (M)':>10} {'dtype':>9} {'decoding':>9} {'first s':>8} {'s/answer':>9}  "
+          "same tokens as plain  runs")  # fmt: skip
     for shape in args.models:
-        row = time_generation(
+        rows = time_generation(
             shape,
             device,
             dtype,
+            decodings=tuple(args.decoding),
             input_tokens=args.input_tokens,
             output_tokens=args.output_tokens,
             num_beams=args.beams,
@@ -210,10 +260,14 @@ def main(argv: list[str] | None = None) -> int:
             repeats=args.repeats,
             warmup=args.warmup,
         )
-        runs = " ".join(f"{t:.3f}" for t in row["times"])
-        print(
-            f"{shape:<14} {row['parameters_m']:>10.0f} {row['dtype']:>9} {row['seconds_per_answer']:>9.3f}  {runs}"
-        )
+        for row in rows:
+            runs = " ".join(f"{t:.3f}" for t in row["times"])
+            differing = row["answers_differing_from_plain"]
+            same = "yes" if not differing else f"NO: {differing} of {row['answers']} answers differ"
+            print(
+                f"{shape:<14} {row['parameters_m']:>10.0f} {row['dtype']:>9} {row['decoding']:>9} "
+                f"{row['first_seconds']:>8.2f} {row['seconds_per_answer']:>9.3f}  {same:<20}  {runs}"
+            )
     return 0
 
 

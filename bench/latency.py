@@ -9,6 +9,13 @@ not encoded again, as in a rerun or a later turn that retrieves them again)::
 
     .venv/bin/python bench/latency.py offline --turns 30 --threads 2
 
+Passage embeddings precomputed with ``cast index embed`` are read from the store beside the index when there is
+one (``--embeddings auto``, the offline config's default; the "cold" pass then encodes only the queries and the
+passages missing from the store); ``--embeddings none`` times encoding at query time, ``--embeddings PATH`` a
+given store::
+
+    .venv/bin/python bench/latency.py offline --index /tmp/demo --embeddings none
+
 ``paper-shapes``: the paper profile's models with random weights and the published shapes (T5-base for the
 rewriter, BERT-large for monoBERT), saved to a temporary folder with a synthetic 30k-word tokenizer and run
 through the real stages (:class:`cast.t5_rewriter.T5Rewriter`, :class:`cast.rerank.MonoBERTReranker`). Needs
@@ -95,7 +102,9 @@ def command_offline(args: argparse.Namespace) -> int:
     resources = Resources(config)
     rewriter = build_stage("rewriter", config["rewriter"], resources)
     first_stage = build_stage("first_stage", config["first_stage"], resources)
-    reranker = build_stage("reranker", {**config["reranker"], "depth": args.depth}, resources)
+    reranker = build_stage(
+        "reranker", {**config["reranker"], "depth": args.depth, "embeddings": args.embeddings}, resources
+    )
     first_stage.search("warm up the searcher")
 
     items = []
@@ -123,6 +132,11 @@ def command_offline(args: argparse.Namespace) -> int:
     print(f"offline profile: {rewriter.describe()} / {first_stage.describe()} / {reranker.describe()}")
     print(
         f"{len(items)} turns of {args.topics.name}, {args.threads} torch threads, re-rank depth {args.depth}"
+    )
+    store = reranker.store
+    print(
+        "precomputed passage embeddings: "
+        + (f"{store.manifest['count']:,} at {store.path}" if store else "none (encoded at query time)")
     )
     report("cold embedding cache", time_turns(stages, items, time.perf_counter))
     report("warm embedding cache (same turns again)", time_turns(stages, items, time.perf_counter))
@@ -272,6 +286,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     offline.add_argument("--turns", type=int, default=30, help="how many turns to time (default 30)")
     offline.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
     offline.add_argument("--depth", type=int, default=100, help="re-rank depth (default 100)")
+    offline.add_argument(
+        "--embeddings",
+        default="auto",
+        help="precomputed passage embeddings: auto (the store beside the index, if any), none, or a store's path",
+    )
     offline.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     offline.set_defaults(func=command_offline)
     paper = commands.add_parser("paper-shapes", help="random T5-base + BERT-large through the real stages")

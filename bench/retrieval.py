@@ -116,15 +116,16 @@ def build_resources(index: Path, overrides: Sequence[str]) -> Any:
     return config, Resources(config)
 
 
-def rewriter_section(config: dict[str, Any], spec: str) -> dict[str, Any]:
-    """The rewriter section for ``spec``: ``NAME`` or ``NAME:KEY=VALUE,...`` (values read as YAML).
+def stage_section(config: dict[str, Any], kind: str, spec: str) -> dict[str, Any]:
+    """The ``kind`` (rewriter, reranker) section for ``spec``: ``NAME`` or ``NAME:KEY=VALUE,...`` (values read as
+    YAML).
 
-    The config's rewriter section is the base when it names the same rewriter (so ``--set rewriter.*`` applies).
+    The config's section is the base when it names the same stage (so ``--set rewriter.*`` applies).
     """
     import yaml
 
     name, _, settings = spec.partition(":")
-    section = config.get("rewriter", {})
+    section = config.get(kind, {})
     section = dict(section) if section.get("name") == name else {"name": name}
     for assignment in filter(None, settings.split(",")):
         key, _, value = assignment.partition("=")
@@ -151,17 +152,17 @@ def command_run(args: argparse.Namespace) -> int:
     first_stage = build_stage("first_stage", config["first_stage"], resources)
     # Judged@10: the share of the top 10 that the qrels judge (only provenance passages are judged here).
     measures = [RR(rel=args.rel), nDCG @ 3, R(rel=args.rel) @ 100, Judged @ 10]
-    rerankers = {name: None for name in args.rerankers}
-    for name in args.rerankers:
-        if name != "none":
-            section = dict(config["reranker"]) if config["reranker"]["name"] == name else {"name": name}
-            rerankers[name] = build_stage("reranker", {**section, "depth": args.depth}, resources)
+    rerankers = {}
+    for spec in args.rerankers:
+        section = stage_section(config, "reranker", spec)
+        depth = {"depth": args.depth} if section["name"] != "none" else {}
+        rerankers[spec] = build_stage("reranker", {**section, **depth}, resources)
 
     table: dict[tuple[str, str], dict[str, float]] = {}
     seconds: dict[str, float] = {}
     for rewriter_name in args.rewriters:
         start = time.perf_counter()
-        rewriter = build_stage("rewriter", rewriter_section(config, rewriter_name), resources)
+        rewriter = build_stage("rewriter", stage_section(config, "rewriter", rewriter_name), resources)
         rewrites = rewrite_all(rewriter, conversations)
         qids = list(rewrites)
         seconds[f"rewrite {rewriter_name}"] = time.perf_counter() - start
@@ -170,7 +171,7 @@ def command_run(args: argparse.Namespace) -> int:
         seconds[f"search {rewriter_name}"] = time.perf_counter() - start
         for reranker_name, reranker in rerankers.items():
             start = time.perf_counter()
-            if reranker is None:
+            if reranker.depth == 0:
                 rankings = first
             else:
                 heads = rerank_in_chunks(
@@ -232,7 +233,8 @@ def command_quality(args: argparse.Namespace) -> int:
     config, resources = build_resources(args.index, args.overrides)
     scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
     rewriters = {
-        spec: build_stage("rewriter", rewriter_section(config, spec), resources) for spec in args.methods
+        spec: build_stage("rewriter", stage_section(config, "rewriter", spec), resources)
+        for spec in args.methods
     }
     analyzer = next((r for r in rewriters.values() if r.name == "hqe"), None)
     analyzer = analyzer or build_stage("rewriter", {"name": "hqe"}, resources)  # its index analyzer
@@ -308,7 +310,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="rewriters as NAME or NAME:KEY=VALUE,... (default: raw, HQE as Lin et al., HQE with response "
         "keywords as in configs/offline.yaml, the topic file's automatic rewrites, manual)",
     )
-    run.add_argument("--rerankers", nargs="+", default=["none", "biencoder"])
+    run.add_argument(
+        "--rerankers",
+        nargs="+",
+        default=["none", "biencoder:first_stage_weight=0", "biencoder"],
+        help="re-rankers as NAME or NAME:KEY=VALUE,... (default: LMD alone, the bi-encoder's cosine alone, the "
+        "bi-encoder fused with LMD as in configs/offline.yaml)",
+    )
     run.add_argument("--depth", type=int, default=100, help="re-rank depth (default 100)")
     run.add_argument("--rel", type=int, default=1, help="lowest grade counted relevant by MRR and R@100")
     run.set_defaults(func=command_run)

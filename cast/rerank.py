@@ -8,6 +8,10 @@
 
 ``rerank`` returns the re-ranked head only, best first, each passage keeping its first-stage score and rank; the
 pipeline appends the first-stage rest below it. Ties keep the first-stage order.
+
+Every re-ranker can also interpolate its score with the first stage's (``first_stage_weight`` > 0: linear fusion
+of per-query normalised scores, :func:`cast.fusion.interpolate`). Lexical and dense scores fail on different
+passages, so the fusion beats both alone; the offline profile uses it (see bench/RESULTS.md, issue 3).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from cast.errors import ConfigError, ModelUnavailableError
+from cast.fusion import NORMALISATIONS, interpolate
 from cast.records import Passage, ScoredPassage
 from cast.resources import Resources
 from cast.stages import Reranker
@@ -59,6 +64,32 @@ def reorder(head: Sequence[ScoredPassage], scores: Sequence[float]) -> list[Scor
     return [rescored[i] for i in order]
 
 
+def check_fusion(stage: str, first_stage_weight: float, normalisation: str) -> None:
+    """Refuse fusion settings that make no sense, naming the setting."""
+    if not isinstance(first_stage_weight, (int, float)) or not 0.0 <= first_stage_weight <= 1.0:
+        raise ConfigError(
+            f"reranker {stage}: first_stage_weight must be a number in [0, 1], got {first_stage_weight!r}"
+        )
+    if normalisation not in NORMALISATIONS:
+        raise ConfigError(
+            f"reranker {stage}: normalisation must be one of {', '.join(NORMALISATIONS)}, got {normalisation!r}"
+        )
+
+
+def rank_head(
+    head: Sequence[ScoredPassage],
+    scores: Sequence[float],
+    first_stage_weight: float = 0.0,
+    normalisation: str = "zscore",
+) -> list[ScoredPassage]:
+    """``head`` ordered by the re-ranker's ``scores``, interpolated with the first-stage scores if asked:
+    ``w * norm(first stage) + (1 - w) * norm(re-ranker)`` with ``w = first_stage_weight``."""
+    if first_stage_weight > 0 and head:
+        first = [p.score if p.first_stage_score is None else p.first_stage_score for p in head]
+        scores = interpolate(first, scores, first_stage_weight, normalisation)
+    return reorder(head, scores)
+
+
 class CrossEncoderReranker(Reranker):
     """Re-ranks with any sequence-pair classifier checkpoint (a local folder or a cached Hugging Face id).
 
@@ -74,6 +105,8 @@ class CrossEncoderReranker(Reranker):
         with_title: prefix passages with their title.
         dtype: ``auto`` (float32 on CPU, float16 on GPU), ``float32``, ``float16`` or ``bfloat16``.
         allow_download: let Hugging Face download the model if it is not cached (off: runs are offline).
+        first_stage_weight: weight of the first-stage score in the final score (0: the model's alone).
+        normalisation: how both scores are normalised per query before interpolating: ``zscore`` or ``minmax``.
     """
 
     default_model: ClassVar[str | None] = None
@@ -90,6 +123,8 @@ class CrossEncoderReranker(Reranker):
         with_title: bool = True,
         dtype: str = "auto",
         allow_download: bool = False,
+        first_stage_weight: float = 0.0,
+        normalisation: str = "zscore",
     ):
         from cast.models import load_sequence_classifier, load_tokenizer, resolve_device
 
@@ -98,8 +133,11 @@ class CrossEncoderReranker(Reranker):
             raise ConfigError(
                 f"reranker {self.name!r} needs `model`: a cross-encoder folder or Hugging Face id"
             )
+        check_fusion(self.name, first_stage_weight, normalisation)
         self.model_name = model
         self.depth = depth
+        self.first_stage_weight = first_stage_weight
+        self.normalisation = normalisation
         self.batch_size = batch_size
         self.max_length = max_length
         self.relevant_label = relevant_label
@@ -114,6 +152,8 @@ class CrossEncoderReranker(Reranker):
             "model": self.model_name,
             "depth": self.depth,
             "max_length": self.max_length,
+            "first_stage_weight": self.first_stage_weight,
+            "normalisation": self.normalisation,
         }
 
     def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
@@ -149,7 +189,8 @@ class CrossEncoderReranker(Reranker):
         scores = self.score_pairs(pairs)
         ranked, start = [], 0
         for head in heads:
-            ranked.append(reorder(head, scores[start : start + len(head)]))
+            head_scores = scores[start : start + len(head)]
+            ranked.append(rank_head(head, head_scores, self.first_stage_weight, self.normalisation))
             start += len(head)
         return ranked
 
@@ -188,6 +229,12 @@ class BiEncoderReranker(Reranker):
             faster and loses little on ~100-word passages).
         with_title: prefix passages with their title.
         cache_embeddings: keep passage embeddings in the shared cache.
+        first_stage_weight: weight of the first-stage score in the final score (0: the cosine alone).
+        normalisation: how both scores are normalised per query before interpolating: ``zscore`` or ``minmax``.
+        embeddings: passage embeddings computed ahead (``cast index embed``; :mod:`index.embeddings`): ``auto``
+            reads the store beside the index when it was built with this model, max_seq_length and with_title
+            (else one warning says why not); ``none`` reads none; a path names a store that must exist and
+            match (else a ConfigError). Passages not in the store are encoded (and cached) as without one.
     """
 
     def __init__(
@@ -199,31 +246,61 @@ class BiEncoderReranker(Reranker):
         max_seq_length: int = 256,
         with_title: bool = True,
         cache_embeddings: bool = True,
+        first_stage_weight: float = 0.0,
+        normalisation: str = "zscore",
+        embeddings: str | None = "auto",
     ):
         from cast.models import load_sentence_transformer, resolve_device
+        from index.embeddings import EmbeddingSettings, store_for_reranker
 
+        check_fusion(self.name, first_stage_weight, normalisation)
         self.model_name = model or bundled_minilm()
         self.depth = depth
+        self.first_stage_weight = first_stage_weight
+        self.normalisation = normalisation
         self.batch_size = batch_size
         self.with_title = with_title
         self.cache = resources.cache if cache_embeddings else None
         self.encoder = load_sentence_transformer(self.model_name, resolve_device(resources.device))
         self.encoder.max_seq_length = max_seq_length
         self._model_id = "all-MiniLM-L6-v2" if model is None else self.model_name
+        self.embedding_settings = EmbeddingSettings(self._model_id, max_seq_length, with_title)
+        self.embedding_dimension = self.encoder.get_embedding_dimension()
+        self.store = store_for_reranker(
+            embeddings, resources.config.get("index"), self.embedding_settings, self.embedding_dimension
+        )
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "model": self._model_id, "depth": self.depth}
+        return {
+            "name": self.name,
+            "model": self._model_id,
+            "depth": self.depth,
+            "first_stage_weight": self.first_stage_weight,
+            "normalisation": self.normalisation,
+        }
 
     def embed(self, texts: Sequence[str]) -> Any:
         """Unit-length embeddings of ``texts`` (a float32 numpy array ``[len(texts), dim]``)."""
         import numpy as np
 
         if not texts:
-            return np.zeros((0, self.encoder.get_sentence_embedding_dimension()), dtype=np.float32)
+            return np.zeros((0, self.embedding_dimension), dtype=np.float32)
         return self.encoder.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True)
 
-    def embed_passages(self, texts: Sequence[str]) -> Any:
-        """Passage embeddings, from the cache where present (stored as float32 bytes, base64)."""
+    def embed_passages(self, texts: Sequence[str], docids: Sequence[str] | None = None) -> Any:
+        """Passage embeddings: from the precomputed store where it holds the passage ``docids`` (aligned with
+        ``texts``) with these texts, else from the cache, else encoded."""
+        if self.store is None or docids is None:
+            return self.cached_embeddings(texts)
+        import numpy as np
+
+        vectors, found = self.store.lookup(docids, texts)
+        if missing := np.flatnonzero(~found).tolist():
+            vectors[missing] = self.cached_embeddings([texts[i] for i in missing])
+        return vectors
+
+    def cached_embeddings(self, texts: Sequence[str]) -> Any:
+        """Embeddings of ``texts``, from the cache where present (stored as float32 bytes, base64)."""
         import numpy as np
 
         unique = list(dict.fromkeys(texts))  # a passage retrieved for several queries is encoded once
@@ -255,9 +332,10 @@ class BiEncoderReranker(Reranker):
         texts = [passage_text(p.passage, self.with_title) for head in heads for p in head]
         if not texts:
             return [[] for _ in items]
-        passages = self.embed_passages(texts)
+        passages = self.embed_passages(texts, [p.id for head in heads for p in head])
         ranked, start = [], 0
         for query, head in zip(queries, heads, strict=True):
-            ranked.append(reorder(head, passages[start : start + len(head)] @ query))
+            cosines = passages[start : start + len(head)] @ query
+            ranked.append(rank_head(head, cosines, self.first_stage_weight, self.normalisation))
             start += len(head)
         return ranked

@@ -1,4 +1,4 @@
-"""``cast index``: build a Lucene index of a passage collection, and describe one."""
+"""``cast index``: build a Lucene index of a passage collection, precompute its passage embeddings, describe one."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from index.collections import FORMATS
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("index", help="build or describe a Lucene index of a passage collection")
-    commands = parser.add_subparsers(dest="index_command", metavar="{build,stats}", required=True)
+    commands = parser.add_subparsers(dest="index_command", metavar="{build,embed,stats}", required=True)
 
     build = commands.add_parser(
         "build",
@@ -33,6 +33,45 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     build.set_defaults(func=build_main)
 
+    embed = commands.add_parser(
+        "embed",
+        help="precompute the bi-encoder re-ranker's passage embeddings for an index",
+        description="Embed every passage of the collection an index was built from with the config's bi-encoder "
+        "re-ranker (its model, max_seq_length and with_title), into DIR.embeddings beside the index. The "
+        "re-ranker then looks passages up there instead of encoding them per query. An interrupted run "
+        "resumes where it stopped when started again with the same arguments.",
+    )
+    embed.add_argument("--index", required=True, metavar="DIR", help="the index whose passages are embedded")
+    embed.add_argument(
+        "--input",
+        nargs="+",
+        required=True,
+        metavar="PATH",
+        help="the collection files the index was built from",
+    )
+    embed.add_argument("--format", choices=FORMATS, help="the input format (default: detected per file)")
+    embed.add_argument(
+        "--config", default="offline", help="the config whose reranker settings are used (default: offline)"
+    )
+    embed.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config value, e.g. --set reranker.max_seq_length=128 (repeatable)",
+    )
+    embed.add_argument("--device", help="cpu or cuda (default: the config's device)")
+    embed.add_argument("--batch-size", type=int, help="passages per forward pass (default: the config's)")
+    embed.add_argument(
+        "--chunk-size",
+        type=int,
+        default=2048,
+        help="passages per saved part (the most an interruption loses)",
+    )
+    embed.add_argument("--overwrite", action="store_true", help="discard an existing store and start again")
+    embed.set_defaults(func=embed_main)
+
     stats = commands.add_parser("stats", help="print an index's size and statistics")
     stats.add_argument("--index", required=True, metavar="DIR", help="the index directory")
     stats.set_defaults(func=stats_main)
@@ -53,6 +92,49 @@ def build_main(args: argparse.Namespace) -> int:
     print(
         f"indexed {summary.indexed:,} passages into {summary.path} ({summary.skipped:,} empty skipped) "
         f"in {summary.seconds:.1f} s: {summary.passages_per_second:,.0f} passages/s"
+    )
+    return 0
+
+
+def embed_main(args: argparse.Namespace) -> int:
+    from cast import jvm
+    from cast.config import load_config
+    from cast.errors import ConfigError
+    from cast.registry import build_stage
+    from cast.resources import Resources
+    from index.collections import collection_formats
+    from index.embeddings import build_embeddings, store_path
+
+    index_dir = jvm.check_index(args.index)
+    collection_formats(args.input, args.format)  # a bad input fails before the model loads
+    config = load_config(args.config, [f"index={index_dir}", *args.overrides])
+    if args.device:
+        config["device"] = args.device
+    section = config.get("reranker") or {}
+    if section.get("name") != "biencoder":
+        raise ConfigError(
+            f"config {args.config!r} re-ranks with {section.get('name')!r}; passage embeddings are for the "
+            "`biencoder` re-ranker (--set reranker.name=biencoder)"
+        )
+    # The encoder that builds the store reads none (a store being resumed would only be warned about).
+    section = {**section, "embeddings": "none"}
+    if args.batch_size:
+        section["batch_size"] = args.batch_size
+    reranker = build_stage("reranker", section, Resources(config))
+    summary = build_embeddings(
+        args.input,
+        store_path(index_dir),
+        reranker.embedding_settings,
+        reranker.embed,
+        reranker.embedding_dimension,
+        fmt=args.format,
+        chunk_size=args.chunk_size,
+        overwrite=args.overwrite,
+    )
+    resumed = f" (after {summary.resumed:,} embedded by an earlier run)" if summary.resumed else ""
+    print(
+        f"embedded {summary.embedded:,} passages{resumed} into {summary.path}: {summary.count:,} in all, "
+        f"{summary.seconds:.1f} s, {summary.passages_per_second:,.1f} passages/s"
     )
     return 0
 

@@ -5,11 +5,17 @@ to the model's input limit. Decoding: beam search with 4 beams, no repeated trig
 length chosen by length calibration (``cast calibrate``), and a maximum length equal to the input's length in
 tokens. Turns are decoded in batches; the maximum length is enforced per turn, so a turn's answer does not depend
 on the turns it is batched with.
+
+Decoding on a GPU is bound by per-step overheads, not arithmetic (issue 6). :class:`BeamDecoder` therefore offers,
+besides transformers' plain ``generate()``, a fixed-shape KV cache (``static``) and that cache with the model's
+step compiled into CUDA graphs (``compiled``), both meant to give the tokens of ``plain``: the tests check it on a
+CPU, bench/generation_latency.py on any device.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +32,8 @@ if TYPE_CHECKING:
 T5_PREFIX = "summarize: "
 # Tokenizers without a known limit report a huge ``model_max_length``; anything above this is not a limit.
 _NO_LIMIT = 1_000_000
+# How the decoder's KV cache is kept (see BeamDecoder).
+DECODINGS = ("plain", "static", "compiled")
 
 
 def model_input(query: str, selection: Selection, *, with_query: bool, prefix: str) -> str:
@@ -63,6 +71,132 @@ def row_max_length_processor(max_lengths: Any, num_beams: int, eos_token_id: int
     return RowMaxLength()
 
 
+class BeamDecoder:
+    """Beam search with ``model.generate()``, each row ending at its own maximum length, in one of three ways.
+
+    - ``plain``: transformers' default, a KV cache that grows by one position each step.
+    - ``static``: a KV cache allocated once per batch size and kept between calls, with room for
+      ``max_input_tokens`` answer tokens and an input padded to ``max_input_tokens`` (an answer is never longer
+      than its input); beams are reordered in place. Every call with the same number of turns then has the same
+      shapes and tensor addresses. Memory: 4 x layers x rows x max_input_tokens x width values per batch size
+      (keys and values, self- and cross-attention; 3.2 GB in bfloat16 for BART-large at 8 turns x 4 beams).
+    - ``compiled``: ``static`` with the model's forward call compiled (``torch.compile``, mode
+      ``reduce-overhead``: CUDA graphs on a GPU). ``generate()`` runs the encoder outside that call, once per
+      batch, so what is compiled is the decoder step. The first call compiles (a minute or more on a CPU), as
+      does the first with another batch size; on a GPU each batch size also records its CUDA graphs once.
+
+    Padding and unused cache positions are masked, so the three compute the same scores up to the order of
+    floating-point sums; tests/test_summarize_seq2seq.py (CPU) and bench/generation_latency.py (any device)
+    check that the tokens are the same.
+
+    Args:
+        model: an encoder-decoder model (``AutoModelForSeq2SeqLM``); ``compiled`` compiles it in place.
+        decoding: ``plain``, ``static`` or ``compiled``.
+        max_input_tokens: the longest input (and so answer) in tokens; needed unless ``plain``.
+    """
+
+    def __init__(self, model: Any, decoding: str = "plain", max_input_tokens: int | None = None):
+        if decoding not in DECODINGS:
+            raise ConfigError(f"summarizer.decoding must be one of {', '.join(DECODINGS)}, got {decoding!r}")
+        # transformers' flag for the models whose layers take a static cache and compile into one graph.
+        if decoding != "plain" and not getattr(model, "_can_compile_fullgraph", False):
+            raise ConfigError(
+                f"summarizer.decoding {decoding!r} needs a model that decodes with a static KV cache, and "
+                f"{type(model).__name__} does not: use decoding: plain"
+            )
+        if decoding != "plain" and not max_input_tokens:
+            raise ConfigError(
+                f"summarizer.decoding {decoding!r} needs the model's input limit (max_input_tokens)"
+            )
+        self.model = model
+        self.decoding = decoding
+        self.max_input_tokens = max_input_tokens
+        self.eos_token_id = first_id(model.generation_config.eos_token_id)
+        pad_token_id = first_id(model.generation_config.pad_token_id)
+        self.pad_token_id = 0 if pad_token_id is None else pad_token_id  # any id: padding is masked
+        self._caches: dict[int, Any] = {}  # rows (turns x beams) -> the cache kept for them
+        if decoding == "compiled":
+            model.compile(mode="reduce-overhead")
+
+    def __call__(
+        self, input_ids: Any, attention_mask: Any, max_lengths: Any, num_beams: int, **settings: Any
+    ) -> Any:
+        """The generated ids (rows x tokens) for right-padded inputs.
+
+        Args:
+            max_lengths: a 1-D tensor with each row's maximum length in decoder tokens (start included).
+            settings: further ``generate()`` settings: ``no_repeat_ngram_size``, ``early_stopping``,
+                ``min_length``...
+        """
+        import torch
+        from transformers import LogitsProcessorList
+
+        max_length = int(max_lengths.max())
+        cap = row_max_length_processor(max_lengths, num_beams, self.eos_token_id)
+        if self.decoding != "plain":
+            if max_length > self.max_input_tokens or input_ids.shape[1] > self.max_input_tokens:
+                raise ValueError(f"inputs and answers must fit in max_input_tokens={self.max_input_tokens}")
+            padding = (0, self.max_input_tokens - input_ids.shape[1])
+            input_ids = torch.nn.functional.pad(input_ids, padding, value=self.pad_token_id)
+            attention_mask = torch.nn.functional.pad(attention_mask, padding, value=0)
+            settings["past_key_values"] = self._cache(input_ids.shape[0] * num_beams)
+        with torch.inference_mode():
+            return self.model.generate(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                num_beams=num_beams,
+                max_length=max_length,
+                logits_processor=LogitsProcessorList([cap]),
+                **settings,
+            )
+
+    def _cache(self, rows: int) -> Any:
+        """The cache for ``rows`` beams, emptied; made on first use (same object, same addresses after)."""
+        if rows not in self._caches:
+            self._caches[rows] = static_cache(self.model, rows, self.max_input_tokens, self.max_input_tokens)
+        else:
+            self._caches[rows].reset()
+        return self._caches[rows]
+
+
+def static_cache(model: Any, rows: int, answer_length: int, input_length: int) -> Any:
+    """An encoder-decoder KV cache allocated up front: ``answer_length`` positions of self-attention and
+    ``input_length`` of cross-attention, for ``rows`` beams (transformers' ``StaticCache`` for each)."""
+    from transformers import StaticCache
+    from transformers.configuration_utils import get_head_shapes
+
+    num_heads, head_dim = get_head_shapes(model.config.get_text_config(decoder=True))
+    halves = [
+        StaticCache(config=model.config, max_cache_len=length) for length in (answer_length, input_length)
+    ]
+    for half in halves:
+        half.early_initialization(rows, num_heads, head_dim, model.dtype, model.device)
+    return _in_place_beam_cache()(*halves)
+
+
+@functools.cache
+def _in_place_beam_cache() -> type:
+    """The cache class (made once: a compiled step is specialised on its type)."""
+    from transformers import EncoderDecoderCache
+
+    class InPlaceBeamCache(EncoderDecoderCache):
+        """Reorders beams by copying into its own tensors (transformers' cache makes new ones), so they keep
+        the addresses that CUDA graphs replay from. The cross-attention half is never reordered: beam search
+        moves beams only within a turn, and all beams of a turn hold the same encoder states."""
+
+        def reorder_cache(self, beam_idx: Any) -> None:
+            for layer in self.self_attention_cache.layers:
+                layer.keys.copy_(layer.keys.index_select(0, beam_idx))
+                layer.values.copy_(layer.values.index_select(0, beam_idx))
+
+    return InPlaceBeamCache
+
+
+def first_id(token_id: int | list[int] | None) -> int | None:
+    """A token id from a generation config's setting, which may list several (the first is the main one)."""
+    return token_id[0] if isinstance(token_id, list) else token_id
+
+
 class Seq2SeqSummarizer(Summarizer):
     """Answers written by a sequence-to-sequence model from the selected passages.
 
@@ -80,6 +214,9 @@ class Seq2SeqSummarizer(Summarizer):
         batch_size: turns decoded together.
         device: ``auto``, ``cpu``, ``cuda``...; by default the pipeline's ``device``.
         dtype: ``auto`` (float32 on CPU, bfloat16 on a GPU), ``float32``, ``float16`` or ``bfloat16``.
+        decoding: ``plain`` (transformers' ``generate()`` as is), ``static`` (a fixed-shape KV cache) or
+            ``compiled`` (that cache with the decoder step compiled into CUDA graphs: for a GPU); the same
+            answers, see :class:`BeamDecoder`.
         allow_download: let transformers fetch the model if it is not available locally.
     """
 
@@ -96,6 +233,7 @@ class Seq2SeqSummarizer(Summarizer):
         batch_size: int = 8,
         device: str | None = None,
         dtype: str = "auto",
+        decoding: str = "plain",
         allow_download: bool = False,
         resources: Resources | None = None,
     ):
@@ -126,9 +264,8 @@ class Seq2SeqSummarizer(Summarizer):
         self.model = load_seq2seq(model, self.device, dtype, allow_download=allow_download)
         self.prefix = default_prefix(self.model.config) if prefix is None else prefix
         self.max_input_tokens = max_input_tokens or input_limit(self.tokenizer, self.model.config, model)
-        self.eos_token_id = self.model.generation_config.eos_token_id
-        if isinstance(self.eos_token_id, list):
-            self.eos_token_id = self.eos_token_id[0]
+        self.decoder = BeamDecoder(self.model, decoding, self.max_input_tokens)
+        self.eos_token_id = self.decoder.eos_token_id
 
     @property
     def generator(self) -> str:
@@ -157,6 +294,7 @@ class Seq2SeqSummarizer(Summarizer):
             "prefix": self.prefix,
             "max_input_tokens": self.max_input_tokens,
             "dtype": str(self.model.dtype).removeprefix("torch."),
+            "decoding": self.decoder.decoding,
         }
 
     def summarize(self, query: str, selection: Selection) -> Answer:
@@ -183,24 +321,19 @@ class Seq2SeqSummarizer(Summarizer):
 
     def generate(self, texts: Sequence[str]) -> list[tuple[str, int]]:
         """Decode ``texts`` together; returns each answer and the maximum length it was decoded with."""
-        import torch
-        from transformers import LogitsProcessorList
-
         encoded = self.tokenizer(
             list(texts), truncation=True, max_length=self.max_input_tokens, padding=True, return_tensors="pt"
         ).to(self.device)
         max_lengths = encoded["attention_mask"].sum(dim=1)
-        cap = row_max_length_processor(max_lengths, self.num_beams, self.eos_token_id)
-        with torch.inference_mode():
-            output = self.model.generate(
-                **encoded,
-                num_beams=self.num_beams,
-                no_repeat_ngram_size=self.no_repeat_ngram_size,
-                early_stopping=self.early_stopping,
-                min_length=self.min_length,
-                max_length=int(max_lengths.max()),
-                logits_processor=LogitsProcessorList([cap]),
-            )
+        output = self.decoder(
+            encoded["input_ids"],
+            encoded["attention_mask"],
+            max_lengths,
+            num_beams=self.num_beams,
+            no_repeat_ngram_size=self.no_repeat_ngram_size,
+            early_stopping=self.early_stopping,
+            min_length=self.min_length,
+        )
         decoded = self.tokenizer.batch_decode(output, skip_special_tokens=True)
         return [(text.strip(), int(n)) for text, n in zip(decoded, max_lengths, strict=True)]
 

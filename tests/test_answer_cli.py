@@ -14,12 +14,21 @@ BASELINE = [
 
 def cast(*args, stdin=None):
     return subprocess.run(
-        [sys.executable, "-m", "cast.cli", "answer", *args], input=stdin, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "cast.cli", "answer", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 
 def test_interactive_session_answers_each_line_and_starts_over(core_index):
-    proc = cast("--index", str(core_index), *BASELINE, stdin="Which river flows through Glasgow?\n\n/new\ntreaty on climate change\n/quit\nignored\n")
+    proc = cast(
+        "--index",
+        str(core_index),
+        *BASELINE,
+        stdin="Which river flows through Glasgow?\n\n/new\ntreaty on climate change\n/quit\nignored\n",
+    )
     assert proc.returncode == 0, proc.stderr
     assert "The River Clyde flows through the city of Glasgow" in proc.stdout
     assert "[p4] River Clyde" in proc.stdout
@@ -32,7 +41,16 @@ def test_interactive_session_answers_each_line_and_starts_over(core_index):
 def test_one_utterance_with_history_as_json(core_index):
     import json
 
-    proc = cast("--index", str(core_index), *BASELINE, "--json", "--history", "Tell me about Glasgow.", "--", "Which river flows through the city?")
+    proc = cast(
+        "--index",
+        str(core_index),
+        *BASELINE,
+        "--json",
+        "--history",
+        "Tell me about Glasgow.",
+        "--",
+        "Which river flows through the city?",
+    )
     assert proc.returncode == 0, proc.stderr
     record = json.loads(proc.stdout)
     assert record["qid"] == "user_2"

@@ -12,7 +12,7 @@ from cast.records import NO_ANSWER_TEXT, Passage, ScoredPassage, Selection
 from cast.registry import build_stage
 from cast.resources import Resources
 from summarize.sentences import count_words
-from summarize.seq2seq import model_input, row_max_length_processor
+from summarize.seq2seq import BeamDecoder, model_input, row_max_length_processor
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -35,6 +35,15 @@ def model_folders(tmp_path_factory):
 def summarizer(folder, **settings):
     section = {"name": "seq2seq", "model": str(folder), **settings}
     return build_stage("summarizer", section, Resources({"device": "cpu"}))
+
+
+def beam_search(stage, texts):
+    """The token ids ``stage`` decodes for ``texts`` together, with each row's maximum length."""
+    encoded = stage.tokenizer(texts, padding=True, return_tensors="pt")
+    max_lengths = encoded["attention_mask"].sum(dim=1)
+    settings = dict(num_beams=4, no_repeat_ngram_size=3, early_stopping=True, min_length=stage.min_length)
+    output = stage.decoder(encoded["input_ids"], encoded["attention_mask"], max_lengths, **settings)
+    return output, max_lengths
 
 
 def selection(*texts: str) -> Selection:
@@ -157,3 +166,74 @@ def test_a_missing_model_or_bad_setting_says_what_to_fix(tmp_path, model_folders
         summarizer(model_folders["t5"], min_length=-1)
     with pytest.raises(ConfigError, match="unknown setting"):
         summarizer(model_folders["t5"], beams=4)
+
+
+# Inputs of 3 to 30 tokens: batched, the shortest reaches its own maximum length while the others go on.
+TURNS = (" ".join(PASSAGES), "the door", f"{PASSAGES[2]} {PASSAGES[0]}")
+
+
+def assert_same_tokens(plain, fast):
+    """``fast`` decodes each of TURNS alone and all together into ``plain``'s tokens, within the limits."""
+    for text in TURNS:
+        alone, _ = beam_search(plain, [text])
+        assert beam_search(fast, [text])[0].tolist() == alone.tolist(), text
+    together, max_lengths = beam_search(plain, list(TURNS))
+    fast_together = beam_search(fast, list(TURNS))[0]
+    assert fast_together.tolist() == together.tolist()
+    eos = plain.eos_token_id
+    for row, max_length in zip(fast_together.tolist(), max_lengths.tolist(), strict=True):
+        # Tokens after the decoder's start token, up to the end token (BART starts with the end token).
+        length = row.index(eos, 1) + 1 if eos in row[1:] else len(row)
+        assert min(plain.min_length, max_length) <= length <= max_length
+        trigrams = list(zip(row[1:length], row[2:length], row[3:length], strict=False))
+        assert len(trigrams) == len(set(trigrams))
+    assert min(max_lengths.tolist()) < together.shape[1]  # the per-row cap did cut the short turn
+
+
+def assert_decodes_as_plain(plain, fast):
+    """Same tokens with the random model (long answers: no-repeat decides) and with one that wants to stop."""
+    import torch
+
+    assert_same_tokens(plain, fast)
+    with torch.no_grad():
+        for stage in (plain, fast):
+            # A larger end-token row in the output layer: answers end early, where min_length lets them.
+            stage.model.get_output_embeddings().weight[stage.eos_token_id] *= 3
+    assert_same_tokens(plain, fast)
+
+
+@pytest.mark.filterwarnings("ignore:Unfeasible length constraints")  # "the door" is shorter than min_length
+@pytest.mark.parametrize("family", FAMILIES)
+def test_static_decoding_gives_the_tokens_of_plain_decoding(model_folders, family):
+    plain = summarizer(model_folders[family], min_length=12)
+    static = summarizer(model_folders[family], min_length=12, decoding="static")
+    assert_decodes_as_plain(plain, static)
+    items = [("q", selection(text)) for text in TURNS]
+    answers = static.summarize_batch(items)
+    assert [a.text for a in answers] == [a.text for a in plain.summarize_batch(items)]
+    assert answers[0].settings["decoding"] == "static"
+    assert plain.summarize("q", selection(TURNS[0])).settings["decoding"] == "plain"
+
+
+@pytest.mark.slow  # compiling takes about a minute on a CPU
+@pytest.mark.filterwarnings("ignore:Unfeasible length constraints")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning:torch.jit")  # raised inside torch.compile
+def test_compiled_decoding_gives_the_tokens_of_plain_decoding(model_folders):
+    plain = summarizer(model_folders["bart"], min_length=12)
+    compiled = summarizer(model_folders["bart"], min_length=12, decoding="compiled")
+    assert_decodes_as_plain(plain, compiled)
+
+
+def test_an_unknown_decoding_or_a_model_without_a_static_cache_is_refused(tmp_path, model_folders):
+    from transformers import LongT5Config, LongT5ForConditionalGeneration
+
+    with pytest.raises(ConfigError, match="decoding must be one of plain, static, compiled, got 'fast'"):
+        summarizer(model_folders["t5"], decoding="fast")
+    vocab_size = len(tiny_models.word_tokenizer(tmp_path, "t5"))
+    config = LongT5Config(vocab_size=vocab_size, d_model=16, d_kv=4, d_ff=32, num_layers=1, num_heads=4)
+    LongT5ForConditionalGeneration(config).save_pretrained(str(tmp_path))
+    with pytest.raises(ConfigError, match="LongT5ForConditionalGeneration does not: use decoding: plain"):
+        summarizer(tmp_path, decoding="compiled")
+    assert summarizer(tmp_path).decoder.decoding == "plain"
+    with pytest.raises(ConfigError, match="input limit"):
+        BeamDecoder(summarizer(model_folders["t5"]).model, "static")
