@@ -10,10 +10,16 @@ The pipeline (rewrite, retrieval, re-ranking, entity linking of the candidates) 
 summarisation are re-run per method, on the stored turn results, following each conversation's path so that
 history entities and the focus entity (for EP) are those each method would have seen.
 
+``--min-specificity S...`` re-runs every method once per value on the stored links filtered as the dictionary
+linker's ``min_specificity`` would (rows ``method@sS``). ``--loto`` adds a leave-one-topic-out row: for each
+topic, the row (O excepted) with the best mean of ROUGE-L and METEOR on the other topics answers its turns;
+the held-out turns are pooled, so the tuning's optimism does not reach the figure.
+
 Usage:
     .venv/bin/python bench/answers.py                      # all methods, manual rewrites
     .venv/bin/python bench/answers.py --methods o eg.25 --prepared /tmp/prepared.pkl
     .venv/bin/python bench/answers.py --summarizer entity_extractive --answers-dir runs/
+    .venv/bin/python bench/answers.py --methods o eg.25-interp.5 eg.25-interp.75 --min-specificity 0 0.05 --loto
 """
 
 from __future__ import annotations
@@ -39,6 +45,10 @@ TOPICS = DATA / "2022_evaluation_topics_flattened_duplicated_v1.0.json"
 QRELS = DATA / "cast2022.provenance.qrel"
 INDEX = REPO.parent / "cache" / "indexes" / "cast2022-dev"
 MEASURES = ("words", "ROUGE-1", "ROUGE-2", "ROUGE-L", "BLEU-1", "BLEU-4", "METEOR")
+# Config sections re-run per method on the stored turn results: not part of the stored pipeline pass's key.
+RESELECTED = ("selector", "summarizer")
+LOTO_MEASURES = ("ROUGE-L", "METEOR")  # --loto chooses by their mean
+AUC_SCORES = ("entity_score", "relevance")  # --auc: candidate scores in a selection's explanation
 
 # label -> selector config section; the pipeline's own selector section supplies candidates and n. The paper's
 # rows (no suffix) re-order the candidates by entity score (`combine: reorder`); `-interp` rows use the
@@ -59,17 +69,34 @@ METHODS: dict[str, dict[str, Any]] = {
     # tau 1.1 keeps only entity pairs that co-occur in at least two candidates (one gives (1-gamma)^2 = .5625)
     "eg.25-tau1.1": {"name": "eg", "gamma": 0.25, "threshold": 1.1, **PAPER},
     "eg.25-relorder": {"name": "eg", "gamma": 0.25, "passage_order": "relevance", **PAPER},
+    "eg.25-nohistory": {"name": "eg", "gamma": 0.25, "history": False, **PAPER},
+    "eg.25-alpha.85": {"name": "eg", "gamma": 0.25, "alpha": 0.85, **PAPER},
     "er-relorder": {"name": "er", "passage_order": "relevance", **PAPER},
     "er-interp": {"name": "er", **INTERPOLATE},
     "eg.25-interp": {"name": "eg", "gamma": 0.25, **INTERPOLATE},
     "eg1-interp": {"name": "eg", "gamma": 1.0, **INTERPOLATE},
     "eg.25+ep-interp": {"name": "eg", "gamma": 0.25, "path_bonus": 0.1, **INTERPOLATE},
+    # the relevance weight of `interpolate`, searched with --loto
+    **{
+        f"eg.25-interp{w:g}".replace("0.", "."): {
+            "name": "eg",
+            "gamma": 0.25,
+            "combine": "interpolate",
+            "weight": w,
+        }
+        for w in (0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
+    },
+    "er-interp.75": {"name": "er", "combine": "interpolate", "weight": 0.75},
 }
 DEFAULT_METHODS = ["o", "er", "eg0", "eg.25", "eg.5", "eg.75", "eg1", "eg.25+ep", "er-interp", "eg.25-interp"]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("Usage:")[1])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="usage examples:" + __doc__.split("Usage:")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--topics", type=Path, default=TOPICS, help="CAsT 2022 topics with written responses")
     parser.add_argument("--qrels", type=Path, default=QRELS, help="qrels judging the chosen passages")
     parser.add_argument("--index", type=Path, default=INDEX, help="Krovetz index of the benchmark collection")
@@ -93,6 +120,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--answers-dir", type=Path, help="write <method>.answers.jsonl here (for `cast explain`)"
     )
+    parser.add_argument(
+        "--min-specificity",
+        type=float,
+        nargs="+",
+        metavar="S",
+        help="re-run the methods on the stored links filtered at each linker min_specificity S (dictionary linker)",
+    )
+    parser.add_argument(
+        "--auc",
+        action="store_true",
+        help="print per row how often a judged-relevant candidate outscores a non-relevant one (entity score "
+        "and re-ranker relevance), over turns with both among the candidates",
+    )
+    parser.add_argument(
+        "--loto",
+        action="store_true",
+        help="add the leave-one-topic-out cross-validated choice among the rows",
+    )
     return parser.parse_args(argv)
 
 
@@ -100,11 +145,13 @@ def prepare(args: argparse.Namespace, conversations: list, resources: Any, confi
     """The pipeline's turn results by qid, with the candidates entity-linked (run once, or read back)."""
     from cast.pipeline import Pipeline
 
-    key = {"config": config, "topics": str(args.topics), "limit": args.limit}
+    pipeline_config = {section: value for section, value in config.items() if section not in RESELECTED}
+    key = {"config": pipeline_config, "topics": str(args.topics), "limit": args.limit}
     if args.prepared and args.prepared.is_file():
         with args.prepared.open("rb") as f:
             stored = pickle.load(f)
-        if stored["key"] != key:
+        stored_config = {k: v for k, v in stored["key"]["config"].items() if k not in RESELECTED}
+        if {**stored["key"], "config": stored_config} != key:
             sys.exit(f"{args.prepared} was made with other settings; delete it or pass another --prepared")
         return stored["results"]
     start = time.perf_counter()
@@ -116,6 +163,22 @@ def prepare(args: argparse.Namespace, conversations: list, resources: Any, confi
             pickle.dump({"key": key, "results": results}, f)
         os.replace(partial, args.prepared)
     return results
+
+
+def filter_links(results: dict[str, Any], linker: Any, min_specificity: float) -> dict[str, Any]:
+    """The turn results with the links below ``min_specificity`` dropped, as the linker setting would."""
+
+    def kept(mentions: tuple) -> tuple:
+        return tuple(m for m in mentions if linker.link_specificity(m.surface, m.entity) >= min_specificity)
+
+    return {
+        qid: replace(
+            result,
+            query_entities=kept(result.query_entities),
+            passage_entities={pid: kept(ms) for pid, ms in result.passage_entities.items()},
+        )
+        for qid, result in results.items()
+    }
 
 
 def select_all(
@@ -173,38 +236,113 @@ def main(argv: list[str] | None = None) -> int:
     references = {t.qid: t.response for c in conversations for t in c.turns if t.response}
     qids = [qid for qid in results if qid in references]
 
+    runs = [(label, label, results) for label in args.methods]
+    if args.min_specificity:
+        linker = resources.stage("linker")
+        if not hasattr(linker, "link_specificity"):
+            sys.exit(f"--min-specificity needs the dictionary linker, not {linker.name}")
+        filtered = {s: filter_links(results, linker, s) for s in args.min_specificity}
+        runs = [(label, label, results) for label in args.methods if label == "o"] + [
+            (f"{label}@s{s:g}", label, filtered[s])
+            for s in args.min_specificity
+            for label in args.methods
+            if label != "o"  # O reads no entities: one row
+        ]
     rows: dict[str, dict[str, float]] = {}
     per_turn: dict[str, dict[str, np.ndarray]] = {}
-    for label in args.methods:
+    for row_label, label, run_results in runs:
         selector = build_stage("selector", {**base_selector, **METHODS[label]}, resources)
-        select_all(conversations, results, selector)  # warm the knowledge base's memo
-        selections, seconds = select_all(conversations, results, selector)
+        select_all(conversations, run_results, selector)  # warm the knowledge base's memo
+        selections, seconds = select_all(conversations, run_results, selector)
         answers = dict(
             zip(
                 qids,
-                summarizer.summarize_batch([(results[q].rewrite.query, selections[q]) for q in qids]),
+                summarizer.summarize_batch([(run_results[q].rewrite.query, selections[q]) for q in qids]),
                 strict=True,
             )
         )
         scores = {q: scorer.score(answers[q].text, [references[q]]) for q in qids}
         for q in qids:
             scores[q]["words"] = float(len(words(answers[q].text)))
-        per_turn[label] = {m: np.array([scores[q][m] for q in qids]) for m in MEASURES}
-        judged = [q for q in qids if qrels.get(q)]
-        relevant = [
-            np.mean([qrels[q].get(p.id, 0) >= args.min_grade for p in selections[q].passages]) for q in judged
-        ]
-        rows[label] = {
-            **{m: float(per_turn[label][m].mean()) for m in MEASURES},
-            "relevant": 100 * float(np.mean(relevant)),
+        per_turn[row_label] = {m: np.array([scores[q][m] for q in qids]) for m in MEASURES}
+        per_turn[row_label]["relevant"] = np.array(
+            [
+                np.mean([qrels[q].get(p.id, 0) >= args.min_grade for p in selections[q].passages])
+                if qrels.get(q)
+                else np.nan
+                for q in qids
+            ]
+        )
+        rows[row_label] = {
+            **{m: float(per_turn[row_label][m].mean()) for m in MEASURES},
+            "relevant": 100 * float(np.nanmean(per_turn[row_label]["relevant"])),
             "ms": 1000 * float(np.mean(seconds)),
             "ms_p95": 1000 * float(np.percentile(seconds, 95)),
         }
+        if args.auc:
+            aucs = {key: candidate_auc(selections, qrels, key, args.min_grade) for key in AUC_SCORES}
+            print(f"{row_label}: AUC " + ", ".join(f"{k} {v:.3f}" for k, v in aucs.items()), file=sys.stderr)
         if args.answers_dir:
-            write_answers(args.answers_dir / f"{label}.answers.jsonl", results, selections, answers, qids)
-        print(f"{label}: done", file=sys.stderr)
+            path = args.answers_dir / f"{row_label}.answers.jsonl"
+            write_answers(path, run_results, selections, answers, qids)
+        print(f"{row_label}: done", file=sys.stderr)
+    if args.loto:
+        choices = leave_one_topic_out(per_turn, [results[q].turn.topic_id for q in qids])
+        per_turn["loto-cv"] = choices.pop("per_turn")
+        rows["loto-cv"] = {
+            **{m: float(per_turn["loto-cv"][m].mean()) for m in MEASURES},
+            "relevant": 100 * float(np.nanmean(per_turn["loto-cv"]["relevant"])),
+            "ms": float("nan"),
+            "ms_p95": float("nan"),
+        }
+        print("loto-cv choices (held-out topic: row): " + ", ".join(f"{t}: {r}" for t, r in choices.items()))
     print_table(rows, per_turn, len(qids), args)
     return 0
+
+
+def candidate_auc(selections: dict[str, Any], qrels: dict, key: str, min_grade: int) -> float:
+    """The mean over turns of the chance that a relevant candidate's ``key`` score beats a non-relevant one's
+    (ties count half), over the turns whose candidates include both; from the selections' explanations."""
+    import numpy as np
+
+    per_turn = []
+    for qid, selection in selections.items():
+        if not qrels.get(qid):
+            continue
+        candidates = selection.explanation["candidates"]
+        relevant = [c[key] for c in candidates if qrels[qid].get(c["id"], 0) >= min_grade]
+        other = [c[key] for c in candidates if qrels[qid].get(c["id"], 0) < min_grade]
+        if relevant and other:
+            wins = [float(r > o) + 0.5 * float(r == o) for r in relevant for o in other]
+            per_turn.append(np.mean(wins))
+    return float(np.mean(per_turn)) if per_turn else float("nan")
+
+
+def leave_one_topic_out(per_turn: dict[str, dict[str, Any]], topics: list[str]) -> dict[str, Any]:
+    """Each topic's turns scored by the row (O excepted) with the best mean of ``LOTO_MEASURES`` elsewhere.
+
+    Returns:
+        ``{topic: chosen row, ..., "per_turn": {measure: pooled held-out per-turn values}}``.
+    """
+    import numpy as np
+
+    candidates = [label for label in per_turn if label != "o"]
+    if not candidates:
+        sys.exit("--loto needs methods other than o")
+    topic_of = np.array(topics)
+    pooled = {m: np.zeros(len(topics)) for m in per_turn[candidates[0]]}
+    chosen: dict[str, Any] = {}
+    for topic in sorted(set(topics)):
+        held_out = topic_of == topic
+        tuned = {
+            label: np.mean([per_turn[label][m][~held_out].mean() for m in LOTO_MEASURES])
+            for label in candidates
+        }
+        chosen[topic] = max(candidates, key=tuned.__getitem__)  # ties: the first row given
+        for m in pooled:
+            pooled[m][held_out] = per_turn[chosen[topic]][m][held_out]
+    chosen["per_turn"] = pooled
+    return chosen
 
 
 def write_answers(path: Path, results: dict, selections: dict, answers: dict, qids: list[str]) -> None:

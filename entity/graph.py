@@ -147,17 +147,6 @@ def passage_paths(paths: dict[int, list[int]], member: np.ndarray) -> list[list[
     return best
 
 
-def normalise(values: Sequence[float] | np.ndarray) -> np.ndarray:
-    """Min-max normalisation to [0, 1]; all-equal values map to 0 (they carry no preference)."""
-    array = np.asarray(values, dtype=float)
-    if array.size == 0:
-        return array
-    low, high = array.min(), array.max()
-    if high - low <= 0:
-        return np.zeros_like(array)
-    return (array - low) / (high - low)
-
-
 def kept_edges(weights: np.ndarray, entities: Sequence[str]) -> list[list[Any]]:
     """The kept edges as ``[entity_a, entity_b, weight]`` (each undirected edge once), for explanations."""
     rows, cols = np.nonzero(np.triu(weights, k=1))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cast.cache import Cache
-from cast.errors import CastError
+from cast.errors import CastError, ConfigError
 from entity.dictionary import (
     DictionaryLinker,
     SurfaceMatcher,
@@ -17,6 +17,7 @@ from entity.dictionary import (
     entities_dir,
     name_alias,
     plural_form,
+    specificity,
     title_aliases,
     usable_surface,
 )
@@ -158,6 +159,26 @@ def test_confidence_thresholds_per_kind(built: Path):
     assert [m.surface for m in linker.link("Mercury and Venus", kind="passage")] == ["Venus"]
     with pytest.raises(CastError, match="kind must be one of"):
         linker.link("Venus", kind="document")
+
+
+def test_min_specificity_drops_generic_links_after_the_cache(built: Path, tmp_path: Path):
+    # Sun: 1 + 1 use in its article / 5 passages mention it = 0.4; Venus 2 / 4 = 0.5; Mercury (planet) 3 / 4
+    assert specificity(2, 5) == 0.4 and specificity(3, 0) == 3.0
+    cache = Cache(tmp_path / "cache.sqlite")
+    text = "Mercury and Venus orbit the Sun."
+    plain = DictionaryLinker(mentions="all", resources=Resources(built.with_name("demo"), cache))
+    assert [m.surface for m in plain.link(text)] == ["Mercury", "Venus", "Sun"]
+    assert plain.link_specificity("Sun", entity_uri("Sun")) == 0.4
+    with pytest.raises(CastError, match="no surface form"):
+        plain.link_specificity("Pluto", entity_uri("Pluto"))
+    strict = DictionaryLinker(
+        mentions="all", min_specificity=0.5, resources=Resources(built.with_name("demo"), cache)
+    )
+    strict._find = lambda texts: pytest.fail(f"linked again: {texts}")
+    assert [m.surface for m in strict.link(text, kind="query")] == ["Mercury", "Venus"]
+    assert strict.describe()["min_specificity"] == 0.5
+    with pytest.raises(ConfigError, match="min_specificity"):
+        DictionaryLinker(min_specificity=-1, resources=Resources(built.with_name("demo"), cache))
 
 
 def test_bad_input_keeps_spans_exact(linker: DictionaryLinker):

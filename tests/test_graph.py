@@ -122,12 +122,6 @@ def test_path_bonus_and_shortest_paths():
     assert bonuses == pytest.approx([0.15, 0.1, 0.0, 0.3])
 
 
-def test_normalise():
-    np.testing.assert_allclose(graph.normalise([2.0, 4.0, 3.0]), [0.0, 1.0, 0.5])
-    np.testing.assert_array_equal(graph.normalise([7.0, 7.0]), [0.0, 0.0])
-    assert graph.normalise([]).size == 0
-
-
 def test_kept_edges_lists_each_undirected_edge_once():
     weights = np.array([[0, 0.5, 0], [0.5, 0, 0.25], [0, 0.25, 0]])
     assert graph.kept_edges(weights, ENTITIES) == [["a", "b", 0.5], ["b", "c", 0.25]]
