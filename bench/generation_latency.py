@@ -34,7 +34,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from summarize.seq2seq import DECODINGS, BeamDecoder  # noqa: E402  (light: torch is imported when decoding)
+from cast.decoding import DECODINGS, BeamDecoder  # noqa: E402  (light: torch is imported when decoding)
 
 DATA = REPO.parent / "shared" / "data" / "cast" / "2022-dev"
 

@@ -24,7 +24,9 @@ only torch and transformers (no index, no download), so it runs on a bare GPU ma
     .venv/bin/python bench/latency.py paper-shapes --device cpu --threads 2 --turns 2
     .venv/bin/python bench/latency.py paper-shapes --device cuda --turns 20
 
-Timings on a GPU synchronise CUDA before reading the clock; the first turn (warm-up) is not counted.
+Timings on a GPU synchronise CUDA before reading the clock; the first ``--warmup`` turns are not counted.
+``--decoding static|compiled`` runs the T5 rewriter with a fixed-shape KV cache (and CUDA graphs), as
+``rewriter.decoding`` does.
 """
 
 from __future__ import annotations
@@ -216,6 +218,7 @@ def command_paper_shapes(args: argparse.Namespace) -> int:
                 "num_beams": args.beams,
                 "max_output_length": args.output_tokens + 1,
                 "dtype": args.dtype,
+                "decoding": args.decoding,
             },
             resources,
         )
@@ -234,7 +237,7 @@ def command_paper_shapes(args: argparse.Namespace) -> int:
     rewriter.model.generation_config.min_new_tokens = args.output_tokens
 
     items = []
-    for n in range(args.turns + 1):  # the first is a warm-up
+    for n in range(args.warmup + args.turns):  # the first --warmup turns are not timed
         history = [
             PastTurn(
                 turn=Turn(
@@ -261,14 +264,14 @@ def command_paper_shapes(args: argparse.Namespace) -> int:
         return reranker.rerank(query, ranking)
 
     now = clock(args.device)
-    time_turns({"rewrite": rewrite, "rerank": rerank}, items[:1], now)
-    seconds = time_turns({"rewrite": rewrite, "rerank": rerank}, items[1:], now)
+    time_turns({"rewrite": rewrite, "rerank": rerank}, items[: args.warmup], now)
+    seconds = time_turns({"rewrite": rewrite, "rerank": rerank}, items[args.warmup :], now)
     device = (
         torch.cuda.get_device_name() if args.device.startswith("cuda") else f"CPU, {args.threads} threads"
     )
     print(
         f"paper shapes, random weights: T5-base rewriter (paper input format, {args.beams} beams, "
-        f"{args.output_tokens} output tokens) + BERT-large monoBERT over {args.depth} passages of "
+        f"{args.output_tokens} output tokens, {args.decoding} decoding) + BERT-large monoBERT over {args.depth} passages of "
         f"{args.passage_words} words (batch {args.batch_size}, max 512 tokens), dtype {args.dtype}, on {device}"
     )
     report("per turn", seconds)
@@ -296,8 +299,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     paper = commands.add_parser("paper-shapes", help="random T5-base + BERT-large through the real stages")
     paper.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
     paper.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
+    paper.add_argument("--turns", type=int, default=5, help="turns to time after the warm-up (default 5)")
     paper.add_argument(
-        "--turns", type=int, default=5, help="turns to time after one warm-up turn (default 5)"
+        "--warmup", type=int, default=2, help="turns run first and not timed (default 2: CUDA graphs record)"
+    )
+    paper.add_argument(
+        "--decoding",
+        default="plain",
+        choices=["plain", "static", "compiled"],
+        help="the T5 rewriter's beam search (cast.decoding.BeamDecoder; default plain)",
     )
     paper.add_argument("--depth", type=int, default=100, help="passages re-ranked per turn (default 100)")
     paper.add_argument("--passage-words", type=int, default=100, help="words per passage (default 100)")

@@ -84,6 +84,9 @@ class T5Rewriter(Rewriter):
         max_output_length: the longest rewrite, in tokens.
         batch_size: turns rewritten per forward pass in :meth:`rewrite_batch`.
         dtype: ``auto`` (float32 on CPU, bfloat16 on GPU), ``float32``, ``float16`` or ``bfloat16``.
+        decoding: ``plain`` (transformers' ``generate()`` as is), ``static`` (a fixed-shape KV cache) or
+            ``compiled`` (that cache with the decoder step compiled into CUDA graphs: for a GPU); the same
+            rewrites, see :class:`cast.decoding.BeamDecoder`.
         allow_download: let Hugging Face download the model if it is not cached (off: runs are offline).
     """
 
@@ -99,8 +102,10 @@ class T5Rewriter(Rewriter):
         max_output_length: int = 64,
         batch_size: int = 16,
         dtype: str = "auto",
+        decoding: str = "plain",
         allow_download: bool = False,
     ):
+        from cast.decoding import BeamDecoder
         from cast.models import load_seq2seq, load_tokenizer, resolve_device, special_token_wrap
 
         if input_format not in INPUT_FORMATS:
@@ -122,6 +127,9 @@ class T5Rewriter(Rewriter):
         self.tokenizer = load_tokenizer(tokenizer or model, allow_download=allow_download)
         self.model = load_seq2seq(model, self.device, dtype, allow_download=allow_download)
         self._special_wrap = special_token_wrap(self.tokenizer)
+        self.decoder = BeamDecoder(
+            self.model, decoding, max_input_length, max_output_length, setting="rewriter.decoding"
+        )
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -131,6 +139,7 @@ class T5Rewriter(Rewriter):
             "num_beams": self.num_beams,
             "max_input_length": self.max_input_length,
             "max_output_length": self.max_output_length,
+            "decoding": self.decoder.decoding,
         }
 
     def encode(self, model_input: ModelInput) -> tuple[list[int], int]:
@@ -170,15 +179,12 @@ class T5Rewriter(Rewriter):
         return rewrites
 
     def _generate(self, batch_ids: list[list[int]]) -> list[str]:
-        import torch
-
-        padded = self.tokenizer.pad({"input_ids": batch_ids}, return_tensors="pt")
-        with torch.inference_mode():
-            generated = self.model.generate(
-                input_ids=padded["input_ids"].to(self.model.device),
-                attention_mask=padded["attention_mask"].to(self.model.device),
-                num_beams=self.num_beams,
-                max_length=self.max_output_length,
-                early_stopping=self.num_beams > 1,
-            )
+        padded = self.tokenizer.pad({"input_ids": batch_ids}, return_tensors="pt").to(self.model.device)
+        generated = self.decoder(
+            padded["input_ids"],
+            padded["attention_mask"],
+            self.max_output_length,
+            self.num_beams,
+            early_stopping=self.num_beams > 1,
+        )
         return [text.strip() for text in self.tokenizer.batch_decode(generated, skip_special_tokens=True)]

@@ -6,19 +6,18 @@ length chosen by length calibration (``cast calibrate``), and a maximum length e
 tokens. Turns are decoded in batches; the maximum length is enforced per turn, so a turn's answer does not depend
 on the turns it is batched with.
 
-Decoding on a GPU is bound by per-step overheads, not arithmetic (issue 6). :class:`BeamDecoder` therefore offers,
-besides transformers' plain ``generate()``, a fixed-shape KV cache (``static``) and that cache with the model's
-step compiled into CUDA graphs (``compiled``), both meant to give the tokens of ``plain``: the tests check it on a
-CPU, bench/generation_latency.py on any device.
+Decoding goes through :class:`cast.decoding.BeamDecoder`: transformers' plain ``generate()``, or the same search
+with a fixed-shape KV cache (``static``) and its step compiled into CUDA graphs (``compiled``), which give the
+tokens of ``plain`` faster on a GPU.
 """
 
 from __future__ import annotations
 
 import copy
-import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from cast.decoding import BeamDecoder
 from cast.errors import ConfigError
 from cast.records import Answer, AnswerSentence, Selection
 from cast.stages import Summarizer
@@ -32,8 +31,6 @@ if TYPE_CHECKING:
 T5_PREFIX = "summarize: "
 # Tokenizers without a known limit report a huge ``model_max_length``; anything above this is not a limit.
 _NO_LIMIT = 1_000_000
-# How the decoder's KV cache is kept (see BeamDecoder).
-DECODINGS = ("plain", "static", "compiled")
 
 
 def model_input(query: str, selection: Selection, *, with_query: bool, prefix: str) -> str:
@@ -42,159 +39,6 @@ def model_input(query: str, selection: Selection, *, with_query: bool, prefix: s
     if not passages:
         return ""
     return prefix + (f"{query.strip()} {passages}" if with_query and query.strip() else passages)
-
-
-def row_max_length_processor(max_lengths: Any, num_beams: int, eos_token_id: int) -> Any:
-    """A logits processor that ends each row's beams at its own maximum length (decoder tokens, start included).
-
-    At the last position a row may fill, only the end-of-sequence token is allowed, as transformers'
-    ``ForcedEOSTokenLogitsProcessor`` does for the whole batch at ``max_length``. With one maximum per row, a
-    batch decodes every turn exactly as it would be decoded alone.
-
-    Args:
-        max_lengths: a 1-D tensor with each row's maximum length.
-        num_beams: the beams per row (scores come as ``rows * num_beams`` lines).
-        eos_token_id: the end-of-sequence token.
-    """
-    import torch
-    from transformers import LogitsProcessor
-
-    per_beam = max_lengths.repeat_interleave(num_beams).unsqueeze(1)
-
-    class RowMaxLength(LogitsProcessor):
-        def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-            last_position = per_beam.to(scores.device) == input_ids.shape[-1] + 1
-            forced = torch.full_like(scores, -float("inf"))
-            forced[:, eos_token_id] = 0.0
-            return torch.where(last_position, forced, scores)
-
-    return RowMaxLength()
-
-
-class BeamDecoder:
-    """Beam search with ``model.generate()``, each row ending at its own maximum length, in one of three ways.
-
-    - ``plain``: transformers' default, a KV cache that grows by one position each step.
-    - ``static``: a KV cache allocated once per batch size and kept between calls, with room for
-      ``max_input_tokens`` answer tokens and an input padded to ``max_input_tokens`` (an answer is never longer
-      than its input); beams are reordered in place. Every call with the same number of turns then has the same
-      shapes and tensor addresses. Memory: 4 x layers x rows x max_input_tokens x width values per batch size
-      (keys and values, self- and cross-attention; 3.2 GB in bfloat16 for BART-large at 8 turns x 4 beams).
-    - ``compiled``: ``static`` with the model's forward call compiled (``torch.compile``, mode
-      ``reduce-overhead``: CUDA graphs on a GPU). ``generate()`` runs the encoder outside that call, once per
-      batch, so what is compiled is the decoder step. The first call compiles (a minute or more on a CPU), as
-      does the first with another batch size; on a GPU each batch size also records its CUDA graphs once.
-
-    Padding and unused cache positions are masked, so the three compute the same scores up to the order of
-    floating-point sums; tests/test_summarize_seq2seq.py (CPU) and bench/generation_latency.py (any device)
-    check that the tokens are the same.
-
-    Args:
-        model: an encoder-decoder model (``AutoModelForSeq2SeqLM``); ``compiled`` compiles it in place.
-        decoding: ``plain``, ``static`` or ``compiled``.
-        max_input_tokens: the longest input (and so answer) in tokens; needed unless ``plain``.
-    """
-
-    def __init__(self, model: Any, decoding: str = "plain", max_input_tokens: int | None = None):
-        if decoding not in DECODINGS:
-            raise ConfigError(f"summarizer.decoding must be one of {', '.join(DECODINGS)}, got {decoding!r}")
-        # transformers' flag for the models whose layers take a static cache and compile into one graph.
-        if decoding != "plain" and not getattr(model, "_can_compile_fullgraph", False):
-            raise ConfigError(
-                f"summarizer.decoding {decoding!r} needs a model that decodes with a static KV cache, and "
-                f"{type(model).__name__} does not: use decoding: plain"
-            )
-        if decoding != "plain" and not max_input_tokens:
-            raise ConfigError(
-                f"summarizer.decoding {decoding!r} needs the model's input limit (max_input_tokens)"
-            )
-        self.model = model
-        self.decoding = decoding
-        self.max_input_tokens = max_input_tokens
-        self.eos_token_id = first_id(model.generation_config.eos_token_id)
-        pad_token_id = first_id(model.generation_config.pad_token_id)
-        self.pad_token_id = 0 if pad_token_id is None else pad_token_id  # any id: padding is masked
-        self._caches: dict[int, Any] = {}  # rows (turns x beams) -> the cache kept for them
-        if decoding == "compiled":
-            model.compile(mode="reduce-overhead")
-
-    def __call__(
-        self, input_ids: Any, attention_mask: Any, max_lengths: Any, num_beams: int, **settings: Any
-    ) -> Any:
-        """The generated ids (rows x tokens) for right-padded inputs.
-
-        Args:
-            max_lengths: a 1-D tensor with each row's maximum length in decoder tokens (start included).
-            settings: further ``generate()`` settings: ``no_repeat_ngram_size``, ``early_stopping``,
-                ``min_length``...
-        """
-        import torch
-        from transformers import LogitsProcessorList
-
-        max_length = int(max_lengths.max())
-        cap = row_max_length_processor(max_lengths, num_beams, self.eos_token_id)
-        if self.decoding != "plain":
-            if max_length > self.max_input_tokens or input_ids.shape[1] > self.max_input_tokens:
-                raise ValueError(f"inputs and answers must fit in max_input_tokens={self.max_input_tokens}")
-            padding = (0, self.max_input_tokens - input_ids.shape[1])
-            input_ids = torch.nn.functional.pad(input_ids, padding, value=self.pad_token_id)
-            attention_mask = torch.nn.functional.pad(attention_mask, padding, value=0)
-            settings["past_key_values"] = self._cache(input_ids.shape[0] * num_beams)
-        with torch.inference_mode():
-            return self.model.generate(
-                input_ids=input_ids,
-                attention_mask=attention_mask,
-                num_beams=num_beams,
-                max_length=max_length,
-                logits_processor=LogitsProcessorList([cap]),
-                **settings,
-            )
-
-    def _cache(self, rows: int) -> Any:
-        """The cache for ``rows`` beams, emptied; made on first use (same object, same addresses after)."""
-        if rows not in self._caches:
-            self._caches[rows] = static_cache(self.model, rows, self.max_input_tokens, self.max_input_tokens)
-        else:
-            self._caches[rows].reset()
-        return self._caches[rows]
-
-
-def static_cache(model: Any, rows: int, answer_length: int, input_length: int) -> Any:
-    """An encoder-decoder KV cache allocated up front: ``answer_length`` positions of self-attention and
-    ``input_length`` of cross-attention, for ``rows`` beams (transformers' ``StaticCache`` for each)."""
-    from transformers import StaticCache
-    from transformers.configuration_utils import get_head_shapes
-
-    num_heads, head_dim = get_head_shapes(model.config.get_text_config(decoder=True))
-    halves = [
-        StaticCache(config=model.config, max_cache_len=length) for length in (answer_length, input_length)
-    ]
-    for half in halves:
-        half.early_initialization(rows, num_heads, head_dim, model.dtype, model.device)
-    return _in_place_beam_cache()(*halves)
-
-
-@functools.cache
-def _in_place_beam_cache() -> type:
-    """The cache class (made once: a compiled step is specialised on its type)."""
-    from transformers import EncoderDecoderCache
-
-    class InPlaceBeamCache(EncoderDecoderCache):
-        """Reorders beams by copying into its own tensors (transformers' cache makes new ones), so they keep
-        the addresses that CUDA graphs replay from. The cross-attention half is never reordered: beam search
-        moves beams only within a turn, and all beams of a turn hold the same encoder states."""
-
-        def reorder_cache(self, beam_idx: Any) -> None:
-            for layer in self.self_attention_cache.layers:
-                layer.keys.copy_(layer.keys.index_select(0, beam_idx))
-                layer.values.copy_(layer.values.index_select(0, beam_idx))
-
-    return InPlaceBeamCache
-
-
-def first_id(token_id: int | list[int] | None) -> int | None:
-    """A token id from a generation config's setting, which may list several (the first is the main one)."""
-    return token_id[0] if isinstance(token_id, list) else token_id
 
 
 class Seq2SeqSummarizer(Summarizer):
@@ -264,7 +108,7 @@ class Seq2SeqSummarizer(Summarizer):
         self.model = load_seq2seq(model, self.device, dtype, allow_download=allow_download)
         self.prefix = default_prefix(self.model.config) if prefix is None else prefix
         self.max_input_tokens = max_input_tokens or input_limit(self.tokenizer, self.model.config, model)
-        self.decoder = BeamDecoder(self.model, decoding, self.max_input_tokens)
+        self.decoder = BeamDecoder(self.model, decoding, self.max_input_tokens, setting="summarizer.decoding")
         self.eos_token_id = self.decoder.eos_token_id
 
     @property

@@ -126,6 +126,27 @@ def test_generate_records_the_model_input_and_batches_like_single_turns(tiny_t5)
     assert rewriter.describe()["model"] == str(tiny_t5)
 
 
+def test_static_decoding_gives_the_rewrites_of_plain_decoding(tiny_t5):
+    import torch
+
+    items = [
+        (HISTORY, turn(3, "What are the symptoms?")),
+        ([], turn(1, "What is throat cancer?")),
+        (HISTORY[:1], turn(2, "How much does it cost?")),
+    ]
+    settings = {"num_beams": 4, "max_output_length": 20, "max_input_length": 64, "batch_size": 2}
+    plain = build_t5(tiny_t5, **settings)
+    static = build_t5(tiny_t5, decoding="static", **settings)
+    for history, t in items:  # token for token, one turn at a time
+        ids = torch.tensor([plain.encode(build_input(history, t.utterance, "castorini"))[0]])
+        mask = torch.ones_like(ids)
+        assert static.decoder(ids, mask, 20, 4).tolist() == plain.decoder(ids, mask, 20, 4).tolist()
+    assert [r.query for r in static.rewrite_batch(items)] == [r.query for r in plain.rewrite_batch(items)]
+    assert static.describe()["decoding"] == "static" and plain.describe()["decoding"] == "plain"
+    with pytest.raises(ConfigError, match="rewriter.decoding must be one of"):
+        build_t5(tiny_t5, decoding="fast")
+
+
 def test_missing_model_fails_at_construction_naming_it_and_how_to_get_it(tmp_path):
     with pytest.raises(ModelUnavailableError) as error:
         build_t5("castorini/t5-not-in-this-cache")
