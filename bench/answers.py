@@ -348,13 +348,19 @@ def leave_one_topic_out(per_turn: dict[str, dict[str, Any]], topics: list[str]) 
 def write_answers(path: Path, results: dict, selections: dict, answers: dict, qids: list[str]) -> None:
     import json
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    with partial.open("w", encoding="utf-8") as f:
-        for qid in qids:
-            record = replace(results[qid], selection=selections[qid], answer=answers[qid]).to_record()
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
-    os.replace(partial, path)
+    from cast.atomic import write_lines_atomic
+
+    write_lines_atomic(
+        path,
+        (
+            json.dumps(
+                replace(results[q], selection=selections[q], answer=answers[q]).to_record(),
+                ensure_ascii=False,
+            )
+            + "\n"
+            for q in qids
+        ),
+    )
 
 
 def print_table(rows: dict, per_turn: dict, turns: int, args: argparse.Namespace) -> None:
