@@ -35,43 +35,18 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from cast.decoding import DECODINGS, BeamDecoder  # noqa: E402  (light: torch is imported when decoding)
+from cast.testing import PUBLISHED_SHAPES, published_shape_model  # noqa: E402  (light, as above)
 
 DATA = REPO.parent / "shared" / "data" / "cast" / "2022-dev"
 
-# The architectures of t5-base, facebook/bart-large-cnn and google/pegasus-cnn_dailymail (from their configs).
-SHAPES: dict[str, tuple[str, dict[str, Any]]] = {
-    "t5-base": (
-        "t5",
-        dict(vocab_size=32128, d_model=768, d_kv=64, d_ff=3072, num_layers=12, num_heads=12,
-             pad_token_id=0, eos_token_id=1, decoder_start_token_id=0),
-    ),
-    "bart-large": (
-        "bart",
-        dict(vocab_size=50264, d_model=1024, encoder_layers=12, decoder_layers=12, encoder_attention_heads=16,
-             decoder_attention_heads=16, encoder_ffn_dim=4096, decoder_ffn_dim=4096, max_position_embeddings=1024,
-             bos_token_id=0, pad_token_id=1, eos_token_id=2, decoder_start_token_id=2, forced_bos_token_id=0,
-             forced_eos_token_id=2),
-    ),
-    "pegasus-large": (
-        "pegasus",
-        dict(vocab_size=96103, d_model=1024, encoder_layers=16, decoder_layers=16, encoder_attention_heads=16,
-             decoder_attention_heads=16, encoder_ffn_dim=4096, decoder_ffn_dim=4096, max_position_embeddings=1024,
-             pad_token_id=0, eos_token_id=1, decoder_start_token_id=0, forced_eos_token_id=1),
-    ),
-}  # fmt: skip
-
 
 def build_model(shape: str, device: str, dtype: Any) -> Any:
-    """A randomly initialised model of ``shape`` (a key of :data:`SHAPES`) in eval mode."""
+    """A randomly initialised model of ``shape`` (a key of :data:`cast.testing.PUBLISHED_SHAPES`) in eval mode."""
     import torch
 
-    from cast.testing import seq2seq_classes
-
-    family, settings = SHAPES[shape]
-    config_class, model_class = seq2seq_classes(family)
     torch.manual_seed(0)
     with torch.device(device):
-        model = model_class(config_class(**settings))
+        model = published_shape_model(shape)
     return model.to(dtype).eval()
 
 
@@ -191,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         epilog=__doc__.split("Usage:")[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--models", nargs="+", default=list(SHAPES), choices=list(SHAPES))
+    parser.add_argument("--models", nargs="+", default=list(PUBLISHED_SHAPES), choices=list(PUBLISHED_SHAPES))
     parser.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
     parser.add_argument(
         "--dtype", default="auto", help="auto (float32 on CPU, bfloat16 on a GPU) or a torch dtype"

@@ -158,25 +158,14 @@ def synthetic_tokenizer(folder: Path, family: str) -> Any:
 def random_paper_models(folder: Path) -> tuple[Path, Path]:
     """Random T5-base and BERT-large (2 labels) checkpoints with synthetic tokenizers, saved under ``folder``."""
     import torch
-    from transformers import BertConfig, BertForSequenceClassification, T5Config, T5ForConditionalGeneration
+    from transformers import BertConfig, BertForSequenceClassification
+
+    from cast.testing import published_shape_model
 
     torch.manual_seed(0)
     t5, bert = folder / "t5-base-random", folder / "bert-large-random"
     synthetic_tokenizer(t5, "t5")
-    # T5-base: d_model 768, 12+12 layers, 12 heads, d_ff 3072 (T5Config's defaults are t5-small's).
-    T5ForConditionalGeneration(
-        T5Config(
-            vocab_size=32128,
-            d_model=768,
-            d_kv=64,
-            d_ff=3072,
-            num_layers=12,
-            num_heads=12,
-            pad_token_id=0,
-            eos_token_id=1,
-            decoder_start_token_id=0,
-        )
-    ).save_pretrained(str(t5))
+    published_shape_model("t5-base").save_pretrained(str(t5))
     synthetic_tokenizer(bert, "bert")
     # BERT-large: 24 layers, hidden 1024, 16 heads, intermediate 4096 (monoBERT's shape).
     BertForSequenceClassification(

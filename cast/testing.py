@@ -11,6 +11,28 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+# The architectures of t5-base, facebook/bart-large-cnn and google/pegasus-cnn_dailymail (from their configs).
+PUBLISHED_SHAPES: dict[str, tuple[str, dict[str, Any]]] = {
+    "t5-base": (
+        "t5",
+        dict(vocab_size=32128, d_model=768, d_kv=64, d_ff=3072, num_layers=12, num_heads=12,
+             pad_token_id=0, eos_token_id=1, decoder_start_token_id=0),
+    ),
+    "bart-large": (
+        "bart",
+        dict(vocab_size=50264, d_model=1024, encoder_layers=12, decoder_layers=12, encoder_attention_heads=16,
+             decoder_attention_heads=16, encoder_ffn_dim=4096, decoder_ffn_dim=4096, max_position_embeddings=1024,
+             bos_token_id=0, pad_token_id=1, eos_token_id=2, decoder_start_token_id=2, forced_bos_token_id=0,
+             forced_eos_token_id=2),
+    ),
+    "pegasus-large": (
+        "pegasus",
+        dict(vocab_size=96103, d_model=1024, encoder_layers=16, decoder_layers=16, encoder_attention_heads=16,
+             decoder_attention_heads=16, encoder_ffn_dim=4096, decoder_ffn_dim=4096, max_position_embeddings=1024,
+             pad_token_id=0, eos_token_id=1, decoder_start_token_id=0, forced_eos_token_id=1),
+    ),
+}  # fmt: skip
+
 SPECIALS = {"t5": ["<pad>", "</s>", "<unk>"], "bart": ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]}
 
 
@@ -83,3 +105,10 @@ def seq2seq_classes(family: str) -> tuple[Any, Any]:
     if family not in classes:
         raise ValueError(f"unknown seq2seq family {family!r}: use t5, bart or pegasus")
     return classes[family]
+
+
+def published_shape_model(shape: str) -> Any:
+    """A randomly initialised encoder-decoder of a published shape (a key of :data:`PUBLISHED_SHAPES`)."""
+    family, settings = PUBLISHED_SHAPES[shape]
+    config_class, model_class = seq2seq_classes(family)
+    return model_class(config_class(**settings))
