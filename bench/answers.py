@@ -169,7 +169,7 @@ def filter_links(results: dict[str, Any], linker: Any, min_specificity: float) -
     """The turn results with the links below ``min_specificity`` dropped, as the linker setting would."""
 
     def kept(mentions: tuple) -> tuple:
-        return tuple(m for m in mentions if linker.link_specificity(m.surface, m.entity) >= min_specificity)
+        return tuple(m for m in mentions if linker.specific_enough(m.surface, m.entity, min_specificity))
 
     return {
         qid: replace(
@@ -239,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = [(label, label, results) for label in args.methods]
     if args.min_specificity:
         linker = resources.stage("linker")
-        if not hasattr(linker, "link_specificity"):
+        if not hasattr(linker, "specific_enough"):
             sys.exit(f"--min-specificity needs the dictionary linker, not {linker.name}")
         filtered = {s: filter_links(results, linker, s) for s in args.min_specificity}
         runs = [(label, label, results) for label in args.methods if label == "o"] + [
@@ -273,12 +273,7 @@ def main(argv: list[str] | None = None) -> int:
                 for q in qids
             ]
         )
-        rows[row_label] = {
-            **{m: float(per_turn[row_label][m].mean()) for m in MEASURES},
-            "relevant": 100 * float(np.nanmean(per_turn[row_label]["relevant"])),
-            "ms": 1000 * float(np.mean(seconds)),
-            "ms_p95": 1000 * float(np.percentile(seconds, 95)),
-        }
+        rows[row_label] = table_row(per_turn[row_label], seconds)
         if args.auc:
             aucs = {key: candidate_auc(selections, qrels, key, args.min_grade) for key in AUC_SCORES}
             print(f"{row_label}: AUC " + ", ".join(f"{k} {v:.3f}" for k, v in aucs.items()), file=sys.stderr)
@@ -289,15 +284,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.loto:
         choices = leave_one_topic_out(per_turn, [results[q].turn.topic_id for q in qids])
         per_turn["loto-cv"] = choices.pop("per_turn")
-        rows["loto-cv"] = {
-            **{m: float(per_turn["loto-cv"][m].mean()) for m in MEASURES},
-            "relevant": 100 * float(np.nanmean(per_turn["loto-cv"]["relevant"])),
-            "ms": float("nan"),
-            "ms_p95": float("nan"),
-        }
+        rows["loto-cv"] = table_row(per_turn["loto-cv"], seconds=None)
         print("loto-cv choices (held-out topic: row): " + ", ".join(f"{t}: {r}" for t, r in choices.items()))
     print_table(rows, per_turn, len(qids), args)
     return 0
+
+
+def table_row(values: dict[str, Any], seconds: list[float] | None) -> dict[str, float]:
+    """A table row from a row's per-turn values: measure means, the share of chosen passages judged relevant
+    (over judged turns), and the selection time per turn (none for a row made of other rows' turns)."""
+    import numpy as np
+
+    return {
+        **{m: float(values[m].mean()) for m in MEASURES},
+        "relevant": 100 * float(np.nanmean(values["relevant"])),
+        "ms": 1000 * float(np.mean(seconds)) if seconds else float("nan"),
+        "ms_p95": 1000 * float(np.percentile(seconds, 95)) if seconds else float("nan"),
+    }
 
 
 def candidate_auc(selections: dict[str, Any], qrels: dict, key: str, min_grade: int) -> float:

@@ -582,7 +582,7 @@ class DictionaryLinker(SpanLinker):
                 "dictionary-linker", inputs, lambda missing: self._find([i["text"] for i in missing])
             )
         return [
-            [LinkedSpan(*span) for span in spans if self._specific_enough(piece, span)]
+            [LinkedSpan(*span) for span in spans if self.specific_enough(piece[span[0] : span[1]], span[2])]
             for piece, spans in zip(pieces, found, strict=True)
         ]
 
@@ -598,12 +598,11 @@ class DictionaryLinker(SpanLinker):
             )
         return specificity(self.dictionary.article_uses[key], self._postings.size(entity))
 
-    def _specific_enough(self, piece: str, span: Sequence) -> bool:
-        start, end, entity = span[0], span[1], span[2]
-        return (
-            self.min_specificity <= 0
-            or self.link_specificity(piece[start:end], entity) >= self.min_specificity
-        )
+    def specific_enough(self, surface: str, entity: str, least: float | None = None) -> bool:
+        """Whether a link from ``surface`` to ``entity`` is kept at ``min_specificity`` ``least`` (by default this
+        linker's); 0 keeps every link."""
+        least = self.min_specificity if least is None else least
+        return least <= 0 or self.link_specificity(surface, entity) >= least
 
     def _find(self, texts: Sequence[str]) -> list[list[list]]:
         if self.mentions == "all":
