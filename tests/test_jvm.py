@@ -25,6 +25,19 @@ def test_numpy_linear_algebra_survives_a_running_jvm(core_index):
     assert float(proc.stdout.strip().splitlines()[-1]) > 0
 
 
+def test_searching_writes_no_java_warnings(core_index):
+    # Java 23+ warned on stderr about Lucene's sun.misc.Unsafe use and its MMapDirectory on every command.
+    code = (
+        "import sys\nfrom cast.resources import Resources\nfrom cast.retrieval import LMDFirstStage\n"
+        "print(len(LMDFirstStage(Resources({'index': sys.argv[1]})).search('glasgow')))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(core_index)], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "WARNING" not in proc.stderr, proc.stderr[-2000:]
+
+
 def test_java_21_or_newer_is_used():
     from cast import jvm
 
