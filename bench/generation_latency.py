@@ -25,7 +25,6 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -34,6 +33,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from bench.common import existing_path, run  # noqa: E402
 from cast.decoding import DECODINGS, BeamDecoder  # noqa: E402  (light: torch is imported when decoding)
 from cast.testing import PUBLISHED_SHAPES, published_shape_model  # noqa: E402  (light, as above)
 
@@ -129,13 +129,18 @@ def time_generation(
 
 def time_offline_generator(topics: Path, passages: Path, words: int = 50, repeats: int = 5) -> dict[str, Any]:
     """Median milliseconds per answer of ``entity_extractive`` on each turn's query and 3 provenance passages."""
-    from cast.records import Passage, ScoredPassage, Selection
+    from cast.errors import CastError
+    from cast.records import ScoredPassage, Selection
     from cast.registry import build_stage
     from cast.resources import Resources
     from cast.topics import load_topics
+    from index.collections import read_passages
 
-    texts = [json.loads(line) for line in passages.read_text(encoding="utf-8").splitlines() if line.strip()]
-    pool = [ScoredPassage(Passage(p["id"], p["contents"], p.get("title")), 1.0) for p in texts]
+    pool = [ScoredPassage(p, 1.0) for p in read_passages(passages, "jsonl")]
+    if not pool:
+        raise CastError(
+            f"{passages} holds no passages to answer from; give --passages a JSON lines collection"
+        )
     turns = {t.qid: t for c in load_topics(topics) for t in c.turns}
     items = [
         (
@@ -191,9 +196,17 @@ def main(argv: list[str] | None = None) -> int:
         "--offline", action="store_true", help="time the offline generator (entity_extractive)"
     )
     parser.add_argument(
-        "--topics", type=Path, default=DATA / "2022_evaluation_topics_flattened_duplicated_v1.0.json"
+        "--topics",
+        type=Path,
+        default=DATA / "2022_evaluation_topics_flattened_duplicated_v1.0.json",
+        help="with --offline: topics whose turns are answered (default: %(default)s)",
     )
-    parser.add_argument("--passages", type=Path, default=DATA / "provenance_passages.jsonl")
+    parser.add_argument(
+        "--passages",
+        type=existing_path,
+        default=str(DATA / "provenance_passages.jsonl"),
+        help="with --offline: JSON lines passages (id, contents) answers are made from (default: %(default)s)",
+    )
     args = parser.parse_args(argv)
 
     if args.offline:
@@ -247,4 +260,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run(main))

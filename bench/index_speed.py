@@ -31,6 +31,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from bench.common import existing_path, run  # noqa: E402
+
 DEFAULT_INPUT = REPO.parent / "shared" / "data" / "wiki" / "enwiki-2013-core.jsonl.gz"
 
 PYSERINI_CLI = (
@@ -88,7 +91,10 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--input", type=Path, default=DEFAULT_INPUT, help="a Pyserini JSON lines file (.gz ok)"
+        "--input",
+        type=existing_path,
+        default=str(DEFAULT_INPUT),
+        help="a Pyserini JSON lines file (.gz ok; default: %(default)s)",
     )
     parser.add_argument("--limit", type=int, help="index only the first N passages (both sides)")
     parser.add_argument("--threads", type=int, default=2, help="indexing threads for both sides (default: 2)")
@@ -128,4 +134,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run(main))

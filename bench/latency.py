@@ -42,6 +42,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from bench.common import run  # noqa: E402
+
 DEV_2022 = REPO.parent / "shared" / "data" / "cast" / "2022-dev"
 DEFAULT_INDEX = Path("/work/cache/indexes/cast2022-dev")
 
@@ -272,9 +274,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command")
     offline = commands.add_parser("offline", help="the offline profile on CPU (needs the index)")
     offline.add_argument(
-        "--topics", type=Path, default=DEV_2022 / "2022_evaluation_topics_flattened_duplicated_v1.0.json"
+        "--topics",
+        type=Path,
+        default=DEV_2022 / "2022_evaluation_topics_flattened_duplicated_v1.0.json",
+        help="CAsT topics whose turns are timed (default: %(default)s)",
     )
-    offline.add_argument("--index", type=Path, default=DEFAULT_INDEX)
+    offline.add_argument(
+        "--index",
+        type=Path,
+        default=DEFAULT_INDEX,
+        help="Krovetz index of the topics' collection (default: %(default)s)",
+    )
     offline.add_argument("--turns", type=int, default=30, help="how many turns to time (default 30)")
     offline.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
     offline.add_argument("--depth", type=int, default=100, help="re-rank depth (default 100)")
@@ -318,4 +328,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run(main))

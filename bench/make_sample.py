@@ -20,9 +20,11 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from cast.atomic import atomic_path
-
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from bench.common import existing_path, run  # noqa: E402
+from cast.atomic import atomic_path  # noqa: E402
+
 DEFAULT_WIKI = REPO.parent / "shared" / "data" / "wiki" / "enwiki-2013-core.jsonl.gz"
 DEFAULT_OUT = REPO / "cast" / "data" / "sample"
 
@@ -136,9 +138,14 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--wiki", type=Path, default=DEFAULT_WIKI, help="the Wikipedia passages (JSON lines .gz)"
+        "--wiki",
+        type=existing_path,
+        default=str(DEFAULT_WIKI),
+        help="the Wikipedia passages (JSON lines .gz; default: %(default)s)",
     )
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the sample folder")
+    parser.add_argument(
+        "--out", type=Path, default=DEFAULT_OUT, help="the sample folder (default: %(default)s)"
+    )
     args = parser.parse_args(argv)
 
     wanted = set(ARTICLES)
@@ -178,4 +185,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run(main))

@@ -26,6 +26,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from bench.common import run  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "cast" / "2022-dev"
 TOPICS = DATA / "2022_evaluation_topics_flattened_duplicated_v1.0.json"
@@ -48,7 +49,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
-        epilog="Usage:" + __doc__.split("Usage:")[1],
+        epilog=f"Defaults: --topics {TOPICS}, --qrels {QRELS}.\n\nUsage:" + __doc__.split("Usage:")[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
@@ -153,4 +154,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run(main))

@@ -12,13 +12,15 @@ MRR as a share of the manual rewrites' (the goal: >= 90%)::
         --automatic-topics ../shared/data/cast/2020/2020_automatic_evaluation_topics_v1.0.json \\
         --qrels ../shared/data/cast/2020/2020qrels.txt --index /path/to/marco-car-index
 
-``quality``: how close rewrites are to the manual ones, on CAsT 2019, 2020, 2021 and CANARD dev: BLEU,
-ROUGE-1/2/L F1, and precision/recall/F1 of the *added* terms (index terms a rewrite adds to the utterance,
-against those the manual rewrite adds; the fairest view of HQE, whose output is a bag of keywords). HQE reads
-term statistics from ``--index`` (default: the CAsT 2022 dev wiki index)::
+``quality``: how close rewrites are to the manual ones, on CAsT 2019, 2020, 2021 and CANARD dev (or another
+topics file with manual rewrites, ``--topics``): BLEU, ROUGE-1/2/L F1, and precision/recall/F1 of the *added*
+terms (index terms a rewrite adds to the utterance, against those the manual rewrite adds; the fairest view of
+HQE, whose output is a bag of keywords). HQE reads term statistics from ``--index`` (default: the CAsT 2022 dev
+wiki index)::
 
     .venv/bin/python bench/retrieval.py quality
     .venv/bin/python bench/retrieval.py quality --set rewriter.r_topic=7 --set rewriter.eta=9
+    .venv/bin/python bench/retrieval.py quality --topics my_topics.json --index /path/to/index
 
 Turns shared by several CAsT 2022 tree paths are rewritten and evaluated once (their history is the same).
 """
@@ -34,12 +36,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-DATA = REPO.parent / "shared" / "data"
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.common import DATA, DEFAULT_INDEX, DEV_2022, existing_path, run  # noqa: E402
+
 CAST = DATA / "cast"
-DEV_2022 = CAST / "2022-dev"
-DEFAULT_INDEX = Path("/work/cache/indexes/cast2022-dev")
+DEV_2022_TOPICS = DEV_2022 / "2022_evaluation_topics_flattened_duplicated_v1.0.json"
 
 QUALITY_SETS = {
     "cast2019": {
@@ -146,7 +147,10 @@ def command_run(args: argparse.Namespace) -> int:
     from cast.registry import build_stage
     from cast.topics import read_qrels
 
-    conversations = load_conversations(args.topics, args.automatic_topics, args.rewrites)
+    automatic_topics = args.automatic_topics
+    if automatic_topics is None and args.topics == DEV_2022_TOPICS:
+        automatic_topics = DEV_2022 / "2022_automatic_evaluation_topics_flattened_duplicated_v1.0.json"
+    conversations = load_conversations(args.topics, automatic_topics, args.rewrites)
     qrels = read_qrels(args.qrels)
     config, resources = build_resources(args.index, args.overrides)
     first_stage = build_stage("first_stage", config["first_stage"], resources)
@@ -241,8 +245,17 @@ def command_quality(args: argparse.Namespace) -> int:
     for spec, rewriter in rewriters.items():
         print(f"{spec}: {rewriter.describe()}")
     rows = []
-    for set_name in args.sets:
-        spec = QUALITY_SETS[set_name]
+    if args.topics is not None:
+        sets = {
+            args.topics.stem: {
+                "topics": args.topics,
+                "rewrites": args.rewrites,
+                "automatic_topics": args.automatic_topics,
+            }
+        }
+    else:
+        sets = {name: QUALITY_SETS[name] for name in args.sets}
+    for set_name, spec in sets.items():
         if "canard" in spec:
             conversations = canard_conversations(spec["canard"])
         else:
@@ -291,39 +304,69 @@ def _quality_row(row: tuple) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("run", help="MRR, nDCG@3, R@100 per rewriter x re-ranker")
-    run.add_argument(
-        "--topics", type=Path, default=DEV_2022 / "2022_evaluation_topics_flattened_duplicated_v1.0.json"
+    run_parser = commands.add_parser("run", help="MRR, nDCG@3, R@100 per rewriter x re-ranker")
+    run_parser.add_argument(
+        "--topics",
+        type=existing_path,
+        default=str(DEV_2022_TOPICS),
+        help="CAsT topics file (2019-2022 as distributed, or the toolkit's JSON; default: CAsT 2022 dev)",
     )
-    run.add_argument(
+    run_parser.add_argument(
         "--automatic-topics",
-        type=Path,
-        default=DEV_2022 / "2022_automatic_evaluation_topics_flattened_duplicated_v1.0.json",
-        help="a topics file whose automatic rewrites are used (CAsT 2020-2022 ship them separately)",
+        type=existing_path,
+        help="a topics file whose automatic rewrites are used (CAsT 2020-2022 ship them separately; default: "
+        "CAsT 2022 dev's with the default --topics, else none)",
     )
-    run.add_argument("--rewrites", type=Path, help="a qid TAB manual-rewrite file (CAsT 2019)")
-    run.add_argument("--qrels", type=Path, default=DEV_2022 / "cast2022.provenance.qrel")
-    run.add_argument(
+    run_parser.add_argument(
+        "--rewrites", type=existing_path, help="a qid TAB manual-rewrite file (CAsT 2019)"
+    )
+    run_parser.add_argument(
+        "--qrels",
+        type=existing_path,
+        default=str(DEV_2022 / "cast2022.provenance.qrel"),
+        help="TREC qrels of the topics (default: CAsT 2022 dev provenance qrels)",
+    )
+    run_parser.add_argument(
         "--rewriters",
         nargs="+",
         default=["raw", "hqe:response_keywords=0", "hqe", "automatic", "manual"],
         help="rewriters as NAME or NAME:KEY=VALUE,... (default: raw, HQE as Lin et al., HQE with response "
         "keywords as in configs/offline.yaml, the topic file's automatic rewrites, manual)",
     )
-    run.add_argument(
+    run_parser.add_argument(
         "--rerankers",
         nargs="+",
         default=["none", "biencoder:first_stage_weight=0", "biencoder"],
         help="re-rankers as NAME or NAME:KEY=VALUE,... (default: LMD alone, the bi-encoder's cosine alone, the "
         "bi-encoder fused with LMD as in configs/offline.yaml)",
     )
-    run.add_argument("--depth", type=int, default=100, help="re-rank depth (default 100)")
-    run.add_argument("--rel", type=int, default=1, help="lowest grade counted relevant by MRR and R@100")
-    run.set_defaults(func=command_run)
+    run_parser.add_argument("--depth", type=int, default=100, help="re-rank depth (default 100)")
+    run_parser.add_argument(
+        "--rel", type=int, default=1, help="lowest grade counted relevant by MRR and R@100"
+    )
+    run_parser.set_defaults(func=command_run)
     quality = commands.add_parser(
         "quality", help="BLEU / ROUGE / added-term F1 of rewrites against manual ones"
     )
-    quality.add_argument("--sets", nargs="+", default=list(QUALITY_SETS), choices=list(QUALITY_SETS))
+    quality.add_argument(
+        "--sets",
+        nargs="+",
+        default=list(QUALITY_SETS),
+        choices=list(QUALITY_SETS),
+        help="the bundled sets of ../shared/data to score (default: all)",
+    )
+    quality.add_argument(
+        "--topics",
+        type=existing_path,
+        help="score this topics file instead of --sets: its turns with a manual rewrite (in the file or "
+        "--rewrites) are the references",
+    )
+    quality.add_argument(
+        "--rewrites", type=existing_path, help="with --topics: a qid TAB manual-rewrite file"
+    )
+    quality.add_argument(
+        "--automatic-topics", type=existing_path, help="with --topics: a topics file with automatic rewrites"
+    )
     quality.add_argument(
         "--methods",
         nargs="+",
@@ -331,8 +374,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="as --rewriters",
     )
     quality.set_defaults(func=command_quality)
-    for command in (run, quality):
-        command.add_argument("--index", type=Path, default=DEFAULT_INDEX, help="the Lucene index (Krovetz)")
+    for command in (run_parser, quality):
+        command.add_argument(
+            "--index",
+            type=existing_path,
+            default=DEFAULT_INDEX,
+            help=f"the Krovetz Lucene index of the topics' collection (default: {DEFAULT_INDEX})",
+        )
         command.add_argument(
             "--set",
             dest="overrides",
@@ -346,4 +394,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run(main))

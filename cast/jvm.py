@@ -8,6 +8,8 @@ Everything else asks this module for a searcher, an index reader or an indexer. 
   option is dropped before the JVM starts (Anserini then runs without the vector API, only slower on HNSW).
 * Java 23+ warns on stderr that Lucene uses ``sun.misc.Unsafe`` and that Lucene's MMapDirectory predates Java 22;
   the JVM is told to allow the former and java.util.logging keeps only severe messages, so commands stay quiet.
+* The JVM is started with ``-Xrs``: otherwise it takes SIGINT, and Ctrl-C ends the process at once, with no
+  KeyboardInterrupt, no clean-up of partial outputs and no message.
 * numpy's BLAS is limited to one thread once the JVM runs (OpenBLAS threads crash the process beside it).
 * Pyserini builds an OpenAI client at import time, which rejects an empty key; a placeholder is set if unset.
 
@@ -71,6 +73,7 @@ def start() -> None:
         if not jnius_config.vm_running:
             pyserini_setup.configure_classpath(str(Path(pyserini.__file__).parent / "resources" / "jars"))
             jnius_config.options = [o for o in jnius_config.options if "jdk.incubator.vector" not in o]
+            jnius_config.options.append("-Xrs")
             if (_java_major(home) or 0) >= 23:  # an unknown option before 23: the JVM would not start
                 jnius_config.options.append("--sun-misc-unsafe-memory-access=allow")
             import jnius  # noqa: F401  (starts the JVM)

@@ -14,6 +14,7 @@ import json
 import time
 
 from cast.commands.common import add_config_arguments, config_from_args
+from index.collections import FORMATS
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -31,7 +32,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     where.add_argument("--index", help="the index built from the collection (the resources go beside it)")
     where.add_argument("--output", help="another folder for the resources")
     build.add_argument("--input", nargs="+", required=True, help="the collection's files or folders")
-    build.add_argument("--format", dest="fmt", help="the collection format (default: detected)")
+    build.add_argument(
+        "--format", dest="fmt", choices=FORMATS, help="the collection format (default: detected per file)"
+    )
     build.set_defaults(func=main_dictionary)
 
     link = commands.add_parser("link", help="link the entities of texts with the configured linker")

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cast.errors import CastError, ConfigError, DataFormatError
+from cast.errors import CastError, ConfigError, DataFormatError, IndexUnavailableError
 from cast.models import load_spacy
 from cast.records import Passage
 from entity.linkers import LinkedSpan, SpanLinker, entity_uri
@@ -90,19 +90,32 @@ def dictionary_path(index_dir: str | Path) -> Path:
 
 def resolve_entities_dir(folder: str | Path | None, resources: Resources | None) -> Path:
     """``folder`` if given, else the entity resources beside the configured index; checked to exist."""
+    index = None
     if folder is None:
         if resources is None:
             raise ConfigError(
                 "the offline linker and knowledge base need an index or an entities_dir setting"
             )
-        folder = entities_dir(resources.index_dir)
-        how = f"`cast entity dictionary --index {resources.index_dir} --input COLLECTION...`"
+        index = resources.index_dir
+        folder = entities_dir(index)
+        how = f"--index {index}"
     else:
-        how = f"`cast entity dictionary --output {folder} --input COLLECTION...`"
+        how = f"--output {folder}"
     folder = Path(folder).expanduser()
     if not (folder / DICTIONARY_FILE).is_file() or not (folder / PASSAGES_FILE).is_file():
-        raise CastError(f"no entity dictionary at {folder}: build it from the indexed collection with {how}")
+        if index is not None and not index.is_dir():
+            _no_index(index)
+        raise CastError(
+            f"no entity dictionary at {folder}: build it from the indexed collection with "
+            f"`cast entity dictionary {how} --input COLLECTION...`"
+        )
     return folder
+
+
+def _no_index(index_dir: Path) -> None:
+    raise IndexUnavailableError(
+        f"no index at {index_dir}: build one with `cast index build --input PATH --index {index_dir}`"
+    )
 
 
 # --- surface forms ---------------------------------------------------------------------------------------
@@ -315,16 +328,36 @@ def build_entity_resources(
         output: another folder for the resources (instead of beside ``index_dir``).
         fmt: the collection format (see :func:`index.collections.read_passages`); detected by default.
         progress: show progress bars.
+
+    Raises:
+        IndexUnavailableError: there is no index at ``index_dir``.
+        CastError: ``output`` holds other files than entity resources; no passage of ``inputs`` has a title.
+        DataFormatError: an input is missing or malformed.
     """
     if output is None and index_dir is None:
         raise ConfigError("give the index the entity resources belong to, or an output folder")
-    folder = Path(output).expanduser() if output is not None else entities_dir(index_dir)
+    if output is None:
+        if not Path(index_dir).expanduser().is_dir():
+            _no_index(Path(index_dir).expanduser())
+        folder = entities_dir(index_dir)
+    else:
+        folder = Path(output).expanduser()
+        if folder.is_dir() and any(folder.iterdir()) and not (folder / DICTIONARY_FILE).is_file():
+            raise CastError(
+                f"{folder} holds files but no {DICTIONARY_FILE}, so it is not replaced; choose an empty or new "
+                "--output folder"
+            )
     started = time.perf_counter()
 
     def passages() -> Iterator[Passage]:
         return read_passages(inputs, fmt)
 
     titles, article_of = _read_titles(passages(), progress)
+    if not titles:
+        raise CastError(
+            f"none of the {len(article_of):,} passages of {', '.join(map(str, inputs))} has an article title; the "
+            "entity dictionary is made of a collection's titles (JSON lines with 'title', Washington Post)"
+        )
     forms, tentative = _surface_forms(titles)
     keys = list(forms)
     senses = [forms[k] for k in keys]  # per form id: the entity numbers it may name

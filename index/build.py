@@ -9,32 +9,41 @@ Two ways in, with the same analysis and stored fields:
   releases the GIL during Java calls).
 
 The index is built in a temporary sibling directory and renamed into place when complete, so an interrupted
-build never leaves a partial index at the target path.
+build never leaves a partial index at the target path. Such a directory names the host and process that build
+it; the next build of the same target removes those of processes that no longer run (killed builds).
 """
 
 from __future__ import annotations
 
-import gzip
+import contextlib
+import glob
 import itertools
 import json
 import logging
 import os
 import queue
+import re
 import shutil
+import socket
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from cast.errors import CastError
+from cast.errors import CastError, DataFormatError
 from cast.records import Passage
 from index.collections import collection_formats, read_duplicates, read_passages
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+
+# What a build read, kept in the index folder (Lucene leaves files not named like its own alone): how many
+# documents it holds, for `cast index embed` to check its inputs against without starting the JVM.
+BUILD_RECORD = "cast-build.json"
 
 
 @dataclass(frozen=True)
@@ -95,14 +104,27 @@ def build_index(
         the counts and time of the build.
 
     Raises:
-        CastError: ``index_dir`` holds something and ``overwrite`` is false.
-        DataFormatError: an input is malformed (nothing is left at ``index_dir`` then).
+        CastError: ``index_dir`` holds something and ``overwrite`` is false, or holds something other than a
+            Lucene index; ``threads`` or ``batch_size`` is below 1; the inputs hold no passage with text.
+        DataFormatError: an input is malformed, or a passage id occurs twice (nothing is left at ``index_dir``
+            then).
     """
     target = Path(index_dir).expanduser()
     if target.exists() and not target.is_dir():
         raise CastError(f"{target} is a file, not an index directory; choose another --index path")
-    if target.is_dir() and any(target.iterdir()) and not overwrite:
-        raise CastError(f"{target} already exists and is not empty; pass --overwrite to replace it")
+    if target.is_dir() and any(target.iterdir()):
+        if not overwrite:
+            raise CastError(f"{target} already exists and is not empty; pass --overwrite to replace it")
+        # A Lucene index, maybe half-built (its lock without a commit); anything else may be someone's files.
+        if not any(p.name.startswith("segments_") or p.name == "write.lock" for p in target.iterdir()):
+            raise CastError(
+                f"{target} holds files but no Lucene index, so --overwrite does not replace it; remove it "
+                "yourself or choose another --index path"
+            )
+    if threads < 1:
+        raise CastError(f"--threads must be at least 1, got {threads}")
+    if batch_size < 1:
+        raise CastError(f"the batch size must be at least 1, got {batch_size}")
     formats = collection_formats(inputs, fmt)
     files = [path for path, _ in formats]
     # JSON lines files go to Anserini's IndexCollection, which reads .jsonl and .jsonl.gz as our reader does.
@@ -116,7 +138,12 @@ def build_index(
 
     started = time.perf_counter()
     target.parent.mkdir(parents=True, exist_ok=True)
-    building = Path(tempfile.mkdtemp(prefix=f".{target.name}.building-", dir=target.parent))
+    _remove_killed_builds(target)
+    building = Path(
+        tempfile.mkdtemp(
+            prefix=f".{target.name}.building-{socket.gethostname()}-{os.getpid()}-", dir=target.parent
+        )
+    )
     try:
         with tqdm(
             desc=f"indexing {target.name}", unit=" passages", disable=not progress, mininterval=2
@@ -128,6 +155,15 @@ def build_index(
             else:
                 passages = read_passages(files, fmt, dropped)
                 indexed, skipped = _index_passages(passages, building, stemmer, threads, batch_size, bar)
+        if not indexed:
+            raise CastError(
+                f"no passage with text in {', '.join(map(str, files))} ({skipped:,} empty); nothing to index"
+            )
+        record = {"documents": indexed, "empty": skipped, "inputs": [str(f.resolve()) for f in files]}
+        if duplicates:
+            record["duplicates"] = str(Path(duplicates).resolve())
+        (building / BUILD_RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        building.chmod(0o777 & ~_umask())  # mkdtemp's 0700 would keep the index from other users
         _replace(building, target)
     except BaseException:
         shutil.rmtree(building, ignore_errors=True)
@@ -162,8 +198,9 @@ def _index_json_lines(
 ) -> tuple[int, int]:
     """Index Pyserini JSON lines files with Anserini's ``IndexCollection``, as Pyserini's CLI does.
 
-    ``IndexCollection`` drops a file it cannot parse without reporting an error, so its counts are checked
-    against the files' records, and a mismatch is traced to the malformed line.
+    ``IndexCollection`` drops a file it cannot parse without reporting an error, and indexes a repeated passage
+    id twice; so the files are read here too while Java indexes them (their records counted and checked), Java's
+    own error output is held back, and its counts are checked against the records.
 
     Returns:
         the numbers of passages indexed and of empty ones skipped.
@@ -197,30 +234,53 @@ def _index_json_lines(
                 detach()
 
         thread = threading.Thread(target=run, name="anserini-index", daemon=True)
-        thread.start()
-        bar.total = records = sum(_count_records(path) for path in files)  # while Java indexes
-        while thread.is_alive():
-            thread.join(timeout=1.0)
-            bar.update(counters.indexed.get() - bar.n)
+        with _java_errors_held() as java_errors:
+            thread.start()
+            try:
+                # While Java indexes: raises DataFormatError naming a malformed record or a repeated id.
+                bar.total = records = sum(1 for _ in read_passages(files, "jsonl"))
+            except DataFormatError:
+                thread.join()  # Java's files must be closed before the build folder is removed
+                raise
+            while thread.is_alive():
+                thread.join(timeout=1.0)
+                bar.update(counters.indexed.get() - bar.n)
         if failures:
             raise failures[0]
     finally:
         shutil.rmtree(inputs, ignore_errors=True)
     indexed, empty = counters.indexed.get(), counters.empty.get()
     if indexed + empty != records:
-        for _ in read_passages(files, "jsonl"):  # raises DataFormatError naming the malformed line
-            pass
+        said = next((line for line in java_errors().splitlines() if line.strip()), "nothing")
         raise CastError(
             f"Anserini indexed {indexed:,} and skipped {empty:,} empty of the {records:,} records of "
-            f"{', '.join(map(str, files))}; check for blank lines or records it cannot read"
+            f"{', '.join(map(str, files))} (it said: {said.strip()}); rerun with -v for its log"
         )
     return indexed, empty
 
 
-def _count_records(path: Path) -> int:
-    """The non-blank lines of a JSON lines file (``.gz`` or plain)."""
-    with (gzip.open if path.name.endswith(".gz") else open)(path, "rb") as lines:
-        return sum(1 for line in lines if line.strip())
+@contextlib.contextmanager
+def _java_errors_held() -> Iterator[Callable[[], str]]:
+    """Hold back what Java prints on ``System.err`` and logs through Anserini (a stack trace per record it
+    cannot read, which :func:`_index_json_lines` reports in one line instead); yields a function giving the
+    held text. With logging at INFO (``cast -v``) nothing is held back."""
+    if log.isEnabledFor(logging.INFO):
+        yield lambda: ""
+        return
+    from jnius import autoclass
+
+    system = autoclass("java.lang.System")
+    level = autoclass("org.apache.logging.log4j.Level")
+    configurator = autoclass("org.apache.logging.log4j.core.config.Configurator")
+    held = autoclass("java.io.ByteArrayOutputStream")()
+    stderr = system.err
+    system.setErr(autoclass("java.io.PrintStream")(held, True, "UTF-8"))
+    configurator.setLevel("io.anserini.index", level.OFF)
+    try:
+        yield lambda: held.toString("UTF-8")
+    finally:
+        configurator.setLevel("io.anserini.index", level.WARN)
+        system.setErr(stderr)
 
 
 def _raw_batches(passages: Iterator[Passage], size: int) -> Iterator[tuple[list[str], int]]:
@@ -272,6 +332,32 @@ def _read_ahead(items: Iterator[T], depth: int = 2) -> Iterator[T]:
         thread.join()
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _remove_killed_builds(target: Path) -> None:
+    """Remove the build directories of ``target`` left by processes of this host that no longer run."""
+    pattern = re.compile(rf"\.{re.escape(target.name)}\.building-(.+)-(\d+)-[^-]+$")
+    for path in target.parent.glob(f".{glob.escape(target.name)}.building-*"):
+        found = pattern.match(path.name.split(".input-")[0])
+        if found and found[1] == socket.gethostname() and not _running(int(found[2])):
+            log.info("removing %s, left by a build that was killed", path)
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
 def _replace(built: Path, target: Path) -> None:
     """Move the finished index to ``target``, removing what was there only after the new one is in place."""
     if not target.exists():
@@ -281,6 +367,20 @@ def _replace(built: Path, target: Path) -> None:
     os.replace(target, old / target.name)
     os.replace(built, target)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def build_record(index_dir: str | Path) -> dict[str, Any] | None:
+    """What :func:`build_index` recorded of the build of ``index_dir`` (``documents``, ``empty``, ``inputs``,
+    ``duplicates``), or ``None`` for an index built otherwise."""
+    path = Path(index_dir).expanduser() / BUILD_RECORD
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise DataFormatError(
+            path, f"not JSON ({e.msg}); delete it (it only records how the index was built)"
+        ) from e
 
 
 def index_stats(index_dir: str | Path) -> dict[str, int]:

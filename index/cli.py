@@ -51,6 +51,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     embed.add_argument("--format", choices=FORMATS, help="the input format (default: detected per file)")
     embed.add_argument(
+        "--duplicates", metavar="FILE", help="the duplicate list the index was built with, if any"
+    )
+    embed.add_argument(
         "--config", default="offline", help="the config whose reranker settings are used (default: offline)"
     )
     embed.add_argument(
@@ -102,11 +105,15 @@ def embed_main(args: argparse.Namespace) -> int:
     from cast.errors import ConfigError
     from cast.registry import build_stage
     from cast.resources import Resources
-    from index.collections import collection_formats
+    from index.build import build_record
+    from index.collections import collection_formats, read_duplicates
     from index.embeddings import build_embeddings, store_path
 
     index_dir = jvm.check_index(args.index)
     collection_formats(args.input, args.format)  # a bad input fails before the model loads
+    if args.duplicates:
+        read_duplicates(args.duplicates)
+    record = build_record(index_dir)  # (not the JVM's statistics: a running JVM would take Ctrl-C)
     config = load_config(args.config, [f"index={index_dir}", *args.overrides])
     if args.device:
         config["device"] = args.device
@@ -128,6 +135,8 @@ def embed_main(args: argparse.Namespace) -> int:
         reranker.embed,
         reranker.embedding_dimension,
         fmt=args.format,
+        duplicates=args.duplicates,
+        index_documents=record["documents"] if record else None,
         chunk_size=args.chunk_size,
         overwrite=args.overwrite,
     )

@@ -15,11 +15,13 @@ passages to drop; see :func:`read_duplicates`.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import html
 import io
 import json
 import re
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -45,12 +47,21 @@ def read_passages(
             the document it comes from (with or without the collection prefix), is listed.
 
     Raises:
-        DataFormatError: an unknown format, or a malformed line (the error names file and line).
+        DataFormatError: an unknown format, a malformed line (the error names file and line), or a passage id
+            that occurs twice (a Lucene index would hold both, and rankings would repeat the id).
     """
+    seen: set[str] = set()
     for path, file_format in collection_formats(paths, fmt):
         for passage, source_ids in _READERS[file_format](path):
             if duplicates and not duplicates.isdisjoint(source_ids):
                 continue
+            if passage.id in seen:
+                raise DataFormatError(
+                    path,
+                    f"passage id {passage.id!r} occurs a second time; passage ids must be unique (is a file "
+                    "given twice, or both as .jsonl and .jsonl.gz?)",
+                )
+            seen.add(passage.id)
             yield passage
 
 
@@ -98,8 +109,10 @@ def read_duplicates(path: str | Path) -> frozenset[str]:
     """The ids a CAsT duplicate list drops: every id after the colon of a ``docid:dup1,dup2,...`` line.
 
     Raises:
-        DataFormatError: a non-empty line has no colon.
+        DataFormatError: there is no such file, or a non-empty line has no colon.
     """
+    if not Path(path).is_file():
+        raise DataFormatError(path, "no such duplicate list (--duplicates)")
     dropped: set[str] = set()
     with _open_text(Path(path)) as lines:
         for number, line in enumerate(lines, start=1):
@@ -213,10 +226,19 @@ def collection_files(paths: str | Path | Iterable[str | Path]) -> Iterator[Path]
             raise DataFormatError(path, "no such file or directory")
 
 
-def _open_text(path: Path) -> IO[str]:
-    if path.name.endswith(".gz"):
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
-    return open(path, encoding="utf-8")
+@contextlib.contextmanager
+def _open_text(path: Path) -> Iterator[IO[str]]:
+    """A UTF-8 text file (gzipped where its name ends in ``.gz``), read in the ``with`` block; what cannot be
+    read as such (a broken or mislabelled gzip file, another encoding) is a :class:`DataFormatError`."""
+    try:
+        with (
+            io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
+            if path.name.endswith(".gz")
+            else open(path, encoding="utf-8")
+        ) as file:
+            yield file
+    except (UnicodeDecodeError, gzip.BadGzipFile, EOFError, zlib.error) as e:
+        raise DataFormatError(path, f"cannot read the file: {e}") from e
 
 
 def _json_object(path: Path, line: str, number: int) -> dict[str, Any]:
@@ -231,9 +253,6 @@ def _json_object(path: Path, line: str, number: int) -> dict[str, Any]:
 
 def _json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     with _open_text(path) as lines:
-        try:
-            for number, line in enumerate(lines, start=1):
-                if line.strip():
-                    yield number, _json_object(path, line, number)
-        except (UnicodeDecodeError, gzip.BadGzipFile, EOFError) as e:
-            raise DataFormatError(path, f"cannot read the file: {e}") from e
+        for number, line in enumerate(lines, start=1):
+            if line.strip():
+                yield number, _json_object(path, line, number)

@@ -35,7 +35,7 @@ import numpy as np
 from cast.atomic import atomic_path, write_lines_atomic, write_text_atomic
 from cast.errors import CastError, ConfigError
 from cast.rerank import passage_text
-from index.collections import collection_formats, read_passages
+from index.collections import collection_formats, read_duplicates, read_passages
 
 log = logging.getLogger(__name__)
 
@@ -238,6 +238,8 @@ def build_embeddings(
     dimension: int,
     *,
     fmt: str | None = None,
+    duplicates: str | Path | None = None,
+    index_documents: int | None = None,
     chunk_size: int = 2048,
     overwrite: bool = False,
     progress: bool = True,
@@ -255,13 +257,16 @@ def build_embeddings(
         embed: unit-length float32 embeddings ``[len(texts), dimension]`` of a list of texts.
         dimension: the embedding dimension.
         fmt: the input format (``None``: detected per file).
+        duplicates: the CAsT duplicate list the index was built with (its passages are left out here too).
+        index_documents: the number of documents of the index; the passages with text of ``inputs`` must be
+            as many (``None``: not checked).
         chunk_size: passages per part file; an interruption loses at most one chunk's work.
         overwrite: discard a store (complete or not) already at ``store_dir``.
         progress: show a tqdm progress bar.
 
     Raises:
         CastError: a store at ``store_dir`` was built from other inputs or with other settings (and not
-            ``overwrite``), or its parts are damaged.
+            ``overwrite``), or its parts are damaged; the inputs do not hold ``index_documents`` passages.
         DataFormatError: an input is missing or malformed.
     """
     if chunk_size < 1:
@@ -269,15 +274,27 @@ def build_embeddings(
     started = time.perf_counter()
     store_dir = Path(store_dir).expanduser()
     files = [path for path, _ in collection_formats(inputs, fmt)]
+    dropped = read_duplicates(duplicates) if duplicates else frozenset()
     manifest = {
         "format": FORMAT_VERSION,
         **asdict(settings),
         "dimension": dimension,
         "chunk_size": chunk_size,
-        "inputs": [{"path": str(path.resolve()), "bytes": path.stat().st_size} for path in files],
+        "inputs": [_file_record(path) for path in files],
         "count": None,
         "complete": False,
     }
+    if duplicates:  # only when given: stores made before this setting existed still match
+        manifest["duplicates"] = _file_record(Path(duplicates))
+    total = with_text = 0
+    for passage in read_passages(files, fmt, dropped):
+        total += 1
+        with_text += bool(passage.text.strip())
+    if index_documents is not None and with_text != index_documents:
+        raise CastError(
+            f"the inputs hold {with_text:,} passages with text ({', '.join(map(str, files))}), the index "
+            f"{index_documents:,}: give --input (and --duplicates) as the index was built with"
+        )
     if overwrite and store_dir.exists():
         shutil.rmtree(store_dir)
     existing = read_manifest(store_dir)
@@ -299,16 +316,15 @@ def build_embeddings(
     for part in done:
         with np.load(part) as data:
             resumed += len(data["hashes"])
-    passages = itertools.islice(read_passages(files, fmt), len(done) * chunk_size, None)
+    passages = itertools.islice(read_passages(files, fmt, dropped), len(done) * chunk_size, None)
     embedded = 0
     from tqdm import tqdm
 
-    total = sum(1 for _ in read_passages(files, fmt)) if progress else None
     with tqdm(
         desc=f"embedding {store_dir.name}",
         unit=" passages",
         total=total,
-        initial=min(len(done) * chunk_size, total or 0),
+        initial=min(len(done) * chunk_size, total),
         disable=not progress,
         smoothing=0.1,
     ) as bar:
@@ -338,17 +354,36 @@ def build_embeddings(
     return EmbeddingSummary(embedded, resumed, count, seconds, store_dir)
 
 
+def _file_record(path: Path) -> dict[str, Any]:
+    """How the manifest names an input file: its absolute path and size."""
+    return {"path": str(path.resolve()), "bytes": path.stat().st_size}
+
+
 def _check_same_build(store_dir: Path, existing: dict[str, Any], wanted: dict[str, Any]) -> None:
     """A store being resumed (or found complete) must come from the same inputs and settings."""
-    keys = [key for key in wanted if key not in ("count", "complete")]
+    keys = [key for key in {**existing, **wanted} if key not in ("count", "complete")]
     if existing.get("format") == FORMAT_VERSION and existing.get("complete"):
         keys.remove("chunk_size")  # only matters while resuming
-    differences = [key for key in keys if existing.get(key) != wanted[key]]
+    differences = [
+        f"{key} {_shown(existing.get(key))} (now {_shown(wanted.get(key))})"
+        for key in keys
+        if existing.get(key) != wanted.get(key)
+    ]
     if differences:
         raise CastError(
-            f"the passage-embedding store {store_dir} was started with other {', '.join(differences)}; "
-            "pass --overwrite to discard it and start again"
+            f"the passage-embedding store {store_dir} was started with {'; '.join(differences)}; run the same "
+            "command as then to resume it (--chunk-size, --input, --duplicates, --set reranker.*), or pass "
+            "--overwrite to discard it and start again"
         )
+
+
+def _shown(value: Any) -> str:
+    """A manifest value as an error message shows it: input files by path and size, other values as they are."""
+    if isinstance(value, list):
+        return ", ".join(_shown(item) for item in value) or "none"
+    if isinstance(value, dict) and "path" in value:
+        return f"{value['path']} ({value.get('bytes', 0):,} bytes)"
+    return "none" if value is None else str(value)
 
 
 def _part_files(parts_dir: Path) -> list[Path]:

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from cast.cache import Cache
-from cast.errors import CastError, ConfigError
+from cast.errors import CastError, ConfigError, IndexUnavailableError
 from entity.dictionary import (
+    DICTIONARY_FILE,
     DictionaryLinker,
     SurfaceMatcher,
     build_entity_resources,
@@ -206,8 +207,12 @@ def test_links_are_cached_by_dictionary_version(built: Path, tmp_path: Path):
 
 
 def test_missing_dictionary_says_how_to_build_it(tmp_path: Path):
+    (tmp_path / "index").mkdir()
     with pytest.raises(CastError, match=r"no entity dictionary .*cast entity dictionary --index"):
         DictionaryLinker(resources=Resources(tmp_path / "index", Cache(None)))
+    # A mistyped index is reported as such, not as a dictionary to build beside it.
+    with pytest.raises(IndexUnavailableError, match=r"no index at .*typo: build one with `cast index build"):
+        DictionaryLinker(resources=Resources(tmp_path / "typo", Cache(None)))
 
 
 def test_spacy_mentions(built: Path):
@@ -235,6 +240,7 @@ def test_cli_builds_links_and_relates(fixtures: Path, tmp_path: Path, capsys):
         return capsys.readouterr().out
 
     index = tmp_path / "index"
+    index.mkdir()  # (the resources go beside an index, which must exist)
     assert "written to" in run(
         "dictionary", "--index", str(index), "--input", str(fixtures / "entity" / "collection.jsonl")
     )
@@ -262,3 +268,29 @@ def test_on_real_wikipedia_passages(shared_data: Path, tmp_path: Path):
     mentions = linker.link(text, kind="query")
     expected = ["Aristotle", "Alchemy", "Abraham Lincoln", "Animal Farm", "Alabama"]
     assert [entity_title(m.entity) for m in mentions] == expected
+
+
+def test_resources_are_not_built_beside_a_missing_index(fixtures: Path, tmp_path: Path):
+    with pytest.raises(IndexUnavailableError, match=r"no index at .*typo: build one with `cast index build"):
+        build_entity_resources(tmp_path / "typo", [fixtures / "entity" / "collection.jsonl"], progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_collection_without_titles_does_not_replace_the_resources(built: Path, tmp_path: Path):
+    before = (built / DICTIONARY_FILE).read_bytes()
+    untitled = tmp_path / "untitled.jsonl"
+    untitled.write_text('{"id": "m1", "contents": "Mercury is a planet."}\n')
+    for collection in (untitled, tmp_path / "empty.jsonl"):
+        collection.touch()
+        with pytest.raises(CastError, match=r"none of the \d+ passages of .* has an article title"):
+            build_entity_resources(built.with_name("demo"), [collection], progress=False)
+    assert (built / DICTIONARY_FILE).read_bytes() == before
+
+
+def test_output_folder_with_other_files_is_not_replaced(fixtures: Path, tmp_path: Path):
+    (tmp_path / "notes.txt").write_text("keep me")
+    with pytest.raises(CastError, match=r"holds files but no dictionary.json, so it is not replaced"):
+        build_entity_resources(
+            None, [fixtures / "entity" / "collection.jsonl"], output=tmp_path, progress=False
+        )
+    assert (tmp_path / "notes.txt").read_text() == "keep me"

@@ -106,6 +106,7 @@ def test_refuses_to_build_into_a_non_empty_directory(fixtures: Path, tmp_path: P
 def test_overwrite_replaces_the_old_index(fixtures: Path, tmp_path: Path) -> None:
     target = tmp_path / "index"
     target.mkdir()
+    (target / "segments_1").write_text("old")  # (--overwrite replaces only what looks like a Lucene index)
     (target / "old.txt").write_text("old")
     summary = build_index([fixtures / "index" / "collection.tsv"], target, overwrite=True, progress=False)
     assert summary.indexed == 3

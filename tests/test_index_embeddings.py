@@ -133,7 +133,7 @@ def test_interrupted_build_resumes_after_the_last_complete_chunk(collection, enc
 
     # A finished store is left as it is; other settings must start again with overwrite.
     assert build(collection, store_dir, encoder, chunk_size=2).embedded == 0
-    with pytest.raises(CastError, match="other max_seq_length.*--overwrite"):
+    with pytest.raises(CastError, match=r"started with max_seq_length 256 \(now 128\).*--overwrite"):
         build_embeddings(
             collection, store_dir, EmbeddingSettings("all-MiniLM-L6-v2", 128, True), encoder.embed, 384
         )
@@ -199,3 +199,7 @@ def test_cli_embeds_beside_the_index_and_explains_bad_arguments(collection, inde
     assert "missing.jsonl: no such file or directory" in capsys.readouterr().err
     assert cast_main([*base, "--set", "reranker.name=none"]) == 1
     assert "passage embeddings are for the `biencoder` re-ranker" in capsys.readouterr().err
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"id": "x1", "contents": "Not what the index was built from."}\n')
+    assert cast_main(["index", "embed", "--index", str(index), "--input", str(other), "--overwrite"]) == 1
+    assert "the inputs hold 1 passages with text (" in capsys.readouterr().err  # index: 5 (its build record)

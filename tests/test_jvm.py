@@ -38,6 +38,17 @@ def test_searching_writes_no_java_warnings(core_index):
     assert "WARNING" not in proc.stderr, proc.stderr[-2000:]
 
 
+def test_ctrl_c_reaches_python_once_the_jvm_runs():
+    # The JVM used to take SIGINT and end the process: no KeyboardInterrupt, so no clean-up and no message.
+    code = (
+        "import os, signal\nfrom cast import jvm\njvm.start()\n"
+        "try:\n    os.kill(os.getpid(), signal.SIGINT)\n    signal.sigtimedwait([], 0)\n"
+        "except KeyboardInterrupt:\n    print('interrupted')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert (proc.returncode, proc.stdout.strip()) == (0, "interrupted"), proc.stderr[-2000:]
+
+
 def test_java_21_or_newer_is_used():
     from cast import jvm
 

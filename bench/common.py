@@ -1,0 +1,42 @@
+"""What the benchmark scripts share: where the data lies by default, path arguments checked as they are parsed,
+and errors reported in one line.
+
+A script imports it after putting the repository on ``sys.path`` (``from bench.common import ...``) and ends
+with ``sys.exit(run(main))``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO.parent / "shared" / "data"
+DEV_2022 = DATA / "cast" / "2022-dev"
+DEFAULT_INDEX = "/work/cache/indexes/cast2022-dev"
+
+
+def existing_path(value: str) -> Path:
+    """An argparse ``type``: a file or folder that exists (a string default is checked too)."""
+    path = Path(value).expanduser()
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"no such file or folder: {path}")
+    return path
+
+
+def run(main: Callable[[], int]) -> int:
+    """``main()``'s exit status; a :class:`~cast.errors.CastError` is printed as one line (status 1), and an
+    interruption as ``interrupted`` (status 130), without a traceback."""
+    from cast.errors import CastError
+
+    script = Path(sys.argv[0]).name
+    try:
+        return main()
+    except CastError as e:
+        print(f"{script}: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{script}: interrupted", file=sys.stderr)
+        return 130
