@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
+import traceback
 
 from cast import __version__
 from cast.errors import CastError
@@ -52,12 +54,34 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return args.func(args) or 0
-    except CastError as e:
-        print(f"cast {args.command}: error: {e}", file=sys.stderr)
+    except BrokenPipeError:
+        # The reader of our output went away (`cast eval ... | head`): stop quietly, as Unix tools do; point
+        # stdout at /dev/null so that Python's final flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except (CastError, OSError) as e:
+        # A file-system error on a path (an output folder that is a file, a read-only place) is the user's to fix,
+        # not a bug to trace; -v shows where it came from. Other OSErrors keep their traceback.
+        if isinstance(e, OSError) and e.filename is None:
+            raise
+        if args.verbose:
+            traceback.print_exc()
+        print(f"cast {args.command}: error: {_describe(e)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"cast {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _describe(error: Exception) -> str:
+    """The one-line message of an error: a CastError's own, or what an OSError did to which path."""
+    if not isinstance(error, OSError):
+        return str(error)
+    if error.filename2 is not None:
+        return f"cannot move {error.filename} to {error.filename2}: {error.strerror}"
+    if isinstance(error, FileExistsError):  # from mkdir(exist_ok=True): a file where a folder should be
+        return f"{error.filename} is a file, so it cannot be used as a folder"
+    return f"{error.filename}: {error.strerror}"
 
 
 if __name__ == "__main__":

@@ -23,6 +23,17 @@ class DataFormatError(CastError):
         self.line = line
 
 
+def excerpt(value: object, limit: int = 80) -> str:
+    """``repr(value)`` for an error message, cut after ``limit`` characters: a wrong file's line can be huge.
+
+    Example:
+        >>> excerpt("x" * 100, limit=10)
+        "'xxxxxxxxx... (92 more characters)"
+    """
+    shown = repr(value)
+    return shown if len(shown) <= limit else f"{shown[:limit]}... ({len(shown) - limit} more characters)"
+
+
 class EmptyUtteranceError(CastError):
     """A turn has no text to search with."""
 
@@ -40,14 +51,24 @@ class ModelUnavailableError(CastError):
     """
 
     def __init__(self, model: str, reason: str, setting: str | None = None):
-        super().__init__(
-            f"cannot load model {model!r}: {reason}. Make it available by downloading it once on a machine with "
-            f"network (e.g. `huggingface-cli download {model}`, which fills the Hugging Face cache), or point the "
-            f"config at a local folder holding the model (--set {setting or 'STAGE.model'}=/path/to/model)."
-        )
+        point = f"--set {setting or 'STAGE.model'}=/path/to/model"
+        if _is_local_path(model):  # a download command for a path would be no help
+            how = f"Point the config at a folder that holds the model ({point})."
+        else:
+            how = (
+                "Make it available by downloading it once on a machine with network (e.g. `huggingface-cli "
+                f"download {model}`, which fills the Hugging Face cache), or point the config at a local folder "
+                f"holding the model ({point})."
+            )
+        super().__init__(f"cannot load model {model!r}: {reason}. {how}")
         self.model = model
         self.reason = reason
         self.setting = setting
+
+
+def _is_local_path(model: str) -> bool:
+    """A model named by a path (``/models/bart``, ``./bart``, ``~/bart``) rather than a Hub id (``org/name``)."""
+    return model.startswith(("/", ".", "~")) or model.count("/") > 1
 
 
 class ServiceUnavailableError(CastError):

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import TracebackType
 
 from cast.atomic import write_lines_atomic
-from cast.errors import DataFormatError
+from cast.errors import DataFormatError, excerpt
 
 RUN_COLUMNS = 6
 
@@ -47,7 +47,7 @@ def write_run(path: str | Path, rankings: Mapping[str, Sequence[tuple[str, float
         rankings: ``{qid: [(docid, score), ...]}``; queries are written in this mapping's order.
         tag: the run tag (last column); it must not contain whitespace.
     """
-    _check_tag(tag)
+    check_tag(tag)
     write_lines_atomic(path, (format_query(qid, scored, tag) for qid, scored in rankings.items()))
 
 
@@ -62,7 +62,7 @@ class TrecRunWriter:
     """
 
     def __init__(self, path: str | Path, tag: str, *, append: bool = True):
-        _check_tag(tag)
+        check_tag(tag)
         self.path = Path(path)
         self.tag = tag
         self._file = self.path.open("a" if append else "w", encoding="utf-8")
@@ -105,7 +105,7 @@ def read_run(path: str | Path) -> dict[str, dict[str, float]]:
             if len(parts) != RUN_COLUMNS:
                 raise DataFormatError(
                     path,
-                    f"expected 6 fields 'qid Q0 docid rank score tag', found {len(parts)} in {line.strip()!r}",
+                    f"expected 6 fields 'qid Q0 docid rank score tag', found {len(parts)} in {excerpt(line.strip())}",
                     line_number,
                 )
             qid, _, docid, _, score_text, _ = parts
@@ -114,7 +114,9 @@ def read_run(path: str | Path) -> dict[str, dict[str, float]]:
             except ValueError:
                 score = math.nan
             if not math.isfinite(score):
-                raise DataFormatError(path, f"score {score_text!r} is not a finite number", line_number)
+                raise DataFormatError(
+                    path, f"score {excerpt(score_text)} is not a finite number", line_number
+                )
             key = (qid, docid)
             if key in first_seen:
                 raise DataFormatError(
@@ -130,6 +132,7 @@ def read_run(path: str | Path) -> dict[str, dict[str, float]]:
     return run
 
 
-def _check_tag(tag: str) -> None:
+def check_tag(tag: str) -> None:
+    """Refuse a run tag that would break the run file's columns (``ValueError``)."""
     if not tag or any(c.isspace() for c in tag):
         raise ValueError(f"a run tag must be non-empty and without whitespace, got {tag!r}")

@@ -44,9 +44,10 @@ unnoticed.
 
 ``rewrites=`` takes a TSV file of ``qid TAB rewrite`` lines (or a ``{qid: rewrite}`` mapping); its rewrites
 become the turns' ``manual_rewrite``, replacing any in the topic file; ``automatic_rewrites=`` does the same
-for ``automatic_rewrite``. A qid they name must be a turn of the topics, so that rewrites for other topics
-are not applied by mistake. Each CAsT 2022 file carries one kind of rewrite; to have both on the manual
-file's turns::
+for ``automatic_rewrite``. Rewrites of topics the file does not hold are ignored (so that a topics file cut
+to a few conversations takes the year's whole rewrites file), but a qid naming no turn of a topic the file holds
+is an error, and so are rewrites that match no turn at all: the rewrites are of another version or year of the
+topics. Each CAsT 2022 file carries one kind of rewrite; to have both on the manual file's turns::
 
     automatic = {t.qid: t.automatic_rewrite for c in load_topics(automatic_file) for t in c.turns}
     conversations = load_topics(manual_file, automatic_rewrites=automatic)
@@ -65,7 +66,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from cast.errors import DataFormatError, EmptyUtteranceError
+from cast.errors import DataFormatError, EmptyUtteranceError, excerpt
 from cast.records import Conversation, Turn
 
 FORMATS = ("cast", "sample")
@@ -98,8 +99,8 @@ def load_topics(
         The conversations in file order (for CAsT 2022, one per path through a topic tree).
 
     Raises:
-        DataFormatError: the file is missing, not JSON, or not in the format; or a rewrite names a qid that
-            is not a turn of the topics.
+        DataFormatError: the file is missing, not JSON, or not in the format; or a rewrite names a qid of one
+            of the topics that is not a turn of it, or no rewrite names a turn.
         EmptyUtteranceError: a turn's utterance or rewrite is empty.
 
     Example:
@@ -134,7 +135,9 @@ def read_rewrites(path: str | Path) -> dict[str, str]:
     for line_number, line in _read_lines(path):
         qid, tab, text = line.partition("\t")
         if not tab:
-            raise DataFormatError(path, f"expected 'qid<TAB>rewrite', found no tab in {line!r}", line_number)
+            raise DataFormatError(
+                path, f"expected 'qid<TAB>rewrite', found no tab in {excerpt(line)}", line_number
+            )
         qid = qid.strip()
         if not qid:
             raise DataFormatError(path, "the qid before the tab is empty", line_number)
@@ -155,20 +158,26 @@ def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     Blank lines are skipped. A (qid, docid) pair judged twice keeps its last grade, as trec_eval does.
 
     Raises:
-        DataFormatError: the file is missing, or a line has not four fields or an integer relevance.
+        DataFormatError: the file is missing or empty, or a line has not four fields or an integer relevance.
     """
     qrels: dict[str, dict[str, int]] = {}
     for line_number, line in _read_lines(path):
         parts = line.split()
         if len(parts) != 4:
             raise DataFormatError(
-                path, f"expected 'qid 0 docid relevance', found {len(parts)} fields in {line!r}", line_number
+                path,
+                f"expected 'qid 0 docid relevance', found {len(parts)} fields in {excerpt(line)}",
+                line_number,
             )
         qid, _, docid, relevance = parts
         try:
             qrels.setdefault(qid, {})[docid] = int(relevance)
         except ValueError:
-            raise DataFormatError(path, f"relevance {relevance!r} is not an integer", line_number) from None
+            raise DataFormatError(
+                path, f"relevance {excerpt(relevance)} is not an integer", line_number
+            ) from None
+    if not qrels:
+        raise DataFormatError(path, "the qrels file is empty")
     return qrels
 
 
@@ -265,7 +274,7 @@ def _cast_number(path: str | Path, item: dict, where: str) -> str:
     number = item["number"]
     text = str(number) if not isinstance(number, bool) else ""
     if not _CAST_NUMBER.fullmatch(text):
-        raise DataFormatError(path, f"{where} has 'number' {number!r}; expected e.g. 3 or '1-3'")
+        raise DataFormatError(path, f"{where} has 'number' {excerpt(number)}; expected e.g. 3 or '1-3'")
     return text
 
 
@@ -321,7 +330,7 @@ def _string(path: str | Path, item: dict, key: str, qid: str) -> str | None:
 
 def _string_list(path: str | Path, value: Any, what: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise DataFormatError(path, f"{what} must be a list of passage ids (strings), found {value!r}")
+        raise DataFormatError(path, f"{what} must be a list of passage ids (strings), found {excerpt(value)}")
     return tuple(value)
 
 
@@ -355,11 +364,19 @@ def _with_rewrites(
         source = str(rewrites)
         rewrites = read_rewrites(rewrites)
     known = {turn.qid for conversation in conversations for turn in conversation.turns}
-    unknown = sorted(set(rewrites) - known)
+    topic_ids = {conversation.topic_id for conversation in conversations}
+    # A qid is `<topic id>_<turn number>`, and turn numbers have no underscore.
+    unknown = sorted(qid for qid in set(rewrites) - known if qid.rpartition("_")[0] in topic_ids)
     if unknown:
         raise DataFormatError(
             source,
             f"{len(unknown)} rewrites name qids that are not turns of these topics, e.g. {unknown[:3]}",
+        )
+    if rewrites and not known & set(rewrites):
+        raise DataFormatError(
+            source,
+            f"none of its {len(rewrites)} rewrites names a turn of these topics (it has e.g. "
+            f"{sorted(rewrites)[:3]}; the topics e.g. {sorted(known)[:3]}): are they of the same year?",
         )
     return [
         replace(

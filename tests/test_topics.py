@@ -285,10 +285,18 @@ def test_rewrites_tsv(tmp_path):
         load_topics(topics, rewrites=no_tab)
     assert (caught.value.path, caught.value.line) == (str(no_tab), 2)
 
+    # A topics file cut to some conversations takes the whole rewrites file: other topics' rewrites are unused.
     other_topics = write(tmp_path, "other.tsv", "31_1\tfine\n99_1\tanother topic\n")
-    with pytest.raises(DataFormatError, match=r"not turns of these topics, e\.g\. \['99_1'\]") as caught:
-        load_topics(topics, rewrites=other_topics)
-    assert caught.value.path == str(other_topics)
+    assert load_topics(topics, rewrites=other_topics)[0].turns[0].manual_rewrite == "fine"
+
+    other_turn = write(tmp_path, "other_turn.tsv", "31_1\tfine\n31_9\tanother version's turn\n")
+    with pytest.raises(DataFormatError, match=r"not turns of these topics, e\.g\. \['31_9'\]") as caught:
+        load_topics(topics, rewrites=other_turn)
+    assert caught.value.path == str(other_turn)
+
+    other_year = write(tmp_path, "other_year.tsv", "81_1\tanother year\n")
+    with pytest.raises(DataFormatError, match=r"none of its 1 rewrites names a turn of these topics"):
+        load_topics(topics, rewrites=other_year)
 
     empty = write(tmp_path, "empty.tsv", "31_1\t \n")
     with pytest.raises(EmptyUtteranceError, match=f"{empty}:1: the rewrite of turn 31_1 is empty"):

@@ -75,6 +75,7 @@ def main(args: argparse.Namespace) -> int:
     from cast.errors import EmptyUtteranceError
     from cast.pipeline import Pipeline
 
+    _check_utterances(args.history, args.utterance)
     pipeline = Pipeline.from_config(config_from_args(args))
 
     def show(result) -> None:
@@ -90,12 +91,14 @@ def main(args: argparse.Namespace) -> int:
         show(conversation.ask(args.utterance))
         return 0
     interactive = sys.stdin.isatty()
+    conversation_number = 1
     for line in _prompted_lines(sys.stdin, interactive):
         utterance = line.strip()
         if utterance == QUIT:
             break
         if utterance == NEW_CONVERSATION:
-            conversation = Conversation(pipeline, topic_id=f"user{id(object())}")
+            conversation_number += 1
+            conversation = Conversation(pipeline, topic_id=f"user{conversation_number}")
             print("(new conversation)", file=sys.stderr)
             continue
         try:
@@ -103,6 +106,26 @@ def main(args: argparse.Namespace) -> int:
         except EmptyUtteranceError:
             print("(empty utterance: type a question, /new or /quit)", file=sys.stderr)
     return 0
+
+
+def _check_utterances(history: list[str], utterance: str | None) -> None:
+    """Refuse what cannot be answered before the models load (seconds), naming the argument to fix."""
+    from cast.errors import CastError, EmptyUtteranceError
+
+    if utterance is None and history:
+        # argparse gives --history every word after it: `--history A B` leaves no UTTERANCE, and the command
+        # would silently wait for standard input instead.
+        raise CastError(
+            "--history takes every utterance that follows it, so no UTTERANCE is left to answer: put `--` before "
+            "it, e.g. cast answer --history 'Tell me about Glasgow.' -- 'Which river flows through it?'"
+        )
+    if utterance is not None and not utterance.strip():
+        raise EmptyUtteranceError("UTTERANCE is empty: give the question to answer")
+    for position, earlier in enumerate(history, start=1):
+        if not earlier.strip():
+            raise EmptyUtteranceError(
+                f"--history utterance {position} is empty: give its text or leave it out"
+            )
 
 
 def _prompted_lines(stream, interactive: bool) -> Iterable[str]:

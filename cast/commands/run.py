@@ -27,18 +27,35 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cast.outputs import RunOutputs
+    from cast.errors import CastError
+    from cast.outputs import RunOutputs, resume_conflict
     from cast.pipeline import Pipeline
     from cast.topics import load_topics
 
     config = config_from_args(args)
     conversations = load_topics(args.topics, rewrites=args.rewrites)
     outputs = RunOutputs(args.output, args.tag or config["tag"], overwrite=args.overwrite)
-    done = outputs.completed()
-    if done:
-        print(f"resuming: {len(done)} turn(s) already answered in {args.output}", file=sys.stderr)
     pipeline = Pipeline.from_config(config)
     described = pipeline.describe()
+    done = outputs.completed()
+    utterances = {t.qid: t.utterance for c in conversations for t in c.turns}
+    conflict = resume_conflict(done, utterances, described)
+    if conflict is not None:
+        # Resuming would mix two experiments in files that look complete.
+        if not args.overwrite:
+            raise CastError(
+                f"{outputs.answers_partial} holds {len(done)} turn(s) of an interrupted run that this run cannot "
+                f"continue: {conflict}. Run again with that run's topics and settings to resume it, or pass "
+                "--overwrite to start over"
+            )
+        print(
+            f"starting over: the interrupted run in {outputs.answers_partial} differs ({conflict})",
+            file=sys.stderr,
+        )
+        outputs.discard_partial()
+        done = {}
+    if done:
+        print(f"resuming: {len(done)} turn(s) already answered in {args.output}", file=sys.stderr)
 
     def write(result) -> None:
         outputs.append(result.qid, result.ranking, {**result.to_record(), "config": described})

@@ -53,8 +53,23 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def _add_retrieval_options(parser: argparse.ArgumentParser, qrels_required: bool = True) -> None:
     parser.add_argument("--qrels", required=qrels_required, type=Path, help="TREC qrels (graded 0-4)")
     parser.add_argument(
-        "--rel", type=int, default=1, help="lowest grade counted relevant by MAP, MRR and recall (default 1)"
+        "--rel",
+        type=_grade_at_least_one,
+        default=1,
+        help="lowest grade counted relevant by MAP, MRR and recall (default 1)",
     )
+
+
+def _grade_at_least_one(text: str) -> int:
+    try:
+        grade = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if grade < 1:
+        raise argparse.ArgumentTypeError(
+            f"{grade} counts unjudged (grade 0) passages as relevant: give 1 or more"
+        )
+    return grade
 
 
 def add_answer_options(parser: argparse.ArgumentParser, with_qrels: bool = True) -> None:
@@ -122,14 +137,18 @@ def main_report(args: argparse.Namespace) -> int:
     if args.runs and args.qrels is None:
         raise CastError("--runs needs --qrels")
     out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
-    sections = ["# Evaluation report", ""]
+    if out.exists() and not out.is_dir():
+        raise CastError(f"--out {out} is a file; give a folder for the report")
+    # Every input is read and checked before the first file is written: a failed report leaves no half of one.
+    calibration = _read_calibrations(args.calibration) if args.calibration else None
     depths = _depths(args)
     retrieval = retrieval_evaluations(args.runs, args.qrels, args.rel) if args.runs else {}
     answers_files = [_read_answers_file(p) for p in args.answers]
     answers = answer_evaluations(args.answers, args, answers_files) if args.answers else {}
     if args.baseline is not None:  # a name that is neither a run nor an answers file is an error
         _baseline(args.baseline, {**retrieval, **answers})
+    out.mkdir(parents=True, exist_ok=True)
+    sections = ["# Evaluation report", ""]
     figures: list[str] = []
     for kind, evaluations in (("retrieval", retrieval), ("answers", answers)):
         if not evaluations:
@@ -142,7 +161,7 @@ def main_report(args: argparse.Namespace) -> int:
         rep.write_csv(out / f"{kind}_tests.csv", comparison.tests)
         rep.write_csv(out / f"{kind}_per_turn.csv", rep.long_per_turn(per_turn, depths), index=False)
         sections.append(rep.comparison_section(kind.capitalize(), comparison, _notes(evaluations)))
-    figures += _figures(out, retrieval, answers, answers_files, depths, args)
+    figures += _figures(out, retrieval, answers, answers_files, depths, calibration)
     sections.append("## Figures\n")
     sections += [f"- {line}" for line in figures]
     rep.write_text(out / "report.md", "\n".join(sections) + "\n")
@@ -163,7 +182,18 @@ def retrieval_evaluations(
 
     qrels = read_qrels(qrels_path)
     names = _unique_names(runs)
-    return {name: evaluate_run(read_run(path), qrels, rel) for name, path in zip(names, runs, strict=True)}
+    evaluations = {}
+    for name, path in zip(names, runs, strict=True):
+        run = read_run(path)
+        evaluation = evaluate_run(run, qrels, rel)
+        if len(evaluation.missing_turns) == len(evaluation.per_turn):
+            # Every figure would be 0 (or NaN): the run and the qrels are of different topics or years.
+            raise CastError(
+                f"no turn of {path} is judged in {qrels_path} (run turns e.g. {next(iter(run))}, judged turns "
+                f"e.g. {next(iter(evaluation.per_turn.index), 'none')}): give the qrels of the run's topics"
+            )
+        evaluations[name] = evaluation
+    return evaluations
 
 
 def answer_evaluations(
@@ -206,6 +236,12 @@ def answer_evaluations(
     scorer = ans.TextScorer(args.multi_ref)
     evaluations = {}
     for name, answers_file in zip(names, files, strict=True):
+        if not set(answers_file.answers) & set(references):
+            raise CastError(
+                f"no turn of {answers_file.path} has a reference in {described} (answered turns e.g. "
+                f"{next(iter(answers_file.answers))}, referenced e.g. {next(iter(references), 'none')}): give the "
+                "topics or qrels of the answers' turns"
+            )
         evaluations[name] = ans.evaluate_answers(
             answers_file,
             references,
@@ -303,7 +339,7 @@ def _figures(
     answers: dict[str, AnswerEvaluation],
     answers_files: list[AnswersFile],
     depths: dict[str, int] | None,
-    args: argparse.Namespace,
+    calibration: Any,
 ) -> list[str]:
     """Draw the figures the inputs allow; return one Markdown line per figure, or why it was skipped."""
     import pandas as pd
@@ -330,7 +366,7 @@ def _figures(
         plots.depth_plot(ndcg, meteor, out / "depth.png")
         lines.append("![nDCG@3 and METEOR by turn depth](depth.png)")
 
-    lengths = _lengths(args.calibration, answers, answers_files)
+    lengths = calibration if calibration is not None else _lengths(answers, answers_files)
     if lengths is None:
         lines.append(
             "Answer-length figure skipped: give --calibration (a `cast calibrate` table) or answers files "
@@ -355,29 +391,32 @@ def _figures(
     return lines
 
 
-def _lengths(
-    calibrations: list[Path] | None, answers: dict[str, AnswerEvaluation], files: list[AnswersFile]
-) -> Any:
-    """Mean answer words per min_length, from calibration files or the answers files' summarizer settings."""
+def _read_calibrations(paths: list[Path]) -> Any:
+    """Mean answer words per min_length (and system) from length calibration files."""
     import pandas as pd
 
     from cast.errors import DataFormatError
 
-    if calibrations:
-        tables = []
-        for path in calibrations:
-            try:
-                table = pd.read_csv(path, sep=None, engine="python")  # CSV or TSV
-            except (OSError, ValueError) as e:
-                raise DataFormatError(path, f"cannot read the length calibration: {e}") from e
-            table = table.rename(columns={"average_words": "words"})
-            missing = {"min_length", "words"} - set(table.columns)
-            if missing:
-                raise DataFormatError(path, f"missing column(s) {', '.join(sorted(missing))}")
-            if "system" not in table.columns:
-                table["system"] = path.stem
-            tables.append(table)
-        return pd.concat(tables, ignore_index=True)
+    tables = []
+    for path in paths:
+        try:
+            table = pd.read_csv(path, sep=None, engine="python")  # CSV or TSV
+        except (OSError, ValueError) as e:
+            raise DataFormatError(path, f"cannot read the length calibration: {e}") from e
+        table = table.rename(columns={"average_words": "words"})
+        missing = {"min_length", "words"} - set(table.columns)
+        if missing:
+            raise DataFormatError(path, f"missing column(s) {', '.join(sorted(missing))}")
+        if "system" not in table.columns:
+            table["system"] = path.stem
+        tables.append(table)
+    return pd.concat(tables, ignore_index=True)
+
+
+def _lengths(answers: dict[str, AnswerEvaluation], files: list[AnswersFile]) -> Any:
+    """Mean answer words per min_length, from the answers files' summarizer settings (None without any)."""
+    import pandas as pd
+
     rows = []
     for answers_file in files:
         summarizer = (next(iter(answers_file.records.values())).get("config") or {}).get("summarizer") or {}
