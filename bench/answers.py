@@ -244,7 +244,11 @@ def main(argv: list[str] | None = None) -> int:
     resources = Resources(config)
     results = prepare(args, conversations, resources, config)
     base_selector = {k: v for k, v in config["selector"].items() if k in ("candidates", "n")}
-    summarizer = build_stage("summarizer", {"name": args.summarizer, "words": args.words}, resources)
+    # The config's settings of that summarizer (e.g. the offline profile's relevance: dense), --words on top.
+    section = config["summarizer"] if config["summarizer"].get("name") == args.summarizer else {}
+    summarizer = build_stage(
+        "summarizer", {**section, "name": args.summarizer, "words": args.words}, resources
+    )
     scorer = TextScorer()
     references = {t.qid: t.response for c in conversations for t in c.turns if t.response}
     qids = [qid for qid in results if qid in references]

@@ -11,12 +11,15 @@ inputs: ``plain`` (transformers' ``generate()``), ``static`` (a fixed-shape KV c
 cache with the decoder step compiled: CUDA graphs on a GPU). Each is checked against ``plain``: the row says
 whether its tokens are identical. ``first s`` is the first call, which compiles (and records CUDA graphs).
 
-With ``--offline``, it times the offline profile's generator instead (``entity_extractive``, pure Python): turns
-of the CAsT 2022 dev topics answered from 3 of the provenance passages each.
+With ``--offline``, it times the offline profile's generator instead (``entity_extractive``): turns of the CAsT
+2022 dev topics answered from 3 of the provenance passages each, for each ``--relevance`` (``overlap``: pure
+Python; ``dense``: sentence embeddings on the CPU, in an empty in-memory cache, so the first pass encodes every
+sentence and later passes find them cached; both are reported).
 
 Usage:
     .venv/bin/python bench/generation_latency.py                          # all three, on CUDA if present
     .venv/bin/python bench/generation_latency.py --offline                # the offline generator, on real text
+    .venv/bin/python bench/generation_latency.py --offline --relevance dense
     .venv/bin/python bench/generation_latency.py --device cpu --models bart-large --repeats 3
     .venv/bin/python bench/generation_latency.py --batch-size 8           # per-answer time in batches of 8
     python bench/generation_latency.py --device cuda --models bart-large --decoding plain static compiled
@@ -127,8 +130,11 @@ def time_generation(
     return rows
 
 
-def time_offline_generator(topics: Path, passages: Path, words: int = 50, repeats: int = 5) -> dict[str, Any]:
-    """Median milliseconds per answer of ``entity_extractive`` on each turn's query and 3 provenance passages."""
+def time_offline_generator(
+    topics: Path, passages: Path, words: int = 50, repeats: int = 5, relevance: str = "overlap"
+) -> dict[str, Any]:
+    """Milliseconds per answer of ``entity_extractive`` on each turn's query and 3 provenance passages: the
+    first pass and the median of all passes."""
     from cast.errors import CastError
     from cast.records import ScoredPassage, Selection
     from cast.registry import build_stage
@@ -149,7 +155,11 @@ def time_offline_generator(topics: Path, passages: Path, words: int = 50, repeat
         )
         for k, turn in enumerate(turns.values())
     ]
-    summarizer = build_stage("summarizer", {"name": "entity_extractive", "words": words}, Resources({}))
+    summarizer = build_stage(
+        "summarizer",
+        {"name": "entity_extractive", "words": words, "relevance": relevance},
+        Resources({"device": "cpu", "cache_dir": None}),
+    )
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -157,6 +167,7 @@ def time_offline_generator(topics: Path, passages: Path, words: int = 50, repeat
         times.append((time.perf_counter() - start) / len(items) * 1000)
     return {
         "turns": len(items),
+        "first_ms_per_answer": times[0],
         "ms_per_answer": statistics.median(times),
         "average_words": statistics.mean(len(a.text.split()) for a in answers),
         "input_words": statistics.mean(
@@ -207,14 +218,25 @@ def main(argv: list[str] | None = None) -> int:
         default=str(DATA / "provenance_passages.jsonl"),
         help="with --offline: JSON lines passages (id, contents) answers are made from (default: %(default)s)",
     )
+    parser.add_argument(
+        "--relevance",
+        nargs="+",
+        default=["overlap", "dense"],
+        choices=["overlap", "dense"],
+        help="with --offline: the generator's query-match settings to time (default: both)",
+    )
     args = parser.parse_args(argv)
 
     if args.offline:
-        row = time_offline_generator(args.topics, args.passages, repeats=args.repeats)
-        print(
-            f"entity_extractive: {row['ms_per_answer']:.2f} ms per answer over {row['turns']} turns "
-            f"({row['input_words']:.0f} input words, {row['average_words']:.1f} answer words on average)"
-        )
+        for relevance in args.relevance:
+            row = time_offline_generator(
+                args.topics, args.passages, repeats=args.repeats, relevance=relevance
+            )
+            print(
+                f"entity_extractive, relevance {relevance}: {row['ms_per_answer']:.2f} ms per answer (median of "
+                f"{args.repeats} passes; first pass {row['first_ms_per_answer']:.2f} ms) over {row['turns']} "
+                f"turns ({row['input_words']:.0f} input words, {row['average_words']:.1f} answer words on average)"
+            )
         return 0
 
     import torch

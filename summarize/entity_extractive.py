@@ -3,15 +3,17 @@
 Sentences of the chosen passages are picked greedily, maximal-marginal-relevance style; each pick maximises
 
     (1 - novelty_weight) * relevance - novelty_weight * (highest word overlap with the sentences already picked)
-    relevance = (1 - position_weight) * [(1 - entity_weight) * query overlap + entity_weight * new entities]
+    relevance = (1 - position_weight) * [(1 - entity_weight) * query match + entity_weight * new entities]
                 + position_weight * position prior
 
-where the query overlap is the idf-weighted share of the query's content words in the sentence, "new entities"
-is the rank mass of the sentence's entities that no picked sentence mentions yet (relative to the top-ranked
-entity), and the position prior favours the first sentences of the best passages (news-style lead sentences).
-Whole sentences are added while they fit in the word budget, then the best remaining one, cut and marked with
-"…", fills it; the answer lists the whole sentences in passage order, then the cut one, each attributed to its
-passage.
+where the query match is, with ``relevance: overlap``, the idf-weighted share of the query's content words in the
+sentence or, with ``relevance: dense`` (the offline profile's), the cosine of the query's and the sentence's
+sentence-transformers embeddings (negative cosines count as 0), which credits a sentence that answers in other
+words ("how tall" / "330 metres high"); "new entities" is the rank mass of the sentence's entities that no picked
+sentence mentions yet (relative to the top-ranked entity), and the position prior favours the first sentences of
+the best passages (news-style lead sentences). Whole sentences are added while they fit in the word budget, then
+the best remaining one, cut and marked with "…", fills it; the answer lists the whole sentences in passage order,
+then the cut one, each attributed to its passage.
 
 Entities come from the selection stage: ``selection.explanation["entity_ranks"]`` (``{entity: rank score}``)
 and ``selection.explanation["passage_entities"]`` (``{passage id: [{"surface", "start", "end", "entity"}]}``,
@@ -28,6 +30,7 @@ from typing import Any
 
 from cast.errors import ConfigError
 from cast.records import Answer, AnswerSentence, Selection
+from cast.resources import Resources
 from cast.stages import Summarizer
 from summarize import no_answer
 from summarize.sentences import count_words, split_sentences
@@ -45,6 +48,7 @@ STOPWORDS = frozenset(
 )
 
 
+RELEVANCE = ("overlap", "dense")
 # The reading position of a cut sentence: after every whole one.
 LAST = (math.inf, 0)
 
@@ -86,6 +90,12 @@ def query_relevance(
     return sum(idf.get(t, 0.0) for t in distinct & sentence_terms) / total
 
 
+def dense_relevance(query_vector: Any, sentence_vectors: Any) -> list[float]:
+    """The cosine of unit-length query and sentence embeddings, negative values as 0 (a sentence about something
+    else is no relevance, not a penalty): on the [0, 1] scale of :func:`query_relevance`."""
+    return [max(0.0, float(cosine)) for cosine in sentence_vectors @ query_vector]
+
+
 def entity_gain(entities: frozenset[str], covered: set[str], ranks: Mapping[str, float]) -> float:
     """The rank mass of the sentence's entities that no picked sentence covers yet (diminishing returns)."""
     return sum(ranks.get(e, 0.0) for e in entities - covered)
@@ -118,6 +128,11 @@ class EntityExtractiveSummarizer(Summarizer):
         min_sentence_words: sentences shorter than this are not considered (headings, fragments).
         position_weight: the share of the position prior (lead sentences of the best passages) in relevance.
         fill: complete the budget with the start of the best sentence that does not fit whole.
+        relevance: how a sentence matches the query: ``overlap`` (idf-weighted shared words) or ``dense``
+            (cosine of sentence embeddings; needs ``resources``, embeddings kept in the shared cache).
+        model: with ``dense``, a sentence-transformers model folder; default the bundled all-MiniLM-L6-v2 (the
+            same model as the bi-encoder re-ranker's is loaded once).
+        max_seq_length: with ``dense``, texts are truncated to this many tokens.
     """
 
     def __init__(
@@ -128,9 +143,21 @@ class EntityExtractiveSummarizer(Summarizer):
         min_sentence_words: int = 4,
         position_weight: float = 0.3,
         fill: bool = True,
+        relevance: str = "overlap",
+        model: str | None = None,
+        max_seq_length: int = 256,
+        resources: Resources | None = None,
     ):
         if words < 1:
             raise ConfigError(f"summarizer.words must be at least 1, got {words}")
+        if relevance not in RELEVANCE:
+            raise ConfigError(
+                f"summarizer.relevance must be one of {', '.join(RELEVANCE)}, got {relevance!r}"
+            )
+        if relevance == "dense" and resources is None:
+            raise ConfigError(
+                "summarizer.relevance: dense needs the pipeline's resources (build it from a config)"
+            )
         weights = (
             ("entity_weight", entity_weight),
             ("novelty_weight", novelty_weight),
@@ -145,6 +172,10 @@ class EntityExtractiveSummarizer(Summarizer):
         self.min_sentence_words = min_sentence_words
         self.position_weight = position_weight
         self.fill = fill
+        self.relevance = relevance
+        # Loaded at start-up, so that a missing model stops the run before any turn.
+        self.encoder = resources.sentence_encoder(model, max_seq_length) if relevance == "dense" else None
+        self.cache = resources.cache if self.encoder is not None else None
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -155,6 +186,8 @@ class EntityExtractiveSummarizer(Summarizer):
             "min_sentence_words": self.min_sentence_words,
             "position_weight": self.position_weight,
             "fill": self.fill,
+            "relevance": self.relevance,
+            **({"model": self.encoder.model_id} if self.encoder is not None else {}),
         }
 
     def summarize(self, query: str, selection: Selection) -> Answer:
@@ -187,9 +220,7 @@ class EntityExtractiveSummarizer(Summarizer):
         Whole sentences are taken while they fit; with ``fill``, the best remaining sentence, cut to the words
         left, completes the budget (as the top-k trim baseline's answers do), so answers are as long as asked.
         """
-        query_terms = content_terms(query)
-        idf = smoothed_idf([c.terms for c in candidates])
-        relevance = [query_relevance(query_terms, c.terms, idf) for c in candidates]
+        relevance = self.query_match(query, candidates)
         top_rank = max(ranks.values(), default=0.0)
         picked: list[Candidate] = []
         covered: set[str] = set()
@@ -217,6 +248,15 @@ class EntityExtractiveSummarizer(Summarizer):
             budget -= candidates[best].words
             remaining.remove(best)
         return picked
+
+    def query_match(self, query: str, candidates: Sequence[Candidate]) -> list[float]:
+        """Each candidate's match with the query, in [0, 1], per the ``relevance`` setting."""
+        if self.encoder is None:
+            query_terms = content_terms(query)
+            idf = smoothed_idf([c.terms for c in candidates])
+            return [query_relevance(query_terms, c.terms, idf) for c in candidates]
+        vectors = self.encoder.cached_embeddings([query, *(c.text for c in candidates)], self.cache)
+        return dense_relevance(vectors[0], vectors[1:])
 
     def _score(
         self,

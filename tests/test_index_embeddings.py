@@ -146,8 +146,8 @@ def test_reranking_with_the_store_scores_as_without_it(collection, encoder, pass
     with_store = build_stage("reranker", {"name": "biencoder"}, resources)
     assert with_store.store is not None
     encoded: list[str] = []
-    embed = with_store.embed
-    with_store.embed = lambda texts: encoded.extend(texts) or embed(texts)
+    embed = with_store.encoder.embed
+    with_store.encoder.embed = lambda texts, batch_size: encoded.extend(texts) or embed(texts, batch_size)
 
     changed = Passage("newton-1", "Newton's text as another collection version has it.", "Isaac Newton")
     unknown = Passage("halley-1", "Halley's comet returns every 76 years.", "Halley's Comet")
