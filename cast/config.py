@@ -15,6 +15,8 @@ from cast.errors import ConfigError
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 DEFAULT_CONFIG = "offline"
+# Top-level keys besides the stage sections (cast.registry.STAGES).
+SETTINGS = ("index", "stemmer", "cache_dir", "device", "tag", "base")
 
 
 def config_path(name_or_path: str | Path) -> Path:
@@ -35,10 +37,32 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {e}") from e
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise ConfigError(f"{where}: not valid YAML: {yaml_problem(e)}") from e
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a config must be a YAML mapping")
+    check_top_level_keys(data, str(path))
     return data
+
+
+def yaml_problem(error: Exception) -> str:
+    """What PyYAML found wrong, on one line (its message spans several and names ``"<unicode string>"``)."""
+    problem = getattr(error, "problem", None) or str(error).strip().splitlines()[0]
+    context = getattr(error, "context", None)
+    return f"{context}, {problem}" if context else problem
+
+
+def check_top_level_keys(config: dict[str, Any], source: str) -> None:
+    """A :class:`ConfigError` for a key that is neither a setting nor a stage section (a typo, or a stale key)."""
+    from cast.registry import STAGES
+
+    known = (*SETTINGS, *STAGES)
+    unknown = sorted(str(key) for key in set(config) - set(known))  # YAML keys need not be strings
+    if unknown:
+        raise ConfigError(
+            f"{source}: unknown top-level key(s) {', '.join(unknown)}; known: {', '.join(known)}"
+        )
 
 
 def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -67,7 +91,7 @@ def parse_override(assignment: str) -> tuple[list[str], Any]:
     try:
         value = yaml.safe_load(raw) if raw.strip() else ""
     except yaml.YAMLError as e:
-        raise ConfigError(f"--set {assignment!r}: the value is not valid YAML: {e}") from e
+        raise ConfigError(f"--set {assignment!r}: the value is not valid YAML: {yaml_problem(e)}") from e
     return key.strip().split("."), value
 
 
@@ -100,5 +124,7 @@ def load_config(name_or_path: str | Path = DEFAULT_CONFIG, overrides: list[str] 
         config = merge(_read_yaml(base_path), config)
     config.setdefault("tag", path.stem)
     for assignment in overrides:
-        apply_override(config, *parse_override(assignment))
+        keys, value = parse_override(assignment)
+        check_top_level_keys({keys[0]: value}, f"--set {assignment}")
+        apply_override(config, keys, value)
     return config

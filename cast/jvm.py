@@ -105,6 +105,12 @@ def _quiet_java_logging() -> None:
 def check_index(index_dir: str | Path) -> Path:
     """The index path, or an :class:`IndexUnavailableError` saying what is wrong with it."""
     path = Path(index_dir).expanduser()
+    if not path.is_dir() and path.parent.name == "indexes" and path.name == "demo":
+        # The offline config's default `index`: the sample index's place in the cache, which `cast demo` fills.
+        raise IndexUnavailableError(
+            f"no index at {path} (the default, where `cast demo` builds the sample index): pass --index PATH "
+            "to search your own index, or run `cast demo` first to build the sample one"
+        )
     if not path.is_dir():
         raise IndexUnavailableError(
             f"no index at {path}: build one with `cast index build --input PATH --index {path}`"

@@ -56,8 +56,14 @@ def _unavailable_reason(name_or_path: str, allow_download: bool, error: Exceptio
         return f"there is no folder {name_or_path}"
     if looks_like_path:
         return f"the folder {name_or_path} does not hold a loadable model ({first_line(error)})"
+    if allow_download and _hub_offline(allow_download):
+        return "it is not in the local Hugging Face cache and HF_HUB_OFFLINE forbids downloads"
     if _hub_offline(allow_download):
-        return "it is not in the local Hugging Face cache and downloads are off (set allow_download: true to allow)"
+        # STAGE is the config section; Stage.from_config, which knows it, puts it in.
+        return (
+            "it is not in the local Hugging Face cache and downloads are off "
+            "(allow them with --set STAGE.allow_download=true)"
+        )
     return first_line(error)
 
 

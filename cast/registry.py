@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from cast.errors import ConfigError, ModelUnavailableError
+from cast.errors import ConfigError
 
 if TYPE_CHECKING:
     from cast.resources import Resources
@@ -75,9 +75,4 @@ def build_stage(kind: str, section: dict[str, Any], resources: Resources) -> Sta
     if not isinstance(section, dict) or "name" not in section:
         raise ConfigError(f"config section {kind!r} must be a mapping with a 'name' key, got {section!r}")
     params = {k: v for k, v in section.items() if k != "name"}
-    try:
-        return stage_class(kind, section["name"]).from_config(params, resources)
-    except ModelUnavailableError as e:
-        if e.setting is not None:
-            raise
-        raise ModelUnavailableError(e.model, e.reason, setting=f"{kind}.model") from e
+    return stage_class(kind, section["name"]).from_config(params, resources)

@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from cast.errors import EmptyUtteranceError
+from cast.errors import ConfigError, EmptyUtteranceError
 from cast.records import Passage, ScoredPassage
 from cast.resources import Resources
 from cast.stages import FirstStage
@@ -23,6 +23,12 @@ def passage_from_raw(docid: str, raw: str | None) -> Passage:
     return Passage(id=docid, text=fields.get("contents", ""), title=fields.get("title") or None)
 
 
+def require(condition: bool, setting: str, wanted: str, value: object) -> None:
+    """A :class:`ConfigError` naming ``setting`` unless ``condition`` holds (checked before the JVM starts)."""
+    if not condition:
+        raise ConfigError(f"{setting} must be {wanted}, got {value!r}")
+
+
 class LuceneFirstStage(FirstStage):
     """Searches the configured index; subclasses choose the scoring function.
 
@@ -32,6 +38,8 @@ class LuceneFirstStage(FirstStage):
     """
 
     def __init__(self, resources: Resources, k: int = 1000, threads: int = 2):
+        require(k >= 1, "first_stage.k", "at least 1", k)
+        require(threads >= 1, "first_stage.threads", "at least 1", threads)
         self.resources = resources
         self.k = k
         self.threads = threads
@@ -84,6 +92,7 @@ class LMDFirstStage(LuceneFirstStage):
 
     def __init__(self, resources: Resources, mu: float = 1000.0, k: int = 1000, threads: int = 2):
         super().__init__(resources, k=k, threads=threads)
+        require(mu > 0, "first_stage.mu", "positive", mu)
         self.mu = mu
 
     def configure(self, searcher: Any) -> None:
@@ -100,6 +109,8 @@ class BM25FirstStage(LuceneFirstStage):
         self, resources: Resources, k1: float = 0.9, b: float = 0.4, k: int = 1000, threads: int = 2
     ):
         super().__init__(resources, k=k, threads=threads)
+        require(k1 >= 0, "first_stage.k1", "at least 0", k1)
+        require(0 <= b <= 1, "first_stage.b", "between 0 and 1", b)
         self.k1, self.b = k1, b
 
     def configure(self, searcher: Any) -> None:

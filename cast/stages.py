@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from cast.errors import ConfigError
+from cast.errors import ConfigError, ModelUnavailableError
 from cast.records import (
     Answer,
     EntityMention,
@@ -57,11 +57,56 @@ class Stage:
             raise ConfigError(
                 f"{cls.kind} {cls.__name__}: unknown setting(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}"
             )
-        return cls(**params)
+        for key, value in params.items():
+            if key in accepted and key != "resources":
+                check_setting(f"{cls.kind}.{key}", value, accepted[key].annotation)
+        try:
+            return cls(**params)
+        except ModelUnavailableError as e:
+            if e.setting is not None:
+                raise
+            # Only here is the stage's config section known: name it in the hints.
+            reason = e.reason.replace("--set STAGE.", f"--set {cls.kind}.")
+            raise ModelUnavailableError(e.model, reason, setting=f"{cls.kind}.model") from e
 
     def describe(self) -> dict[str, Any]:
         """What to record about this stage in outputs (name and settings)."""
         return {"name": self.name}
+
+
+_SIMPLE_TYPES: dict[str, type] = {"int": int, "float": float, "bool": bool, "str": str}
+
+
+def check_setting(setting: str, value: Any, annotation: Any) -> None:
+    """Raise a :class:`ConfigError` when ``value`` does not fit a simple ``__init__`` annotation.
+
+    Only ``int``, ``float``, ``bool`` and ``str``, each optionally ``| None``, are checked (other annotations
+    are left to the stage). An int is a float, but a bool is not an int: ``--set first_stage.k=true`` is a slip.
+
+    Example:
+        >>> check_setting("first_stage.mu", "abc", "float")
+        Traceback (most recent call last):
+        cast.errors.ConfigError: first_stage.mu must be float, got 'abc'
+    """
+    if annotation is inspect.Parameter.empty:
+        return
+    # Stage modules use ``from __future__ import annotations``: annotations are strings such as "int | None".
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
+    names = [part.strip() for part in text.split("|")]
+    optional = "None" in names
+    names = [name for name in names if name != "None"]
+    if len(names) != 1 or names[0] not in _SIMPLE_TYPES:
+        return
+    expected = _SIMPLE_TYPES[names[0]]
+    if value is None:
+        fits = optional
+    elif isinstance(value, bool):
+        fits = expected is bool
+    else:
+        fits = isinstance(value, expected) or (expected is float and isinstance(value, int))
+    if not fits:
+        wanted = f"{names[0]} or null" if optional else names[0]
+        raise ConfigError(f"{setting} must be {wanted}, got {value!r}")
 
 
 class Rewriter(Stage):

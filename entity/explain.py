@@ -20,6 +20,7 @@ CHOSEN_COLOUR = "#d95f02"
 OTHER_COLOUR = "#a6cee3"
 QUERY_EDGE_COLOUR = "#1b1b1b"
 LABELLED_TOP = 15  # besides the query entities, only the top-ranked entities get a label
+IMAGE_SUFFIXES = (".png", ".svg", ".pdf")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -36,12 +37,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    check_image_path(args.out)
     selection = read_selection(args.answers, args.qid)
     render_entity_graph(
         selection, args.out, title=f"{args.qid}: entity graph ({selection.get('method', '?')})"
     )
     print(f"wrote {args.out}")
     return 0
+
+
+def check_image_path(out: Path) -> None:
+    """A :class:`CastError` unless ``out`` names an image format the plot can be written in."""
+    if out.suffix.lower() not in IMAGE_SUFFIXES:
+        raise CastError(f"--out {out}: the image must end in {', '.join(IMAGE_SUFFIXES)} (e.g. graph.png)")
 
 
 def read_selection(answers: Path, qid: str) -> dict[str, Any]:
@@ -66,6 +74,7 @@ def read_selection(answers: Path, qid: str) -> dict[str, Any]:
 
 def render_entity_graph(selection: dict[str, Any], out: Path, title: str = "") -> None:
     """Draw the entity graph of a ``to_dict(Selection)`` to ``out`` (written atomically)."""
+    check_image_path(out)
     explanation = selection.get("explanation") or {}
     ranks: dict[str, float] = explanation.get("entity_ranks") or {}
     if not ranks:

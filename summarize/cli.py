@@ -56,6 +56,7 @@ def main(args: argparse.Namespace) -> int:
     from summarize import calibration as cal
     from summarize.sentences import count_words
 
+    grid = checked_grid(args)
     config = config_from_args(args)
     section = config.get("summarizer") or {}
     if section.get("name") != "seq2seq":
@@ -63,7 +64,6 @@ def main(args: argparse.Namespace) -> int:
             f"calibration needs the seq2seq summarizer, but the config's summarizer is {section.get('name')!r}; "
             "use --config paper or --set summarizer.name=seq2seq --set summarizer.model=..."
         )
-    grid = cal.parse_grid(args.min_lengths)
     # Turns whose passages have no text get no answer at any length: they say nothing about length.
     usable = [(q, s) for q, s in _load_items(args, config) if any(p.passage.text.strip() for p in s.passages)]
     items = sample_items(usable, args.sample, args.seed)
@@ -91,6 +91,22 @@ def main(args: argparse.Namespace) -> int:
     cal.plot(result, report_dir / f"{slug}.png", f"{section.get('model')}: words vs min_length")
     print(f"wrote {output}, {report_dir / slug}.tsv and {report_dir / slug}.png")
     return 0
+
+
+def checked_grid(args: argparse.Namespace) -> list[int]:
+    """The ``--min-lengths`` grid, once the numeric arguments are checked (before any model or index loads)."""
+    import math
+
+    from summarize.calibration import parse_grid
+
+    if not (math.isfinite(args.target_words) and args.target_words > 0):
+        raise ConfigError(f"--target-words must be a positive number of words, got {args.target_words:g}")
+    if args.sample < 0:
+        raise ConfigError(f"--sample must be 0 (all turns) or more, got {args.sample}")
+    grid = parse_grid(args.min_lengths)
+    if not grid or min(grid) < 0:
+        raise ConfigError(f"--min-lengths must give lengths of 0 or more, got {args.min_lengths!r}")
+    return grid
 
 
 def _load_items(args: argparse.Namespace, config: dict[str, Any]) -> list[tuple[str, Any]]:
