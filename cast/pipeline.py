@@ -241,6 +241,7 @@ class Pipeline:
             progress: show a progress bar over turns.
         """
         conversations = list(conversations)
+        self.rewriter.check_topics(conversations)
         done = dict(done or {})
         histories: list[list[PastTurn]] = [[] for _ in conversations]
         answered: dict[str, PastTurn] = {}

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cast.errors import ConfigError, EmptyUtteranceError
-from cast.records import PastTurn, Rewrite, Turn
+from cast.records import Conversation, PastTurn, Rewrite, Turn
 from cast.stages import Rewriter
 
 
@@ -47,12 +47,24 @@ class _TopicRewriter(Rewriter):
         text = getattr(turn, self.field_name)
         if (text is None or not text.strip()) and self._fallback is not None:
             return self._fallback.rewrite(history, turn)
-        label = self.field_name.replace("_", " ")
         if text is None:
-            raise ConfigError(
-                f"turn {turn.qid} has no {label}; use topics that carry one, or set rewriter.fallback (e.g. hqe)"
-            )
-        return Rewrite(query=require_text(text, turn, label), method=self.name)
+            raise self._missing(turn)
+        return Rewrite(query=require_text(text, turn, self._label), method=self.name)
+
+    def check_topics(self, conversations: Sequence[Conversation]) -> None:
+        if self._fallback is None:
+            for turn in (t for c in conversations for t in c.turns):
+                if getattr(turn, self.field_name) is None:
+                    raise self._missing(turn)
+
+    @property
+    def _label(self) -> str:
+        return self.field_name.replace("_", " ")
+
+    def _missing(self, turn: Turn) -> ConfigError:
+        return ConfigError(
+            f"turn {turn.qid} has no {self._label}; use topics that carry one, or set rewriter.fallback (e.g. hqe)"
+        )
 
 
 class ManualRewriter(_TopicRewriter):

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from cast.errors import ConfigError, ModelUnavailableError
 from cast.records import (
     Answer,
+    Conversation,
     EntityMention,
     PastTurn,
     Rewrite,
@@ -120,6 +121,10 @@ class Rewriter(Stage):
     def rewrite_batch(self, items: Sequence[tuple[Sequence[PastTurn], Turn]]) -> list[Rewrite]:
         """Rewrite turns of independent conversations (one item per conversation)."""
         return [self.rewrite(history, turn) for history, turn in items]
+
+    def check_topics(self, conversations: Sequence[Conversation]) -> None:
+        """Raise a :class:`ConfigError` if some turn of ``conversations`` cannot be rewritten (e.g. it lacks the
+        topic-file rewrite this rewriter reads), so that a run stops before its first turn, not in the middle."""
 
 
 class FirstStage(Stage):

@@ -1,11 +1,12 @@
 """The pipeline end to end on the six-passage fixture index, with the baseline stages."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from cast.config import load_config
-from cast.errors import CastError, EmptyUtteranceError
+from cast.errors import CastError, ConfigError, EmptyUtteranceError
 from cast.outputs import RunOutputs, run_scores
 from cast.pipeline import Pipeline, merge_head
 from cast.records import Conversation, Passage, ScoredPassage, Turn
@@ -100,6 +101,15 @@ def test_empty_query_is_reported(pipeline):
     turn = Turn(qid="9_1", topic_id="9", turn_id="1", utterance="  ", manual_rewrite="  ")
     with pytest.raises(EmptyUtteranceError, match="9_1"):
         pipeline.answer_turn([], turn)
+
+
+def test_a_turn_without_the_rewrite_the_rewriter_reads_stops_the_run_before_any_turn(pipeline):
+    first, second = conversations()
+    lacking = Turn(qid="2_9", topic_id="2", turn_id="9", utterance="And then?")
+    answered = []
+    with pytest.raises(ConfigError, match="turn 2_9 has no manual rewrite"):
+        pipeline.run([first, replace(second, turns=(*second.turns, lacking))], on_result=answered.append)
+    assert answered == []
 
 
 def test_missing_index_is_a_clear_error(tmp_path):
