@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from cast.errors import CastError
+from cast.errors import CastError, ConfigError
 from cast.records import (
     Answer,
     Conversation,
@@ -38,6 +38,8 @@ from cast.stages import (
 )
 
 STAGE_KINDS = ("rewriter", "first_stage", "reranker", "linker", "selector", "summarizer")
+# What later turns see as an earlier turn's response: the topics' canonical one, or the pipeline's own answer.
+HISTORY_RESPONSES = ("topics", "answers")
 
 
 @dataclass
@@ -63,9 +65,13 @@ class TurnResult:
     def qid(self) -> str:
         return self.turn.qid
 
-    def past_turn(self) -> PastTurn:
+    def past_turn(self, answer_as_response: bool = False) -> PastTurn:
+        """What later turns may use of this one; with ``answer_as_response``, the answer (if there is one) is
+        the turn's response, in place of the topics' canonical one."""
         return PastTurn(
-            turn=self.turn,
+            turn=_with_response(
+                self.turn, self.answer.text, self.answer.no_answer_reason, answer_as_response
+            ),
             query=self.rewrite.query,
             top_passage=self.ranking[0].passage if self.ranking else None,
             query_entities=self.query_entities,
@@ -92,16 +98,23 @@ class TurnResult:
         }
 
 
-def past_turn_from_record(turn: Turn, record: dict[str, Any]) -> PastTurn:
+def past_turn_from_record(turn: Turn, record: dict[str, Any], answer_as_response: bool = False) -> PastTurn:
     """What later turns need of a turn answered in an earlier (interrupted) run."""
     top = record.get("top_passage")
+    answer = record.get("answer") or {}
     return PastTurn(
-        turn=turn,
+        turn=_with_response(turn, answer.get("text"), answer.get("no_answer_reason"), answer_as_response),
         query=record["query"],
         top_passage=from_dict(Passage, top) if top else None,
         query_entities=tuple(from_dict(EntityMention, m) for m in record.get("query_entities", ())),
         focus_entity=(record.get("selection") or {}).get("focus_entity"),
     )
+
+
+def _with_response(turn: Turn, answer: str | None, no_answer_reason: str | None, use: bool) -> Turn:
+    # The answer is what the user read and refers back to ("the first one"): later turns see it as the turn's
+    # response, as CAsT 2022 topics give the canonical one (HQE's response keywords, T5's p_j).
+    return replace(turn, response=answer) if use and answer and no_answer_reason is None else turn
 
 
 class Pipeline:
@@ -129,6 +142,13 @@ class Pipeline:
         self.selector = selector
         self.summarizer = summarizer
         self.config = config or {}
+        history_responses = self.config.get("history_responses", "topics")
+        if history_responses not in HISTORY_RESPONSES:
+            raise ConfigError(
+                f"history_responses must be one of {', '.join(HISTORY_RESPONSES)}, got {history_responses!r}"
+            )
+        # "answers": a live system's view, where earlier turns' responses are its own answers.
+        self.answers_as_responses = history_responses == "answers"
 
     @classmethod
     def from_config(cls, config: dict[str, Any], resources: Resources | None = None) -> Pipeline:
@@ -146,7 +166,8 @@ class Pipeline:
         return getattr(self.selector, "candidates", 10)
 
     def describe(self) -> dict[str, Any]:
-        return {kind: getattr(self, kind).describe() for kind in STAGE_KINDS}
+        stages = {kind: getattr(self, kind).describe() for kind in STAGE_KINDS}
+        return {**stages, "history_responses": "answers" if self.answers_as_responses else "topics"}
 
     def answer_turn(self, history: Sequence[PastTurn], turn: Turn) -> TurnResult:
         """Answer one turn given what came before it in its conversation."""
@@ -258,12 +279,14 @@ class Pipeline:
                     if turn.qid in answered or turn.qid in batch:
                         continue
                     if turn.qid in done:
-                        answered[turn.qid] = past_turn_from_record(turn, done[turn.qid])
+                        answered[turn.qid] = past_turn_from_record(
+                            turn, done[turn.qid], self.answers_as_responses
+                        )
                     else:
                         batch[turn.qid] = (index, turn)
                 new = self.answer_batch([(list(histories[i]), turn) for i, turn in batch.values()])
                 for result in new:
-                    answered[result.qid] = result.past_turn()
+                    answered[result.qid] = result.past_turn(self.answers_as_responses)
                     results.append(result)
                     if on_result is not None:
                         on_result(result)

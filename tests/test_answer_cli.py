@@ -59,10 +59,9 @@ def test_one_utterance_with_history_as_json(core_index):
 
 
 def test_later_turns_see_the_answers_the_user_read_as_responses():
-    from types import SimpleNamespace
-
     from cast.commands.answer import Conversation
-    from cast.records import NO_ANSWER_TEXT, PastTurn
+    from cast.pipeline import TurnResult
+    from cast.records import NO_ANSWER_TEXT, Answer, Rewrite, Selection
 
     class Pipeline:
         """Answers each turn with a fixed text and remembers the history it was given."""
@@ -73,8 +72,8 @@ def test_later_turns_see_the_answers_the_user_read_as_responses():
         def answer_turn(self, history, turn):
             self.seen.append(list(history))
             text, reason = self.answers.pop(0)
-            answer = SimpleNamespace(text=text, no_answer_reason=reason)
-            return SimpleNamespace(answer=answer, past_turn=lambda: PastTurn(turn=turn, query=turn.utterance))
+            answer = Answer(text, (), "fixed", no_answer_reason=reason)
+            return TurnResult(turn, Rewrite(turn.utterance, "raw"), [], Selection((), "o"), answer)
 
     pipeline = Pipeline([("The Clyde.", None), (NO_ANSWER_TEXT, "no passages were selected"), ("Yes.", None)])
     conversation = Conversation(pipeline)

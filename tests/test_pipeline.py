@@ -8,8 +8,9 @@ import pytest
 from cast.config import load_config
 from cast.errors import CastError, ConfigError, EmptyUtteranceError
 from cast.outputs import RunOutputs, run_scores
-from cast.pipeline import Pipeline, merge_head
-from cast.records import Conversation, Passage, ScoredPassage, Turn
+from cast.pipeline import STAGE_KINDS, Pipeline, merge_head
+from cast.records import Conversation, Passage, Rewrite, ScoredPassage, Turn
+from cast.stages import Rewriter
 
 
 def baseline_config(index, **overrides):
@@ -110,6 +111,44 @@ def test_a_turn_without_the_rewrite_the_rewriter_reads_stops_the_run_before_any_
     with pytest.raises(ConfigError, match="turn 2_9 has no manual rewrite"):
         pipeline.run([first, replace(second, turns=(*second.turns, lacking))], on_result=answered.append)
     assert answered == []
+
+
+class HistoryRecordingRewriter(Rewriter):
+    """The manual rewrite, noting the responses of the earlier turns it is shown."""
+
+    name = "recording"
+
+    def __init__(self):
+        self.responses: dict[str, list[str | None]] = {}
+
+    def rewrite(self, history, turn):
+        self.responses[turn.qid] = [past.turn.response for past in history]
+        return Rewrite(turn.manual_rewrite, self.name)
+
+
+@pytest.mark.parametrize("history_responses", ["topics", "answers"])
+def test_earlier_responses_are_the_topics_or_the_pipelines_own_answers(pipeline, history_responses):
+    convs = conversations()
+    first, *later = convs[0].turns
+    convs[0] = replace(convs[0], turns=(replace(first, response="The canonical response."), *later))
+    recording = HistoryRecordingRewriter()
+    stages = {kind: getattr(pipeline, kind) for kind in STAGE_KINDS}
+    own = Pipeline(**{**stages, "rewriter": recording}, config={"history_responses": history_responses})
+    results = {r.qid: r for r in own.run(convs)}
+    expected = "The canonical response." if history_responses == "topics" else results["1_1"].answer.text
+    assert recording.responses["1_2"] == [expected]
+    assert own.describe()["history_responses"] == history_responses
+
+    # A resumed run sees the same: the answers come from the interrupted run's records.
+    done = {"1_1": results["1_1"].to_record()}
+    own.run(convs, done=done)
+    assert recording.responses["1_2"] == [expected]
+
+
+def test_history_responses_must_be_topics_or_answers(pipeline):
+    stages = {kind: getattr(pipeline, kind) for kind in STAGE_KINDS}
+    with pytest.raises(ConfigError, match="history_responses must be one of topics, answers, got 'own'"):
+        Pipeline(**stages, config={"history_responses": "own"})
 
 
 def test_missing_index_is_a_clear_error(tmp_path):

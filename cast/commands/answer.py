@@ -44,8 +44,6 @@ class Conversation:
         self.history = []
 
     def ask(self, utterance: str):
-        from dataclasses import replace
-
         from cast.records import Turn
 
         number = len(self.history) + 1
@@ -53,12 +51,8 @@ class Conversation:
             qid=f"{self.topic_id}_{number}", topic_id=self.topic_id, turn_id=str(number), utterance=utterance
         )
         result = self.pipeline.answer_turn(self.history, turn)
-        past = result.past_turn()
-        if result.answer.no_answer_reason is None:
-            # The answer is what the user read and refers back to ("the first one"): later turns see it as the
-            # turn's response, as CAsT 2022 topics give the canonical one (HQE's response keywords, T5's p_j).
-            past = replace(past, turn=replace(past.turn, response=result.answer.text))
-        self.history.append(past)
+        # No topics give a response here: what the user read is the turn's response.
+        self.history.append(result.past_turn(answer_as_response=True))
         return result
 
 
