@@ -274,7 +274,9 @@ def main(argv: list[str] | None = None) -> int:
         answers = dict(
             zip(
                 qids,
-                summarizer.summarize_batch([(run_results[q].rewrite.query, selections[q]) for q in qids]),
+                summarizer.summarize_batch(
+                    [(run_results[q].rewrite.answer_question, selections[q]) for q in qids]
+                ),
                 strict=True,
             )
         )

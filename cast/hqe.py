@@ -260,4 +260,4 @@ class HQERewriter(Rewriter):
                 + ("subtopic keywords of the last turns added" if ambiguous else "no subtopic keywords added")
             ),
         }
-        return Rewrite(query=query, method=self.name, inputs=inputs)
+        return Rewrite(query=query, method=self.name, inputs=inputs, question=utterance)

@@ -218,7 +218,10 @@ class Pipeline:
         ]
         selections = timed("select", lambda: [self.selector.select(s) for s in selection_inputs])
         answers = timed(
-            "summarize", lambda: self.summarizer.summarize_batch(list(zip(queries, selections, strict=True)))
+            "summarize",
+            lambda: self.summarizer.summarize_batch(
+                [(r.answer_question, sel) for r, sel in zip(rewrites, selections, strict=True)]
+            ),
         )
         return [
             TurnResult(

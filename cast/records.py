@@ -97,11 +97,26 @@ class EntityMention:
 
 @dataclass(frozen=True)
 class Rewrite:
-    """A context-independent query and what produced it (so a rewrite can be shown and explained)."""
+    """A context-independent query and what produced it (so a rewrite can be shown and explained).
+
+    Attributes:
+        query: what retrieval and re-ranking search with.
+        method: the rewriter's name.
+        inputs: what the rewriter used (history keywords, model input...).
+        question: the question as words to answer, where it is not ``query``: HQE's query is keywords in front
+            of the utterance, which suit retrieval, while the answer generator matches sentences to the question
+            (:attr:`answer_question`). ``None``: the query itself reads as the question.
+    """
 
     query: str
     method: str
     inputs: dict[str, Any] = field(default_factory=dict)
+    question: str | None = None
+
+    @property
+    def answer_question(self) -> str:
+        """The text the answer generator answers."""
+        return self.question or self.query
 
 
 @dataclass(frozen=True)

@@ -120,7 +120,7 @@ def _load_items(args: argparse.Namespace, config: dict[str, Any]) -> list[tuple[
     # The passages are what is calibrated on; a cheap summarizer stands in for the one being calibrated.
     selecting = {**config, "summarizer": {"name": "topk_trim"}}
     results = Pipeline.from_config(selecting).run(conversations, progress=True)
-    return [(r.rewrite.query, r.selection) for r in results]
+    return [(r.rewrite.answer_question, r.selection) for r in results]
 
 
 def read_selections(path: Path) -> list[tuple[str, Any]]:

@@ -10,7 +10,7 @@ from cast.errors import CastError, ConfigError, EmptyUtteranceError
 from cast.outputs import RunOutputs, run_scores
 from cast.pipeline import STAGE_KINDS, Pipeline, merge_head
 from cast.records import Conversation, Passage, Rewrite, ScoredPassage, Turn
-from cast.stages import Rewriter
+from cast.stages import Rewriter, Summarizer
 
 
 def baseline_config(index, **overrides):
@@ -143,6 +143,33 @@ def test_earlier_responses_are_the_topics_or_the_pipelines_own_answers(pipeline,
     done = {"1_1": results["1_1"].to_record()}
     own.run(convs, done=done)
     assert recording.responses["1_2"] == [expected]
+
+
+def test_the_answer_generator_answers_the_rewrites_question_and_retrieval_uses_its_query(pipeline):
+    class KeywordsAndQuestion(Rewriter):
+        name = "keywords"
+
+        def rewrite(self, history, turn):
+            return Rewrite(f"glasgow {turn.manual_rewrite}", self.name, question=turn.utterance)
+
+    class RecordingSummarizer(Summarizer):
+        name = "recording"
+
+        def __init__(self, inner):
+            self.inner, self.questions = inner, []
+
+        def summarize(self, query, selection):
+            self.questions.append(query)
+            return self.inner.summarize(query, selection)
+
+    summarizer = RecordingSummarizer(pipeline.summarizer)
+    stages = {kind: getattr(pipeline, kind) for kind in STAGE_KINDS}
+    own = Pipeline(**{**stages, "rewriter": KeywordsAndQuestion(), "summarizer": summarizer})
+    turn = conversations()[0].turns[1]
+    result = own.answer_turn([], turn)
+    assert summarizer.questions == [turn.utterance]
+    assert result.rewrite.query == f"glasgow {turn.manual_rewrite}"
+    assert result.to_record()["rewrite"]["question"] == turn.utterance
 
 
 def test_history_responses_must_be_topics_or_answers(pipeline):

@@ -119,6 +119,8 @@ def test_hqe_expansion_on_the_fixture_index(fixture_index, keyword_filter):
     # idf 2.639 >= r_topic) and subtopic "cancer" (df 5, idf 1.340).
     second = hqe.rewrite(history[:1], turns[1])
     assert second.query == "throat cancer Is it treatable?"
+    # The answer generator gets the question as asked, not the retrieval keywords in front of it.
+    assert second.answer_question == "Is it treatable?"
     assert second.inputs["ambiguous"] is True
     assert second.inputs["query_performance"] == pytest.approx(IDF[2])
     assert second.inputs["topic_keywords"][0] == {
