@@ -85,6 +85,7 @@ def test_a_turn_shows_rewrite_passages_choice_answer_and_evaluation(client):
         "query": "What climate conference was held in Glasgow?",
         "method": "manual",
         "inputs": {},
+        "question": None,
     }
     top = view["passages"][0]
     assert top["id"] == "p2" and top["first_stage_rank"] == 1
