@@ -55,12 +55,14 @@ class IndexSummary:
         skipped: passages left out because their text is empty.
         seconds: wall-clock time of the build (reading, indexing and the final commit).
         path: the index directory.
+        duplicates_left_out: passages left out because the duplicate list names them (``None``: no list).
     """
 
     indexed: int
     skipped: int
     seconds: float
     path: Path
+    duplicates_left_out: int | None = None
 
     @property
     def passages_per_second(self) -> float:
@@ -133,6 +135,7 @@ def build_index(
         for path, file_format in formats
     )
     dropped = read_duplicates(duplicates) if duplicates else frozenset()
+    left_out: list[str] = []
 
     from tqdm import tqdm
 
@@ -153,7 +156,7 @@ def build_index(
                     files, building, stemmer=stemmer, threads=threads, bar=bar
                 )
             else:
-                passages = read_passages(files, fmt, dropped)
+                passages = read_passages(files, fmt, dropped, left_out)
                 indexed, skipped = _index_passages(passages, building, stemmer, threads, batch_size, bar)
         if not indexed:
             raise CastError(
@@ -162,13 +165,16 @@ def build_index(
         record = {"documents": indexed, "empty": skipped, "inputs": [str(f.resolve()) for f in files]}
         if duplicates:
             record["duplicates"] = str(Path(duplicates).resolve())
+            record["duplicates_left_out"] = len(left_out)
         (building / BUILD_RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
         building.chmod(0o777 & ~_umask())  # mkdtemp's 0700 would keep the index from other users
         _replace(building, target)
     except BaseException:
         shutil.rmtree(building, ignore_errors=True)
         raise
-    summary = IndexSummary(indexed, skipped, time.perf_counter() - started, target)
+    summary = IndexSummary(
+        indexed, skipped, time.perf_counter() - started, target, len(left_out) if duplicates else None
+    )
     log.info(
         "indexed %d passages (%d empty skipped) into %s in %.1f s", indexed, skipped, target, summary.seconds
     )

@@ -92,8 +92,14 @@ def build_main(args: argparse.Namespace) -> int:
         stemmer=args.stemmer,
         duplicates=args.duplicates,
     )
+    # A duplicate list whose ids do not match the collection's (another prefix) leaves nothing out: say how many.
+    listed = (
+        ""
+        if summary.duplicates_left_out is None
+        else f", {summary.duplicates_left_out:,} listed duplicates left out"
+    )
     print(
-        f"indexed {summary.indexed:,} passages into {summary.path} ({summary.skipped:,} empty skipped) "
+        f"indexed {summary.indexed:,} passages into {summary.path} ({summary.skipped:,} empty skipped{listed}) "
         f"in {summary.seconds:.1f} s: {summary.passages_per_second:,.0f} passages/s"
     )
     return 0

@@ -36,7 +36,10 @@ _SPACE = re.compile(r"\s+")
 
 
 def read_passages(
-    paths: str | Path | Iterable[str | Path], fmt: str | None = None, duplicates: frozenset[str] = frozenset()
+    paths: str | Path | Iterable[str | Path],
+    fmt: str | None = None,
+    duplicates: frozenset[str] = frozenset(),
+    left_out: list[str] | None = None,
 ) -> Iterator[Passage]:
     """Stream the passages of one or more files or directories.
 
@@ -45,6 +48,7 @@ def read_passages(
         fmt: one of :data:`FORMATS`; ``None`` detects each file's format with :func:`detect_format`.
         duplicates: ids to drop (from :func:`read_duplicates`); a passage is dropped when its id, or the id of
             the document it comes from (with or without the collection prefix), is listed.
+        left_out: if given, the ids of the passages dropped as duplicates are appended to it.
 
     Raises:
         DataFormatError: an unknown format, a malformed line (the error names file and line), or a passage id
@@ -54,6 +58,8 @@ def read_passages(
     for path, file_format in collection_formats(paths, fmt):
         for passage, source_ids in _READERS[file_format](path):
             if duplicates and not duplicates.isdisjoint(source_ids):
+                if left_out is not None:
+                    left_out.append(passage.id)
                 continue
             if passage.id in seen:
                 raise DataFormatError(

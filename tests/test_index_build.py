@@ -61,7 +61,7 @@ def test_passages_fed_through_python_index_the_same(fixtures: Path, tmp_path: Pa
         duplicates=empty_duplicates,
         progress=False,
     )
-    assert (summary.indexed, summary.skipped) == (5, 2)
+    assert (summary.indexed, summary.skipped, summary.duplicates_left_out) == (5, 2, 0)
     stats = index_stats(tmp_path / "index")
     assert (stats["documents"], stats["total_terms"]) == (5, FIELD_TOKENS)
 
@@ -156,7 +156,7 @@ def test_cli_build_prints_summary_and_stats(
     assert args.func(args) == 0
     out = capsys.readouterr()
     assert "indexed 5 passages into" in out.out
-    assert "(1 empty skipped)" in out.out
+    assert "(1 empty skipped, 2 listed duplicates left out)" in out.out
     assert "passages/s" in out.out
     args = parser.parse_args(["index", "stats", "--index", str(tmp_path / "ix")])
     assert args.func(args) == 0
