@@ -40,7 +40,25 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name).add_parser(subparsers)
+    _accept_verbose_anywhere(parser)
     return parser
+
+
+def _accept_verbose_anywhere(parser: argparse.ArgumentParser) -> None:
+    """Let every (sub)command take ``-v`` too: users type it at the end (``cast run ... -v``)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command in action.choices.values():
+                if "-v" not in command._option_string_actions:
+                    # SUPPRESS: a subcommand without -v must not reset the top-level flag to False.
+                    command.add_argument(
+                        "-v",
+                        "--verbose",
+                        action="store_true",
+                        default=argparse.SUPPRESS,
+                        help="log progress details",
+                    )
+                _accept_verbose_anywhere(command)
 
 
 def main(argv: list[str] | None = None) -> int:
