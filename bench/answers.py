@@ -39,12 +39,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from bench.common import run  # noqa: E402
+from bench.common import DEFAULT_INDEX, DEV_2022_QRELS, DEV_2022_TOPICS, run  # noqa: E402
 
-DATA = REPO.parent / "shared" / "data" / "cast" / "2022-dev"
-TOPICS = DATA / "2022_evaluation_topics_flattened_duplicated_v1.0.json"
-QRELS = DATA / "cast2022.provenance.qrel"
-INDEX = REPO.parent / "cache" / "indexes" / "cast2022-dev"
 MEASURES = ("words", "ROUGE-1", "ROUGE-2", "ROUGE-L", "BLEU-1", "BLEU-4", "METEOR")
 # Config sections re-run per method on the stored turn results: not part of the stored pipeline pass's key.
 RESELECTED = ("selector", "summarizer")
@@ -101,16 +97,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--topics",
         type=Path,
-        default=TOPICS,
+        default=DEV_2022_TOPICS,
         help="CAsT 2022 topics with written responses (default: %(default)s)",
     )
     parser.add_argument(
-        "--qrels", type=Path, default=QRELS, help="qrels judging the chosen passages (default: %(default)s)"
+        "--qrels",
+        type=Path,
+        default=DEV_2022_QRELS,
+        help="qrels judging the chosen passages (default: %(default)s)",
     )
     parser.add_argument(
         "--index",
         type=Path,
-        default=INDEX,
+        default=Path(DEFAULT_INDEX),
         help="Krovetz index of the topics' collection (default: %(default)s)",
     )
     parser.add_argument("--config", default="offline", help="pipeline config profile (default: offline)")

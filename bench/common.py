@@ -14,7 +14,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO.parent / "shared" / "data"
+WIKI = DATA / "wiki" / "enwiki-2013-core.jsonl.gz"
 DEV_2022 = DATA / "cast" / "2022-dev"
+DEV_2022_TOPICS = DEV_2022 / "2022_evaluation_topics_flattened_duplicated_v1.0.json"
+DEV_2022_QRELS = DEV_2022 / "cast2022.provenance.qrel"
+DEV_2022_PASSAGES = DEV_2022 / "provenance_passages.jsonl"
 DEFAULT_INDEX = "/work/cache/indexes/cast2022-dev"
 
 

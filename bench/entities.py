@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.common import DATA, DEFAULT_INDEX, DEV_2022, existing_path, run  # noqa: E402
+from bench.common import DEFAULT_INDEX, DEV_2022_PASSAGES, DEV_2022_TOPICS, WIKI, existing_path, run  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:
@@ -44,20 +44,20 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--collection",
         type=existing_path,
-        default=str(DATA / "wiki" / "enwiki-2013-core.jsonl.gz"),
+        default=str(WIKI),
         help="JSON lines passages (id, title, contents; .gz ok) to sample from: the collection the index was "
         "built from (default: the 820k Wikipedia passages of ../shared/data)",
     )
     parser.add_argument(
         "--topics",
         type=existing_path,
-        default=str(DEV_2022 / "2022_evaluation_topics_flattened_duplicated_v1.0.json"),
+        default=str(DEV_2022_TOPICS),
         help="CAsT 2022 topics whose manual rewrites are the timed turns (default: the 2022 dev topics)",
     )
     parser.add_argument(
         "--provenance",
         type=existing_path,
-        default=str(DEV_2022 / "provenance_passages.jsonl"),
+        default=str(DEV_2022_PASSAGES),
         help="JSON lines texts of the turns' provenance passages (default: the 2022 dev ones)",
     )
     parser.add_argument("--passages", type=int, default=1000, help="sample size")

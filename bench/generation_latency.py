@@ -36,11 +36,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from bench.common import existing_path, run  # noqa: E402
+from bench.common import DEV_2022_PASSAGES, DEV_2022_TOPICS, existing_path, run  # noqa: E402
 from cast.decoding import DECODINGS, BeamDecoder  # noqa: E402  (light: torch is imported when decoding)
 from cast.testing import PUBLISHED_SHAPES, published_shape_model  # noqa: E402  (light, as above)
-
-DATA = REPO.parent / "shared" / "data" / "cast" / "2022-dev"
 
 
 def build_model(shape: str, device: str, dtype: Any) -> Any:
@@ -209,13 +207,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--topics",
         type=Path,
-        default=DATA / "2022_evaluation_topics_flattened_duplicated_v1.0.json",
+        default=DEV_2022_TOPICS,
         help="with --offline: topics whose turns are answered (default: %(default)s)",
     )
     parser.add_argument(
         "--passages",
         type=existing_path,
-        default=str(DATA / "provenance_passages.jsonl"),
+        default=str(DEV_2022_PASSAGES),
         help="with --offline: JSON lines passages (id, contents) answers are made from (default: %(default)s)",
     )
     parser.add_argument(

@@ -32,9 +32,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from bench.common import existing_path, run  # noqa: E402
-
-DEFAULT_INPUT = REPO.parent / "shared" / "data" / "wiki" / "enwiki-2013-core.jsonl.gz"
+from bench.common import WIKI, existing_path, run  # noqa: E402
 
 PYSERINI_CLI = (
     "import runpy, sys; from cast import jvm; jvm.start(); "
@@ -93,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--input",
         type=existing_path,
-        default=str(DEFAULT_INPUT),
+        default=str(WIKI),
         help="a Pyserini JSON lines file (.gz ok; default: %(default)s)",
     )
     parser.add_argument("--limit", type=int, help="index only the first N passages (both sides)")

@@ -42,10 +42,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from bench.common import run  # noqa: E402
-
-DEV_2022 = REPO.parent / "shared" / "data" / "cast" / "2022-dev"
-DEFAULT_INDEX = Path("/work/cache/indexes/cast2022-dev")
+from bench.common import DEFAULT_INDEX, DEV_2022_TOPICS, run  # noqa: E402
 
 
 def summary(name: str, seconds: Sequence[float]) -> str:
@@ -276,13 +273,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     offline.add_argument(
         "--topics",
         type=Path,
-        default=DEV_2022 / "2022_evaluation_topics_flattened_duplicated_v1.0.json",
+        default=DEV_2022_TOPICS,
         help="CAsT topics whose turns are timed (default: %(default)s)",
     )
     offline.add_argument(
         "--index",
         type=Path,
-        default=DEFAULT_INDEX,
+        default=Path(DEFAULT_INDEX),
         help="Krovetz index of the topics' collection (default: %(default)s)",
     )
     offline.add_argument("--turns", type=int, default=30, help="how many turns to time (default 30)")

@@ -22,10 +22,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from bench.common import existing_path, run  # noqa: E402
+from bench.common import WIKI, existing_path, run  # noqa: E402
 from cast.atomic import atomic_path  # noqa: E402
 
-DEFAULT_WIKI = REPO.parent / "shared" / "data" / "wiki" / "enwiki-2013-core.jsonl.gz"
 DEFAULT_OUT = REPO / "cast" / "data" / "sample"
 
 ARTICLES = (
@@ -140,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--wiki",
         type=existing_path,
-        default=str(DEFAULT_WIKI),
+        default=str(WIKI),
         help="the Wikipedia passages (JSON lines .gz; default: %(default)s)",
     )
     parser.add_argument(

@@ -26,11 +26,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from bench.common import run  # noqa: E402
+from bench.common import DEV_2022_QRELS, DEV_2022_TOPICS, run  # noqa: E402
 
-DATA = REPO.parent / "shared" / "data" / "cast" / "2022-dev"
-TOPICS = DATA / "2022_evaluation_topics_flattened_duplicated_v1.0.json"
-QRELS = DATA / "cast2022.provenance.qrel"
 MEASURES = ("words", "ROUGE-1", "ROUGE-2", "ROUGE-L", "BLEU-1", "BLEU-4", "METEOR")
 EXTRACTIVE_GENERATOR = "topk_trim"
 
@@ -49,14 +46,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
-        epilog=f"Defaults: --topics {TOPICS}, --qrels {QRELS}.\n\nUsage:" + __doc__.split("Usage:")[1],
+        epilog=f"Defaults: --topics {DEV_2022_TOPICS}, --qrels {DEV_2022_QRELS}.\n\nUsage:"
+        + __doc__.split("Usage:")[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--answers", nargs="+", required=True, type=Path, metavar="FILE", help="answers files"
     )
     add_answer_options(parser)
-    parser.set_defaults(topics=TOPICS, qrels=QRELS)
+    parser.set_defaults(topics=DEV_2022_TOPICS, qrels=DEV_2022_QRELS)
     return parser.parse_args(argv)
 
 

@@ -37,10 +37,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.common import DATA, DEFAULT_INDEX, DEV_2022, existing_path, run  # noqa: E402
+from bench.common import DATA, DEFAULT_INDEX, DEV_2022, DEV_2022_QRELS, DEV_2022_TOPICS, existing_path, run  # noqa: E402
 
 CAST = DATA / "cast"
-DEV_2022_TOPICS = DEV_2022 / "2022_evaluation_topics_flattened_duplicated_v1.0.json"
 
 QUALITY_SETS = {
     "cast2019": {
@@ -323,7 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     run_parser.add_argument(
         "--qrels",
         type=existing_path,
-        default=str(DEV_2022 / "cast2022.provenance.qrel"),
+        default=str(DEV_2022_QRELS),
         help="TREC qrels of the topics (default: CAsT 2022 dev provenance qrels)",
     )
     run_parser.add_argument(
