@@ -46,11 +46,15 @@ class ModelUnavailableError(CastError):
     """A model named in the config cannot be loaded here.
 
     Args:
-        setting: the config key naming the model (e.g. ``reranker.model``), for the hint; added by
-            :func:`cast.registry.build_stage`, which knows the stage.
+        setting: the config key naming the model (e.g. ``reranker.model``), for the hints; added by
+            :meth:`cast.stages.Stage.from_config`, which knows the stage.
+        downloads_off: the model may be on the Hugging Face Hub, but downloads were not allowed: the message says
+            which setting allows them.
     """
 
-    def __init__(self, model: str, reason: str, setting: str | None = None):
+    def __init__(self, model: str, reason: str, setting: str | None = None, downloads_off: bool = False):
+        section = setting.rpartition(".")[0] if setting else "STAGE"
+        allow = f" (allow them with --set {section}.allow_download=true)" if downloads_off else ""
         point = f"--set {setting or 'STAGE.model'}=/path/to/model"
         if _is_local_path(model):  # a download command for a path would be no help
             how = f"Point the config at a folder that holds the model ({point})."
@@ -60,10 +64,11 @@ class ModelUnavailableError(CastError):
                 f"download {model}`, which fills the Hugging Face cache), or point the config at a local folder "
                 f"holding the model ({point})."
             )
-        super().__init__(f"cannot load model {model!r}: {reason}. {how}")
+        super().__init__(f"cannot load model {model!r}: {reason}{allow}. {how}")
         self.model = model
         self.reason = reason
         self.setting = setting
+        self.downloads_off = downloads_off
 
 
 def _is_local_path(model: str) -> bool:

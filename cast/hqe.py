@@ -178,7 +178,9 @@ class HQERewriter(Rewriter):
         try:
             return load_spacy(self.spacy_model, disable=("parser", "ner", "lemmatizer"))
         except ModelUnavailableError as e:  # name the setting that chose it (the registry would say .model)
-            raise ModelUnavailableError(e.model, e.reason, setting="rewriter.spacy_model") from e
+            raise ModelUnavailableError(
+                e.model, e.reason, setting="rewriter.spacy_model", downloads_off=e.downloads_off
+            ) from e
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -50,21 +50,24 @@ def _hub_offline(allow_download: bool) -> bool:
     return not allow_download or os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
 
 
-def _unavailable_reason(name_or_path: str, allow_download: bool, error: Exception) -> str:
+def _unavailable(name_or_path: str, allow_download: bool, error: Exception) -> ModelUnavailableError:
+    """Why ``from_pretrained`` failed, as the error the caller raises."""
     looks_like_path = name_or_path.startswith(("/", ".", "~")) or Path(name_or_path).expanduser().exists()
     if looks_like_path and not Path(name_or_path).expanduser().is_dir():
-        return f"there is no folder {name_or_path}"
-    if looks_like_path:
-        return f"the folder {name_or_path} does not hold a loadable model ({first_line(error)})"
-    if allow_download and _hub_offline(allow_download):
-        return "it is not in the local Hugging Face cache and HF_HUB_OFFLINE forbids downloads"
-    if _hub_offline(allow_download):
-        # STAGE is the config section; Stage.from_config, which knows it, puts it in.
-        return (
-            "it is not in the local Hugging Face cache and downloads are off "
-            "(allow them with --set STAGE.allow_download=true)"
+        reason = f"there is no folder {name_or_path}"
+    elif looks_like_path:
+        reason = f"the folder {name_or_path} does not hold a loadable model ({first_line(error)})"
+    elif allow_download and _hub_offline(allow_download):
+        reason = "it is not in the local Hugging Face cache and HF_HUB_OFFLINE forbids downloads"
+    elif _hub_offline(allow_download):
+        return ModelUnavailableError(
+            name_or_path,
+            "it is not in the local Hugging Face cache and downloads are off",
+            downloads_off=True,
         )
-    return first_line(error)
+    else:
+        reason = first_line(error)
+    return ModelUnavailableError(name_or_path, reason)
 
 
 def first_line(error: Exception) -> str:
@@ -87,7 +90,7 @@ def _load(loader: Any, name_or_path: str, allow_download: bool, **kwargs: Any) -
     try:
         return loader.from_pretrained(source, local_files_only=_hub_offline(allow_download), **kwargs)
     except (OSError, ValueError, KeyError) as e:  # missing files, bad repo ids, unknown architectures
-        raise ModelUnavailableError(name_or_path, _unavailable_reason(name_or_path, allow_download, e)) from e
+        raise _unavailable(name_or_path, allow_download, e) from e
 
 
 def load_tokenizer(name_or_path: str, *, allow_download: bool = False) -> Any:

@@ -67,8 +67,9 @@ class Stage:
             if e.setting is not None:
                 raise
             # Only here is the stage's config section known: name it in the hints.
-            reason = e.reason.replace("--set STAGE.", f"--set {cls.kind}.")
-            raise ModelUnavailableError(e.model, reason, setting=f"{cls.kind}.model") from e
+            raise ModelUnavailableError(
+                e.model, e.reason, setting=f"{cls.kind}.model", downloads_off=e.downloads_off
+            ) from e
 
     def describe(self) -> dict[str, Any]:
         """What to record about this stage in outputs (name and settings)."""
