@@ -36,6 +36,7 @@ STAGES: dict[str, dict[str, str]] = {
     "linker": {
         "none": "entity.linkers:NoLinker",
         "dictionary": "entity.dictionary:DictionaryLinker",
+        "wikipedia": "entity.wikipedia:WikipediaLinker",
         "spotlight": "entity.spotlight:SpotlightLinker",
         "fox": "entity.fox:FoxLinker",
     },

