@@ -140,6 +140,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="re-run the methods on the stored links filtered at each linker min_specificity S (dictionary linker)",
     )
     parser.add_argument(
+        "--relink",
+        nargs="+",
+        metavar="KEY=VALUE",
+        help="link the stored queries and candidates again with this linker section (e.g. name=wikipedia), "
+        "keeping rewriting, retrieval and re-ranking as prepared",
+    )
+    parser.add_argument(
         "--auc",
         action="store_true",
         help="print per row how often a judged-relevant candidate outscores a non-relevant one (entity score "
@@ -188,6 +195,22 @@ def filter_links(results: dict[str, Any], linker: Any, min_specificity: float) -
             result,
             query_entities=kept(result.query_entities),
             passage_entities={pid: kept(ms) for pid, ms in result.passage_entities.items()},
+        )
+        for qid, result in results.items()
+    }
+
+
+def relink(results: dict[str, Any], linker: Any, candidates: int) -> dict[str, Any]:
+    """The turn results with their queries and first ``candidates`` passages linked by ``linker`` instead."""
+    queries = {qid: result.rewrite.query for qid, result in results.items()}
+    query_links = dict(zip(queries, linker.link_batch(list(queries.values()), kind="query"), strict=True))
+    texts = {p.id: p.passage.text for result in results.values() for p in result.ranking[:candidates]}
+    passage_links = dict(zip(texts, linker.link_batch(list(texts.values()), kind="passage"), strict=True))
+    return {
+        qid: replace(
+            result,
+            query_entities=tuple(query_links[qid]),
+            passage_entities={p.id: tuple(passage_links[p.id]) for p in result.ranking[:candidates]},
         )
         for qid, result in results.items()
     }
@@ -242,6 +265,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     resources = Resources(config)
     results = prepare(args, conversations, resources, config)
+    if args.relink:
+        from cast.config import parse_override
+
+        section = {keys[-1]: value for keys, value in map(parse_override, args.relink)}
+        linker = build_stage("linker", section, resources)
+        start = time.perf_counter()
+        results = relink(results, linker, config["selector"]["candidates"])
+        print(f"re-linked with {linker.describe()} in {time.perf_counter() - start:.0f} s", file=sys.stderr)
     base_selector = {k: v for k, v in config["selector"].items() if k in ("candidates", "n")}
     # The config's settings of that summarizer (e.g. the offline profile's relevance: dense), --words on top.
     section = config["summarizer"] if config["summarizer"].get("name") == args.summarizer else {}

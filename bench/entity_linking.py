@@ -118,8 +118,9 @@ def main() -> int:
     parser.add_argument("--train", action="store_true", help="learn the wikipedia linker's model first")
     parser.add_argument("--model", type=Path, default=None, help="model file to write / read")
     parser.add_argument("--min-precision", type=float, default=0.6, help="least val precision when training")
-    parser.add_argument("--trees", type=int, default=300, help="boosted trees when training")
-    parser.add_argument("--depth", type=int, default=3, help="tree depth when training")
+    parser.add_argument("--trees", type=int, default=600, help="boosted trees when training")
+    parser.add_argument("--depth", type=int, default=4, help="tree depth when training")
+    parser.add_argument("--rate", type=float, default=0.03, help="learning rate when training")
     parser.add_argument(
         "--passages", type=existing_path, default=DEV_2022_PASSAGES, help="passages for speed"
     )
@@ -199,7 +200,7 @@ def train(args, val, gold) -> None:
     rows, labels = feature_rows(train_items, train_candidates)
     print(f"training on {len(rows)} candidates of {len(train_items)} turns ({labels.sum()} positive)")
     model = GradientBoostingClassifier(
-        n_estimators=args.trees, max_depth=args.depth, learning_rate=0.05, subsample=0.8, random_state=0
+        n_estimators=args.trees, max_depth=args.depth, learning_rate=args.rate, subsample=0.8, random_state=0
     )
     model.fit(rows, labels)
     anchors = Anchors.count(
@@ -233,7 +234,7 @@ def train(args, val, gold) -> None:
     path = args.model or MODEL_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     recorded = {
-        "version": f"conel2-gbt{args.trees}x{args.depth}-{threshold:.2f}",
+        "version": f"conel2-gbt{args.trees}x{args.depth}@{args.rate:g}-{threshold:.2f}",
         "val_precision": round(figures.precision, 4),
         "val_recall": round(figures.recall, 4),
         "val_f1": round(f1, 4),

@@ -133,23 +133,35 @@ class TreeEnsemble:
     """
 
     def __init__(self, trees: Sequence[dict[str, list]], init: float, rate: float):
-        self.trees = [{k: np.asarray(v) for k, v in tree.items()} for tree in trees]
+        # All trees side by side, padded to the largest: one vectorised step per level for every tree and row.
+        width = max((len(tree["left"]) for tree in trees), default=1)
+
+        def stacked(key: str, fill: float, dtype: Any) -> np.ndarray:
+            return np.array(
+                [list(t[key]) + [fill] * (width - len(t[key])) for t in trees], dtype=dtype
+            ).reshape(len(trees), width)
+
+        self.left = stacked("left", -1, np.int64)
+        self.right = stacked("right", -1, np.int64)
+        self.feature = stacked("feature", 0, np.int64)
+        self.threshold = stacked("threshold", 0.0, np.float64)
+        self.value = stacked("value", 0.0, np.float64)
         self.init = float(init)
         self.rate = float(rate)
 
     def probabilities(self, rows: np.ndarray) -> np.ndarray:
         """P(link) for each row of features."""
-        raw = np.full(len(rows), self.init)
-        for tree in self.trees:
-            node = np.zeros(len(rows), dtype=np.int64)
-            while True:
-                internal = tree["left"][node] != -1
-                if not internal.any():
-                    break
-                at = node[internal]
-                go_left = rows[internal, tree["feature"][at]] <= tree["threshold"][at]
-                node[internal] = np.where(go_left, tree["left"][at], tree["right"][at])
-            raw += self.rate * tree["value"][node]
+        trees = np.arange(len(self.left))[None, :]
+        node = np.zeros((len(rows), len(self.left)), dtype=np.int64)
+        while True:
+            left = self.left[trees, node]
+            internal = left != -1
+            if not internal.any():
+                break
+            values = np.take_along_axis(rows, self.feature[trees, node], axis=1)
+            step = np.where(values <= self.threshold[trees, node], left, self.right[trees, node])
+            node = np.where(internal, step, node)
+        raw = self.init + self.rate * self.value[trees, node].sum(axis=1)
         return 1.0 / (1.0 + np.exp(-raw))
 
 
@@ -213,8 +225,9 @@ def _zipf(text: str) -> float:
 
 
 def context_words(texts: Sequence[str]) -> frozenset[str]:
-    """The lower-cased words of the conversation so far."""
-    return frozenset(word for text in texts for word in _WORD.findall(text.lower()))
+    """The lower-cased words of the conversation so far, plural words also without their ``s``."""
+    words = {word for text in texts for word in _WORD.findall(text.lower())}
+    return frozenset(words | {word[:-1] for word in words if len(word) > 3 and word.endswith("s")})
 
 
 def sentence_case(title_form: str) -> str:
@@ -446,10 +459,38 @@ def _identifier(title: str, span: Any, collection: CollectionSenses | None) -> s
     return entity_uri(span.text if named else sentence_case(title))
 
 
+def context_rules(candidates: Sequence[Candidate], probabilities: np.ndarray) -> np.ndarray:
+    """What the conversation says overrides what the model learnt from too few examples:
+
+    * a sense whose qualifier the conversation names wins its mention ("Anthrax (American band)" when the talk is
+      of bands): it takes the best probability of the mention's candidates, and the others lose it;
+    * a collection sense reached only through part of its title (a surname, "Curie" -> Marie Curie) is dropped
+      unless the conversation has named the entity in full.
+    """
+    adjusted = np.array(probabilities, dtype=np.float64)
+    mentions: dict[tuple[int, int], list[int]] = {}
+    for i, c in enumerate(candidates):
+        mentions.setdefault((c.first, c.end), []).append(i)
+        partial = c.features["title_coverage"] < 1 and not (
+            c.features["is_title"] or c.features["is_redirect"]
+        )
+        if partial and not c.features["entity_seen_before"]:
+            adjusted[i] = 0.0
+    for members in mentions.values():
+        named = [i for i in members if candidates[i].features["qualifier_in_context"]]
+        if named and len(named) < len(members):
+            best = max(adjusted[i] for i in members)
+            for i in members:
+                adjusted[i] = best if i in named else min(adjusted[i], best / 2)
+    return adjusted
+
+
 def decide(
     candidates: Sequence[Candidate], probabilities: np.ndarray, threshold: float
 ) -> list[tuple[Candidate, float]]:
-    """The links kept: each mention's best candidate, overlapping mentions resolved by probability."""
+    """The links kept: each mention's best candidate, overlapping mentions resolved by probability (after the
+    :func:`context_rules`)."""
+    probabilities = context_rules(candidates, probabilities)
     order = sorted(range(len(candidates)), key=lambda i: (-probabilities[i], candidates[i].first))
     taken: set[int] = set()
     kept = []
@@ -467,7 +508,7 @@ def decide(
 
 
 class CandidateFinder:
-    """Finds the candidate links of texts (spaCy, the knowledge base and the collection's senses)."""
+    """Finds the candidate links of texts: spaCy, the knowledge base and the collection's senses."""
 
     def __init__(self, kb: Any, collection: CollectionSenses | None, spacy_model: str, batch_size: int = 32):
         self.kb = kb
@@ -568,13 +609,15 @@ class WikipediaLinker(SpanLinker):
         return [[LinkedSpan(*span) for span in spans] for spans in found]
 
     def _link(self, items: Sequence[tuple[str, str]], least: float) -> list[list[list]]:
-        out = []
-        for candidates in self.finder.candidates(items):
-            if not candidates:
-                out.append([])
-                continue
-            kept = decide(candidates, self.model.probabilities(candidates), least)
-            out.append([[c.start_char, c.end_char, c.entity, round(p, 6)] for c, p in kept])
+        found = self.finder.candidates(items)
+        flat = [c for candidates in found for c in candidates]
+        probabilities = self.model.probabilities(flat) if flat else np.zeros(0)
+        out, position = [], 0
+        for candidates in found:
+            p = probabilities[position : position + len(candidates)]
+            position += len(candidates)
+            kept = decide(candidates, p, least) if candidates else []
+            out.append([[c.start_char, c.end_char, c.entity, round(q, 6)] for c, q in kept])
         return out
 
     def describe(self) -> dict[str, Any]:
