@@ -3,6 +3,8 @@ tiny random T5 built locally."""
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import tiny_models
 
@@ -38,14 +40,47 @@ HISTORY = [
 ]
 
 
-def test_castorini_format_joins_previous_utterances_then_current():
+@functools.cache
+def spacy_english():
+    from spacy.lang.en import English
+
+    return English()
+
+
+def chatty_goose_input(utterances: list[str]) -> str:
+    """chatty-goose's construction (``Ntr.rewrite``): join with ' ||| ', then re-tokenise with spaCy English."""
+    return " ".join(token.text for token in spacy_english()(" ||| ".join(utterances)))
+
+
+def test_castorini_format_joins_and_retokenises_as_chatty_goose():
     parts = build_input(HISTORY, "What are the symptoms?", "castorini")
     assert parts == ModelInput(
-        "", "What is throat cancer? ||| Is it treatable? ||| ", "What are the symptoms?"
+        "", "What is throat cancer ? ||| Is it treatable ? ||| ", "What are the symptoms ?"
     )
+    history = [past(1, "Why didn't it spread?  Tell me (briefly).")]
+    parts = build_input(history, "And the U.S. rates?", "castorini")
     assert parts.before + parts.history + parts.after == (
-        "What is throat cancer? ||| Is it treatable? ||| What are the symptoms?"
+        "Why did n't it spread ?   Tell me ( briefly ) . ||| And the U.S. rates ?"
     )
+    assert parts.before + parts.history + parts.after == chatty_goose_input(
+        ["Why didn't it spread?  Tell me (briefly).", "And the U.S. rates?"]
+    )
+
+
+@pytest.mark.integration
+def test_castorini_inputs_of_real_cast_2019_turns_are_chatty_goose_byte_for_byte(shared_data):
+    from cast.topics import load_topics
+
+    conversations = load_topics(shared_data / "cast/2019/evaluation_topics_v1.0.json")
+    checked = 0
+    for conversation in conversations:
+        utterances = [t.utterance for t in conversation.turns]
+        history = [past(n, u) for n, u in enumerate(utterances)]
+        for n, utterance in enumerate(utterances):
+            parts = build_input(history[:n], utterance, "castorini")
+            assert parts.before + parts.history + parts.after == chatty_goose_input(utterances[: n + 1])
+            checked += 1
+    assert checked == 479  # every evaluation turn
 
 
 def test_castorini_format_can_use_previous_rewrites():
@@ -94,7 +129,7 @@ def test_long_history_is_cut_from_the_oldest_turn_and_keeps_the_current_utteranc
     ids, cut = rewriter.encode(build_input(HISTORY, "What are the symptoms?", "castorini"))
     assert len(ids) == 12 and cut == 5
     assert (
-        rewriter.tokenizer.decode(ids, skip_special_tokens=True)
+        rewriter.tokenizer.decode(ids, skip_special_tokens=True)  # the tiny word decoder glues "?" back
         == "||| is it treatable? ||| what are the symptoms?"
     )
     assert ids[-1] == rewriter.tokenizer.eos_token_id
@@ -156,3 +191,28 @@ def test_missing_model_fails_at_construction_naming_it_and_how_to_get_it(tmp_pat
 
     with pytest.raises(ModelUnavailableError, match="there is no folder"):
         build_t5(tmp_path / "absent")
+
+
+def test_paper_format_with_a_castorini_checkpoint_warns_at_start_up(tiny_t5, tmp_path, caplog):
+    import shutil
+
+    canard = shutil.copytree(tiny_t5, tmp_path / "t5-base-canard")
+    with caplog.at_level("WARNING", logger="cast.t5_rewriter"):
+        build_t5(canard, input_format="castorini")
+        assert not caplog.records
+        build_t5(canard, input_format="paper")
+    assert "trained on the castorini input format" in caplog.text
+
+
+def test_castorini_rewrites_are_decoded_with_tokenisation_clean_up(tiny_t5):
+    import torch
+    from tokenizers import decoders
+
+    rewriter = build_t5(tiny_t5, num_beams=1, max_output_length=8)
+    # As T5's SentencePiece decoder: spaces kept between all tokens; only the clean-up glues punctuation.
+    rewriter.tokenizer.backend_tokenizer.decoder = decoders.WordPiece(prefix="##", cleanup=False)
+    ids = rewriter.tokenizer("what is throat cancer ? it is , to", add_special_tokens=False)["input_ids"]
+    rewriter.decoder = lambda *args, **kwargs: torch.tensor(
+        [ids]
+    )  # the model's tokens, as generate() gives them
+    assert rewriter.rewrite([], turn(1, "q")).query == "what is throat cancer? it is, to"
