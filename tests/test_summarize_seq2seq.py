@@ -238,3 +238,71 @@ def test_an_unknown_decoding_or_a_model_without_a_static_cache_is_refused(tmp_pa
     assert summarizer(tmp_path).decoder.decoding == "plain"
     with pytest.raises(ConfigError, match="input limit"):
         BeamDecoder(summarizer(model_folders["t5"]).model, "static")
+
+
+def with_config(source, folder, **changes):
+    """A copy of the model folder ``source`` whose config.json has ``changes``."""
+    import json
+    import shutil
+
+    shutil.copytree(source, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, **changes}))
+    return folder
+
+
+def test_the_checkpoints_summarization_settings_apply_under_the_papers_overrides(model_folders, tmp_path):
+    import torch
+
+    # t5-base's published task settings: only the length penalty survives the paper's overrides.
+    task = {"early_stopping": True, "length_penalty": 2.0, "max_length": 200, "min_length": 30}
+    task |= {"no_repeat_ngram_size": 3, "num_beams": 4, "prefix": "summarize: "}
+    folder = with_config(model_folders["t5"], tmp_path / "t5", task_specific_params={"summarization": task})
+    stage = summarizer(folder, min_length=6)
+    chosen = selection(*PASSAGES[:2])
+    answer = stage.summarize("q", chosen)
+    encoded = stage.tokenizer(
+        [model_input("", chosen, with_query=False, prefix="summarize: ")], return_tensors="pt"
+    )
+    with torch.inference_mode():
+        reference = stage.model.generate(
+            **encoded,
+            num_beams=4,
+            no_repeat_ngram_size=3,
+            early_stopping=True,
+            min_length=6,
+            max_length=encoded["input_ids"].shape[1],
+            length_penalty=2.0,
+            forced_eos_token_id=stage.eos_token_id,  # as the per-row maximum length does
+        )
+    assert answer.text == stage.tokenizer.decode(reference[0], skip_special_tokens=True).strip()
+    settings = answer.settings
+    assert settings["length_penalty"] == 2.0 and settings["min_length"] == 6 and settings["num_beams"] == 4
+    assert settings["max_length"] == encoded["input_ids"].shape[1] and settings["prefix"] == "summarize: "
+    assert summarizer(model_folders["t5"]).describe()["length_penalty"] == 1.0
+
+
+def test_the_config_prefix_is_taken_as_the_summarization_pipeline_does(model_folders, tmp_path):
+    # BART-large-cnn's config.json has "prefix": " " and no task prefix.
+    assert summarizer(with_config(model_folders["bart"], tmp_path / "bart", prefix=" ")).prefix == " "
+    assert summarizer(model_folders["bart"]).prefix == ""
+    assert summarizer(model_folders["t5"]).prefix == "summarize: "
+
+
+def test_pegasus_sentence_marks_are_removed_from_answers(model_folders):
+    import torch
+
+    stage = summarizer(model_folders["pegasus"])
+    stage.tokenizer.add_tokens(["<n>"])
+    ids = stage.tokenizer("the door is working . <n> the opener stopped .<n>", add_special_tokens=False)
+
+    class Generated:  # what generate() gives: PEGASUS's "<n>" between sentences
+        decoding = "plain"
+
+        def __call__(self, *args, **kwargs):
+            return torch.tensor([ids["input_ids"]])
+
+    stage.decoder = Generated()
+    answer = stage.summarize("q", selection(PASSAGES[2]))
+    assert "<n>" not in answer.text
+    assert answer.text == "the door is working. the opener stopped."
