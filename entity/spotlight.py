@@ -5,12 +5,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from cast.errors import ServiceUnavailableError
-from entity.linkers import LinkedSpan, RemoteLinker, locate, normalise_entity
+from entity.linkers import (
+    LinkedSpan,
+    NoEntitiesAnswer,
+    RemoteLinker,
+    RequestRejected,
+    locate,
+    normalise_entity,
+)
 
 if TYPE_CHECKING:
     from cast.resources import Resources
 
 PUBLIC_ENDPOINT = "https://api.dbpedia-spotlight.org/{language}/annotate"
+# Spotlight's answer to some texts it found nothing in (its XML result cannot be rendered as JSON): HTTP 400.
+NO_ENTITIES_ERROR = "Error converting XML to JSON"
 
 
 class SpotlightLinker(RemoteLinker):
@@ -27,6 +36,7 @@ class SpotlightLinker(RemoteLinker):
         timeout: seconds to wait for each answer.
         retries: how many times a failed request is repeated.
         backoff: the first wait between attempts, in seconds (doubling each time).
+        give_up_after: failed requests in a row after which the service is not asked again in the run.
 
     Example:
         >>> linker = SpotlightLinker(endpoint="http://localhost:2222/rest/annotate")
@@ -50,6 +60,7 @@ class SpotlightLinker(RemoteLinker):
         timeout: float = 20.0,
         retries: int = 3,
         backoff: float = 1.0,
+        give_up_after: int = 2,
         resources: Resources | None = None,
     ):
         super().__init__(
@@ -61,6 +72,7 @@ class SpotlightLinker(RemoteLinker):
             timeout=timeout,
             retries=retries,
             backoff=backoff,
+            give_up_after=give_up_after,
             resources=resources,
         )
         self.support = support
@@ -74,12 +86,17 @@ class SpotlightLinker(RemoteLinker):
         }
 
     def annotate(self, piece: str, kind: str) -> list[LinkedSpan]:
-        answer = self.http.request(
-            "POST",
-            self.endpoint,
-            data={"text": piece, "confidence": self.confidence[kind], "support": self.support},
-            headers={"Accept": "application/json"},
-        )
+        try:
+            answer = self.http.request(
+                "POST",
+                self.endpoint,
+                data={"text": piece, "confidence": self.confidence[kind], "support": self.support},
+                headers={"Accept": "application/json"},
+            )
+        except RequestRejected as e:
+            if e.status == 400 and NO_ENTITIES_ERROR in e.body:
+                raise NoEntitiesAnswer(f"{self.endpoint} answered HTTP 400 {NO_ENTITIES_ERROR!r}") from e
+            raise
         return parse_spotlight(piece, answer, self.endpoint)
 
 

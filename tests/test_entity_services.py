@@ -193,7 +193,7 @@ def test_spotlight_timeout_fails_with_a_clear_message(serve, tmp_path: Path):
     service = serve(lambda method, path, params: (0, None))
     linker = make_spotlight(service, tmp_path, retries=1, timeout=0.2)
     with pytest.raises(
-        ServiceUnavailableError, match=r"unreachable \(no answer within 0.2 s, 2 attempts\).*on_error"
+        ServiceUnavailableError, match=r"unreachable \(no complete answer within 0.2 s, 2 attempts\).*on_error"
     ):
         linker.link("Berlin")
     assert len(service.requests) == 2
