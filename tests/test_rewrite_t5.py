@@ -15,6 +15,9 @@ from cast.resources import Resources
 from cast.t5_rewriter import ModelInput, build_input, keep_newest
 
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
 @pytest.fixture(autouse=True)
 def offline(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -180,6 +183,40 @@ def test_static_decoding_gives_the_rewrites_of_plain_decoding(tiny_t5):
     assert static.describe()["decoding"] == "static" and plain.describe()["decoding"] == "plain"
     with pytest.raises(ConfigError, match="rewriter.decoding must be one of"):
         build_t5(tiny_t5, decoding="fast")
+
+
+PAPER_REWRITER = {"num_beams": 10, "max_output_length": 64, "max_input_length": 64, "batch_size": 2}
+
+
+def assert_rewrites_as_plain(plain, fast):
+    """Token for token at the paper's 10 beams x 64 tokens: one turn alone and two batched; then with a model
+    that wants to stop early (a larger end-token row), where early stopping decides."""
+    import torch
+
+    items = [(HISTORY, turn(3, "What are the symptoms?")), ([], turn(1, "What is throat cancer?"))]
+    ids = torch.tensor([plain.encode(build_input(HISTORY, "What are the symptoms?", "castorini"))[0]])
+    mask = torch.ones_like(ids)
+    expected = plain.decoder(ids, mask, 64, 10, early_stopping=True)
+    assert expected.shape[1] == 64  # the random model runs to the limit
+    assert fast.decoder(ids, mask, 64, 10, early_stopping=True).tolist() == expected.tolist()
+    assert [r.query for r in fast.rewrite_batch(items)] == [r.query for r in plain.rewrite_batch(items)]
+    with torch.no_grad():
+        for stage in (plain, fast):
+            stage.model.get_output_embeddings().weight[stage.tokenizer.eos_token_id] *= 4
+    assert [r.query for r in fast.rewrite_batch(items)] == [r.query for r in plain.rewrite_batch(items)]
+
+
+def test_static_decoding_gives_the_rewrites_of_plain_decoding_at_10_beams_by_64_tokens(tiny_t5):
+    assert_rewrites_as_plain(
+        build_t5(tiny_t5, **PAPER_REWRITER), build_t5(tiny_t5, decoding="static", **PAPER_REWRITER)
+    )
+
+
+@pytest.mark.slow  # compiling takes a minute or more on a CPU
+@pytest.mark.filterwarnings("ignore::DeprecationWarning:torch.jit")  # raised inside torch.compile
+def test_compiled_decoding_gives_the_rewrites_of_plain_decoding_at_10_beams_by_64_tokens(tiny_t5):
+    compiled = build_t5(tiny_t5, decoding="compiled", **PAPER_REWRITER)
+    assert_rewrites_as_plain(build_t5(tiny_t5, **PAPER_REWRITER), compiled)
 
 
 def test_missing_model_fails_at_construction_naming_it_and_how_to_get_it(tmp_path):

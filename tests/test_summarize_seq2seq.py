@@ -42,8 +42,9 @@ def beam_search(stage, texts):
     """The token ids ``stage`` decodes for ``texts`` together, with each row's maximum length."""
     encoded = stage.tokenizer(texts, padding=True, return_tensors="pt")
     max_lengths = encoded["attention_mask"].sum(dim=1)
-    settings = dict(num_beams=4, no_repeat_ngram_size=3, early_stopping=True, min_length=stage.min_length)
-    output = stage.decoder(encoded["input_ids"], encoded["attention_mask"], max_lengths, **settings)
+    output = stage.decoder(
+        encoded["input_ids"], encoded["attention_mask"], max_lengths, **stage.generation_settings()
+    )
     return output, max_lengths
 
 
@@ -216,12 +217,48 @@ def test_static_decoding_gives_the_tokens_of_plain_decoding(model_folders, famil
     assert plain.summarize("q", selection(TURNS[0])).settings["decoding"] == "plain"
 
 
+# The published checkpoints' settings: BART-large-cnn (length penalty 2.0, forced BOS and EOS) and
+# PEGASUS-cnn_dailymail (length penalty 0.8, forced EOS), on their tiny random stand-ins.
+PUBLISHED_DECODING = {
+    "bart": {"forced_bos_token_id": 0, "forced_eos_token_id": 2, "length_penalty": 2.0},
+    "pegasus": {"forced_eos_token_id": 1, "length_penalty": 0.8},
+}
+
+
+def published_settings(model_folders, tmp_path, family):
+    """A copy of the tiny ``family`` model whose config carries its published checkpoint's decoding settings."""
+    import json
+
+    settings = PUBLISHED_DECODING[family]
+    task = {"summarization": {"length_penalty": settings["length_penalty"], "num_beams": 4}}
+    folder = with_config(model_folders[family], tmp_path / family, task_specific_params=task, **settings)
+    generation = folder / "generation_config.json"  # as the checkpoints publish them
+    generation.write_text(json.dumps({**json.loads(generation.read_text()), **settings}))
+    return folder
+
+
+@pytest.mark.filterwarnings("ignore:Unfeasible length constraints")
+@pytest.mark.parametrize("family", ["bart", "pegasus"])
+def test_static_decoding_gives_the_tokens_of_plain_decoding_at_the_published_settings(
+    model_folders, tmp_path, family
+):
+    folder = published_settings(model_folders, tmp_path, family)
+    plain = summarizer(folder, min_length=12)
+    static = summarizer(folder, min_length=12, decoding="static")
+    assert plain.generation_settings()["length_penalty"] == PUBLISHED_DECODING[family]["length_penalty"]
+    described = plain.describe()
+    assert described["forced_eos_token_id"] == PUBLISHED_DECODING[family]["forced_eos_token_id"]
+    assert described["forced_bos_token_id"] == PUBLISHED_DECODING[family].get("forced_bos_token_id")
+    assert_decodes_as_plain(plain, static)
+
+
 @pytest.mark.slow  # compiling takes about a minute on a CPU
 @pytest.mark.filterwarnings("ignore:Unfeasible length constraints")
 @pytest.mark.filterwarnings("ignore::DeprecationWarning:torch.jit")  # raised inside torch.compile
-def test_compiled_decoding_gives_the_tokens_of_plain_decoding(model_folders):
-    plain = summarizer(model_folders["bart"], min_length=12)
-    compiled = summarizer(model_folders["bart"], min_length=12, decoding="compiled")
+def test_compiled_decoding_gives_the_tokens_of_plain_decoding(model_folders, tmp_path):
+    folder = published_settings(model_folders, tmp_path, "bart")  # length penalty 2.0, forced BOS and EOS
+    plain = summarizer(folder, min_length=12)
+    compiled = summarizer(folder, min_length=12, decoding="compiled")
     assert_decodes_as_plain(plain, compiled)
 
 
