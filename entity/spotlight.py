@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from cast.errors import ServiceUnavailableError
+from cast.errors import ConfigError, ServiceUnavailableError
 from entity.linkers import (
     LinkedSpan,
     NoEntitiesAnswer,
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 PUBLIC_ENDPOINT = "https://api.dbpedia-spotlight.org/{language}/annotate"
 # Spotlight's answer to some texts it found nothing in (its XML result cannot be rendered as JSON): HTTP 400.
 NO_ENTITIES_ERROR = "Error converting XML to JSON"
+POLICIES = ("whitelist", "blacklist")
 
 
 class SpotlightLinker(RemoteLinker):
@@ -31,6 +32,10 @@ class SpotlightLinker(RemoteLinker):
         query_confidence: Spotlight's disambiguation confidence for queries.
         passage_confidence: the same for passages (the paper advises a higher one for long passages).
         support: the least number of in-links of a linked entity.
+        types: keep (or, under ``policy: blacklist``, drop) entities of these types, comma-separated, e.g.
+            ``DBpedia:Person,Schema:Place``; empty: all types.
+        sparql: a SPARQL SELECT whose results are the entities kept (or dropped); empty: no such filter.
+        policy: ``whitelist`` (keep what ``types``/``sparql`` name) or ``blacklist`` (drop it).
         max_chars: longer texts are sent in chunks of at most this many characters.
         on_error: ``fail`` or ``skip`` (continue without entities for that text; see ``report()``).
         timeout: seconds to wait for each answer.
@@ -61,8 +66,15 @@ class SpotlightLinker(RemoteLinker):
         retries: int = 3,
         backoff: float = 1.0,
         give_up_after: int = 2,
+        types: str = "",
+        sparql: str = "",
+        policy: str = "whitelist",
         resources: Resources | None = None,
     ):
+        if policy not in POLICIES:
+            raise ConfigError(
+                f"linker spotlight: policy must be one of {', '.join(POLICIES)}, got {policy!r}"
+            )
         super().__init__(
             endpoint=endpoint or PUBLIC_ENDPOINT.format(language=language),
             query_confidence=query_confidence,
@@ -76,12 +88,19 @@ class SpotlightLinker(RemoteLinker):
             resources=resources,
         )
         self.support = support
+        # Spotlight's filters, sent (and part of the cache key) only where set, so unfiltered answers keep theirs.
+        self.filters = {
+            key: value
+            for key, value in (("types", types), ("sparql", sparql), ("policy", policy))
+            if value and (key != "policy" or value != "whitelist")
+        }
 
     def cache_inputs(self, piece: str, kind: str) -> dict[str, Any]:
         return {
             "endpoint": self.endpoint,
             "confidence": self.confidence[kind],
             "support": self.support,
+            **self.filters,
             "text": piece,
         }
 
@@ -90,7 +109,12 @@ class SpotlightLinker(RemoteLinker):
             answer = self.http.request(
                 "POST",
                 self.endpoint,
-                data={"text": piece, "confidence": self.confidence[kind], "support": self.support},
+                data={
+                    "text": piece,
+                    "confidence": self.confidence[kind],
+                    "support": self.support,
+                    **self.filters,
+                },
                 headers={"Accept": "application/json"},
             )
         except RequestRejected as e:

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from cast.cache import Cache
-from cast.errors import ServiceUnavailableError
+from cast.errors import ConfigError, ServiceUnavailableError
 from entity.fox import FoxLinker
 from entity.linkers import entity_uri
 from entity.relatedness import LinkGraphKnowledgeBase, SparqlKnowledgeBase
@@ -526,3 +526,18 @@ def test_entities_with_question_marks_and_percent_signs_keep_their_inlinks(serve
     assert entities[0].endswith("Rabbit?")
     assert kb.set_sizes(entities) == [2, 1]
     assert kb.intersection_sizes([tuple(entities)]) == [1]
+
+
+def test_spotlight_filters_are_sent_and_key_the_cache(serve, tmp_path: Path):
+    service = serve(lambda method, path, params: spotlight_service(params))
+    make_spotlight(service, tmp_path).link("Berlin")
+    assert not {"types", "sparql", "policy"} & set(service.requests[-1][2])  # unfiltered: as before
+    filtered = make_spotlight(
+        service, tmp_path, types="DBpedia:Place", policy="blacklist", sparql="SELECT ?x {}"
+    )
+    filtered.link("Berlin")
+    assert len(service.requests) == 2  # another filter: not the cached unfiltered answer
+    sent = service.requests[-1][2]
+    assert (sent["types"], sent["policy"], sent["sparql"]) == ("DBpedia:Place", "blacklist", "SELECT ?x {}")
+    with pytest.raises(ConfigError, match="policy must be one of whitelist, blacklist"):
+        make_spotlight(service, tmp_path, policy="greylist")

@@ -14,7 +14,6 @@ from cast.registry import build_stage
 from cast.resources import Resources
 from cast.t5_rewriter import ModelInput, build_input, keep_newest
 
-
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
