@@ -1,4 +1,5 @@
-"""DBpedia Spotlight through its REST API (``/annotate``, JSON answers), with retries and a persistent cache."""
+"""DBpedia Spotlight through its REST API (``/annotate`` or ``/candidates``, JSON answers), with retries and a
+persistent cache."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ class SpotlightLinker(RemoteLinker):
     """Links with DBpedia Spotlight; answers are cached by (endpoint, confidence, support, text).
 
     Args:
-        endpoint: the ``/annotate`` URL; by default the public service for ``language``.
+        endpoint: the ``/annotate`` URL; by default the public service for ``language``. A ``/candidates`` URL
+            links each surface form to its best-scored candidate (``@finalScore``, the mention's confidence).
         language: the language of the public endpoint (ignored when ``endpoint`` is given).
         query_confidence: Spotlight's disambiguation confidence for queries.
         passage_confidence: the same for passages (the paper advises a higher one for long passages).
@@ -121,6 +123,8 @@ class SpotlightLinker(RemoteLinker):
             if e.status == 400 and NO_ENTITIES_ERROR in e.body:
                 raise NoEntitiesAnswer(f"{self.endpoint} answered HTTP 400 {NO_ENTITIES_ERROR!r}") from e
             raise
+        if self.endpoint.rstrip("/").endswith("/candidates"):
+            return parse_candidates(piece, answer, self.endpoint)
         return parse_spotlight(piece, answer, self.endpoint)
 
 
@@ -148,3 +152,36 @@ def parse_spotlight(text: str, answer: Any, endpoint: str = "Spotlight") -> list
         if start is not None and surface:
             spans.append(LinkedSpan(start, start + len(surface), uri, score))
     return spans
+
+
+def parse_candidates(text: str, answer: Any, endpoint: str = "Spotlight") -> list[LinkedSpan]:
+    """The spans of a Spotlight ``/candidates`` JSON answer, each linked to its best ``@finalScore`` candidate.
+
+    The answer is Spotlight's XML turned into JSON: ``annotation.surfaceForm`` and each form's ``resource`` are
+    a list, or a single object when there is one; ``@uri`` is the resource's title.
+    """
+    annotation = answer.get("annotation") if isinstance(answer, dict) else None
+    if not isinstance(annotation, dict):
+        raise ServiceUnavailableError(
+            f"{endpoint} gave an answer that is not a Spotlight candidates object: {answer!r:.200}"
+        )
+    spans = []
+    for form in _as_list(annotation.get("surfaceForm")):
+        try:
+            surface = str(form["@name"])
+            start = locate(text, surface, int(form["@offset"]))
+            best = max(_as_list(form.get("resource")), key=lambda r: float(r["@finalScore"]), default=None)
+            if best is None:
+                continue
+            uri, score = normalise_entity(str(best["@uri"])), float(best["@finalScore"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise ServiceUnavailableError(
+                f"{endpoint} gave a surface form without a valid @name/@offset/@uri/@finalScore: {form!r:.200} ({e})"
+            ) from e
+        if start is not None and surface:
+            spans.append(LinkedSpan(start, start + len(surface), uri, score))
+    return spans
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [] if value is None else [value]

@@ -541,3 +541,35 @@ def test_spotlight_filters_are_sent_and_key_the_cache(serve, tmp_path: Path):
     assert (sent["types"], sent["policy"], sent["sparql"]) == ("DBpedia:Place", "blacklist", "SELECT ?x {}")
     with pytest.raises(ConfigError, match="policy must be one of whitelist, blacklist"):
         make_spotlight(service, tmp_path, policy="greylist")
+
+
+def test_spotlight_candidates_endpoint_links_each_form_to_its_best_candidate(serve, tmp_path: Path):
+    def respond(method, path, params):
+        text = params["text"]
+        forms = [
+            {
+                "@name": "Berlin",
+                "@offset": str(utf16_offset(text, "Berlin")),
+                "resource": [
+                    {"@uri": "Berlin_(band)", "@finalScore": "0.1"},
+                    {"@uri": "Berlin", "@finalScore": "0.8"},
+                ],
+            },
+            {
+                "@name": "Zürich",
+                "@offset": str(utf16_offset(text, "Zürich")),
+                "resource": {"@uri": "Z%C3%BCrich", "@finalScore": "0.7"},
+            },
+        ]
+        return 200, {"annotation": {"@text": text, "surfaceForm": forms}}
+
+    service = serve(respond)
+    linker = SpotlightLinker(endpoint=service.url + "/rest/candidates", retries=0)
+    text = "🙂 Berlin or Zürich"
+    mentions = linker.link(text)
+    assert [(m.surface, m.entity, m.confidence) for m in mentions] == [
+        ("Berlin", entity_uri("Berlin"), 0.8),
+        ("Zürich", entity_uri("Zürich"), 0.7),
+    ]
+    assert all(text[m.start : m.end] == m.surface for m in mentions)
+    assert service.requests[0][1] == "/rest/candidates"
