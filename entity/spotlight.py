@@ -138,20 +138,12 @@ def parse_spotlight(text: str, answer: Any, endpoint: str = "Spotlight") -> list
         raise ServiceUnavailableError(
             f"{endpoint} gave an answer that is not a Spotlight JSON object: {answer!r:.200}"
         )
-    spans = []
-    for resource in answer.get("Resources") or ():
-        try:
-            surface = str(resource["@surfaceForm"])
-            start = locate(text, surface, int(resource["@offset"]))
-            uri = normalise_entity(resource["@URI"])
-            score = float(resource.get("@similarityScore", 0.0))
-        except (KeyError, TypeError, ValueError) as e:
-            raise ServiceUnavailableError(
-                f"{endpoint} gave a resource without a valid @surfaceForm/@offset/@URI: {resource!r:.200} ({e})"
-            ) from e
-        if start is not None and surface:
-            spans.append(LinkedSpan(start, start + len(surface), uri, score))
-    return spans
+    return _spans(
+        text,
+        answer.get("Resources") or (),
+        lambda r: (r["@surfaceForm"], r["@offset"], r["@URI"], r.get("@similarityScore", 0.0)),
+        f"{endpoint} gave a resource without a valid @surfaceForm/@offset/@URI",
+    )
 
 
 def parse_candidates(text: str, answer: Any, endpoint: str = "Spotlight") -> list[LinkedSpan]:
@@ -165,21 +157,34 @@ def parse_candidates(text: str, answer: Any, endpoint: str = "Spotlight") -> lis
         raise ServiceUnavailableError(
             f"{endpoint} gave an answer that is not a Spotlight candidates object: {answer!r:.200}"
         )
+
+    def best_candidate(form: dict) -> tuple[Any, Any, Any, Any] | None:
+        best = max(_as_list(form.get("resource")), key=lambda r: float(r["@finalScore"]), default=None)
+        return None if best is None else (form["@name"], form["@offset"], best["@uri"], best["@finalScore"])
+
+    return _spans(
+        text,
+        _as_list(annotation.get("surfaceForm")),
+        best_candidate,
+        f"{endpoint} gave a surface form without a valid @name/@offset/@uri/@finalScore",
+    )
+
+
+def _spans(text: str, items: Any, read: Any, problem: str) -> list[LinkedSpan]:
+    """The spans of answer ``items``; ``read(item)`` gives its ``(surface, offset, entity, score)`` (strings, as
+    Spotlight gives every value) or None for an item without an entity; ``problem`` starts the error message."""
     spans = []
-    for form in _as_list(annotation.get("surfaceForm")):
+    for item in items:
         try:
-            surface = str(form["@name"])
-            start = locate(text, surface, int(form["@offset"]))
-            best = max(_as_list(form.get("resource")), key=lambda r: float(r["@finalScore"]), default=None)
-            if best is None:
+            fields = read(item)
+            if fields is None:
                 continue
-            uri, score = normalise_entity(str(best["@uri"])), float(best["@finalScore"])
+            surface, offset, entity, score = str(fields[0]), int(fields[1]), str(fields[2]), float(fields[3])
+            start = locate(text, surface, offset)
         except (KeyError, TypeError, ValueError) as e:
-            raise ServiceUnavailableError(
-                f"{endpoint} gave a surface form without a valid @name/@offset/@uri/@finalScore: {form!r:.200} ({e})"
-            ) from e
+            raise ServiceUnavailableError(f"{problem}: {item!r:.200} ({e})") from e
         if start is not None and surface:
-            spans.append(LinkedSpan(start, start + len(surface), uri, score))
+            spans.append(LinkedSpan(start, start + len(surface), normalise_entity(entity), score))
     return spans
 
 

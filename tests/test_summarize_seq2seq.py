@@ -54,17 +54,13 @@ def selection(*texts: str) -> Selection:
     )
 
 
-@pytest.mark.parametrize("family", FAMILIES)
-def test_answer_is_plain_generate_with_the_papers_decoding(model_folders, family):
+def reference_answer(stage, chosen: Selection, **settings) -> tuple[str, int]:
+    """The answer transformers' own ``generate()`` gives with the paper's decoding (and ``settings``), and the
+    input's length."""
     import torch
 
-    stage = summarizer(model_folders[family], min_length=6)
-    chosen = selection(*PASSAGES[:2])
-    answer = stage.summarize("what causes cancer", chosen)
-
-    encoded = stage.tokenizer(
-        [model_input("", chosen, with_query=False, prefix=stage.prefix)], return_tensors="pt"
-    )
+    text = model_input("", chosen, with_query=False, prefix=stage.prefix)
+    encoded = stage.tokenizer([text], return_tensors="pt")
     input_length = encoded["input_ids"].shape[1]
     with torch.inference_mode():
         reference = stage.model.generate(
@@ -74,9 +70,20 @@ def test_answer_is_plain_generate_with_the_papers_decoding(model_folders, family
             early_stopping=True,
             min_length=6,
             max_length=input_length,
-            forced_eos_token_id=stage.eos_token_id,
+            forced_eos_token_id=stage.eos_token_id,  # as the per-row maximum length does
+            **settings,
         )
-    assert answer.text == stage.tokenizer.decode(reference[0], skip_special_tokens=True).strip()
+    return stage.tokenizer.decode(reference[0], skip_special_tokens=True).strip(), input_length
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_answer_is_plain_generate_with_the_papers_decoding(model_folders, family):
+    stage = summarizer(model_folders[family], min_length=6)
+    chosen = selection(*PASSAGES[:2])
+    answer = stage.summarize("what causes cancer", chosen)
+
+    reference, input_length = reference_answer(stage, chosen)
+    assert answer.text == reference
     assert answer.source_ids == ("p0", "p1")
     assert answer.generator == f"seq2seq:{model_folders[family]}"
     assert answer.settings["num_beams"] == 4
@@ -289,8 +296,6 @@ def with_config(source, folder, **changes):
 
 
 def test_the_checkpoints_summarization_settings_apply_under_the_papers_overrides(model_folders, tmp_path):
-    import torch
-
     # t5-base's published task settings: only the length penalty survives the paper's overrides.
     task = {"early_stopping": True, "length_penalty": 2.0, "max_length": 200, "min_length": 30}
     task |= {"no_repeat_ngram_size": 3, "num_beams": 4, "prefix": "summarize: "}
@@ -298,24 +303,11 @@ def test_the_checkpoints_summarization_settings_apply_under_the_papers_overrides
     stage = summarizer(folder, min_length=6)
     chosen = selection(*PASSAGES[:2])
     answer = stage.summarize("q", chosen)
-    encoded = stage.tokenizer(
-        [model_input("", chosen, with_query=False, prefix="summarize: ")], return_tensors="pt"
-    )
-    with torch.inference_mode():
-        reference = stage.model.generate(
-            **encoded,
-            num_beams=4,
-            no_repeat_ngram_size=3,
-            early_stopping=True,
-            min_length=6,
-            max_length=encoded["input_ids"].shape[1],
-            length_penalty=2.0,
-            forced_eos_token_id=stage.eos_token_id,  # as the per-row maximum length does
-        )
-    assert answer.text == stage.tokenizer.decode(reference[0], skip_special_tokens=True).strip()
+    reference, input_length = reference_answer(stage, chosen, length_penalty=2.0)
+    assert stage.prefix == "summarize: " and answer.text == reference
     settings = answer.settings
     assert settings["length_penalty"] == 2.0 and settings["min_length"] == 6 and settings["num_beams"] == 4
-    assert settings["max_length"] == encoded["input_ids"].shape[1] and settings["prefix"] == "summarize: "
+    assert settings["max_length"] == input_length and settings["prefix"] == "summarize: "
     assert summarizer(model_folders["t5"]).describe()["length_penalty"] == 1.0
 
 
