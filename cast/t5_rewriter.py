@@ -175,6 +175,7 @@ class T5Rewriter(Rewriter):
             "num_beams": self.num_beams,
             "max_input_length": self.max_input_length,
             "max_output_length": self.max_output_length,
+            "dtype": str(self.model.dtype).removeprefix("torch."),
             "decoding": self.decoder.decoding,
         }
 

@@ -399,7 +399,11 @@ class SparqlKnowledgeBase(PairwiseKnowledgeBase):
             ) from e
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "endpoint": self.endpoint}
+        return {
+            "name": self.name,
+            "endpoint": self.endpoint,
+            "total": self._total,
+        }  # None: asked the endpoint
 
 
 # What an IRI may not hold, and "%", "?" and "#", which DBpedia's IRIs escape (dbr:Who_Framed_Roger_Rabbit%3F):

@@ -476,10 +476,11 @@ def test_spotlights_xml_to_json_error_means_no_entities_not_a_crash(serve, tmp_p
 def test_sparql_refuses_partial_answers_and_caches_none_of_them(serve, tmp_path: Path):
     inlinks = {entity_uri("A"): {"x", "y"}, entity_uri("B"): {"y"}}
     healthy = sparql_service(inlinks, total=10)
+    cut_short = sparql_service({entity_uri("A"): {"x"}}, total=3)  # what an "anytime" answer counts
     state = {"partial": "206"}
 
     def respond(method, path, params):
-        status, answer = healthy(method, path, params)
+        status, answer = (healthy if not state["partial"] else cut_short)(method, path, params)
         if state["partial"] == "206":
             return 206, answer
         if state["partial"] == "header":
