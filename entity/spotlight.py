@@ -40,7 +40,7 @@ class SpotlightLinker(RemoteLinker):
         policy: ``whitelist`` (keep what ``types``/``sparql`` name) or ``blacklist`` (drop it).
         max_chars: longer texts are sent in chunks of at most this many characters.
         on_error: ``fail`` or ``skip`` (continue without entities for that text; see ``report()``).
-        timeout: seconds to wait for each answer.
+        timeout: seconds an attempt may take in all, from connecting to the last byte of the answer.
         retries: how many times a failed request is repeated.
         backoff: the first wait between attempts, in seconds (doubling each time).
         give_up_after: failed requests in a row after which the service is not asked again in the run.
