@@ -392,6 +392,7 @@ class JsonHttpClient:
         wrong. It runs in a thread of its own, so that a server trickling bytes cannot hold it past the
         deadline; an attempt given up on stops at the next bytes it receives."""
         import requests
+        from urllib3 import exceptions as urllib3_exceptions  # raised unwrapped while reading a streamed body
 
         if self._session is None:
             self._session = requests.Session()
@@ -407,9 +408,9 @@ class JsonHttpClient:
                     while not given_up.is_set() and (chunk := response.raw.read1(65536, decode_content=True)):
                         body += chunk
                     outcome.append((response.status_code, response.headers, bytes(body)))
-            except requests.Timeout:
+            except (requests.Timeout, urllib3_exceptions.TimeoutError, TimeoutError):
                 outcome.append(f"no complete answer within {self.timeout} s")
-            except (requests.RequestException, OSError, urllib3_errors()) as e:
+            except (requests.RequestException, urllib3_exceptions.HTTPError, OSError) as e:
                 outcome.append(f"cannot connect ({type(e).__name__})")
 
         worker = threading.Thread(target=run, name=f"{self.service} request", daemon=True)
@@ -419,13 +420,6 @@ class JsonHttpClient:
             given_up.set()
             return f"no complete answer within {self.timeout} s"
         return outcome[0] if outcome else "no answer (the request failed)"
-
-
-def urllib3_errors() -> type[Exception]:
-    """The base of urllib3's errors, which reading a streamed body raises unwrapped."""
-    from urllib3.exceptions import HTTPError
-
-    return HTTPError
 
 
 class RemoteLinker(SpanLinker):
