@@ -264,7 +264,8 @@ class Pipeline:
         unlinked_queries = set(self.linker.unlinked_in_last_batch)
         unique = {p.id: p.passage.text for cands in candidates for p in cands}
         linked = dict(zip(unique, self.linker.link_batch(list(unique.values()), kind="passage"), strict=True))
-        unlinked_ids = {list(unique)[i] for i in self.linker.unlinked_in_last_batch}
+        passage_ids = list(unique)
+        unlinked_ids = {passage_ids[i] for i in self.linker.unlinked_in_last_batch}
         passage_entities = [{p.id: tuple(linked[p.id]) for p in cands} for cands in candidates]
         unlinked = [
             (("query",) if number in unlinked_queries else ())

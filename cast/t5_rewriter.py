@@ -11,7 +11,8 @@ Two input formats:
   fine-tuned on that format; ``castorini/t5-base-canard`` never saw it (a warning says so at start-up).
 
 History longer than the input limit is cut at token level from its oldest end; the current utterance is always
-kept whole (unless it alone exceeds the limit).
+kept whole (unless it alone exceeds the limit). chatty-goose cuts nothing: the inputs are the same while they fit
+(CAsT conversations fit in 512 tokens).
 """
 
 from __future__ import annotations
