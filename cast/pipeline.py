@@ -49,6 +49,7 @@ class TurnResult:
     Attributes:
         ranking: the re-ranked head followed by the rest of the first-stage ranking.
         passage_entities: the entities of each candidate passage, by passage id.
+        unlinked_texts: the texts the linker could not link (its service failed): ``"query"`` and passage ids.
         timings: wall-clock seconds per stage.
     """
 
@@ -59,6 +60,7 @@ class TurnResult:
     answer: Answer
     query_entities: tuple[EntityMention, ...] = ()
     passage_entities: dict[str, tuple[EntityMention, ...]] = field(default_factory=dict)
+    unlinked_texts: tuple[str, ...] = ()
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -91,6 +93,7 @@ class TurnResult:
             "top_passage": to_dict(self.ranking[0].passage) if self.ranking else None,
             "query_entities": [to_dict(m) for m in self.query_entities],
             "passage_entities": {pid: [to_dict(m) for m in ms] for pid, ms in self.passage_entities.items()},
+            "unlinked_texts": list(self.unlinked_texts),
             "selection": to_dict(self.selection),
             "answer": to_dict(self.answer),
             "answer_source_ids": list(self.answer.source_ids),
@@ -198,10 +201,13 @@ class Pipeline:
         candidates = [tuple(r[: self.candidates]) for r in rankings]
 
         if self.selector.needs_entities:
-            query_entities, passage_entities = timed("link", lambda: self._link(queries, candidates))
+            query_entities, passage_entities, unlinked = timed(
+                "link", lambda: self._link(queries, candidates)
+            )
         else:
             query_entities = [()] * len(items)
             passage_entities = [{} for _ in items]
+            unlinked = [()] * len(items)
 
         selection_inputs = [
             SelectionInput(
@@ -232,21 +238,41 @@ class Pipeline:
                 answer=answer,
                 query_entities=q_ents,
                 passage_entities=p_ents,
+                unlinked_texts=not_linked,
                 timings=dict(timings),
             )
-            for (_, turn), rewrite, ranking, selection, answer, q_ents, p_ents in zip(
-                items, rewrites, rankings, selections, answers, query_entities, passage_entities, strict=True
+            for (_, turn), rewrite, ranking, selection, answer, q_ents, p_ents, not_linked in zip(
+                items,
+                rewrites,
+                rankings,
+                selections,
+                answers,
+                query_entities,
+                passage_entities,
+                unlinked,
+                strict=True,
             )
         ]
 
     def _link(
         self, queries: Sequence[str], candidates: Sequence[Sequence[ScoredPassage]]
-    ) -> tuple[list[tuple[EntityMention, ...]], list[dict[str, tuple[EntityMention, ...]]]]:
+    ) -> tuple[
+        list[tuple[EntityMention, ...]], list[dict[str, tuple[EntityMention, ...]]], list[tuple[str, ...]]
+    ]:
+        """Each turn's query entities, passage entities by id, and the texts left unlinked ("query", ids)."""
         query_entities = [tuple(m) for m in self.linker.link_batch(list(queries), kind="query")]
+        unlinked_queries = set(self.linker.unlinked_in_last_batch)
         unique = {p.id: p.passage.text for cands in candidates for p in cands}
         linked = dict(zip(unique, self.linker.link_batch(list(unique.values()), kind="passage"), strict=True))
+        passage_ids = list(unique)
+        unlinked_ids = {passage_ids[i] for i in self.linker.unlinked_in_last_batch}
         passage_entities = [{p.id: tuple(linked[p.id]) for p in cands} for cands in candidates]
-        return query_entities, passage_entities
+        unlinked = [
+            (("query",) if number in unlinked_queries else ())
+            + tuple(dict.fromkeys(p.id for p in cands if p.id in unlinked_ids))
+            for number, cands in enumerate(candidates)
+        ]
+        return query_entities, passage_entities, unlinked
 
     def run(
         self,

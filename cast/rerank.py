@@ -101,7 +101,7 @@ class CrossEncoderReranker(Reranker):
         batch_size: query-passage pairs per forward pass.
         max_length: pairs are truncated (the passage side first) to this many tokens.
         relevant_label: the output index of the "relevant" class for models with two or more labels.
-        with_title: prefix passages with their title.
+        with_title: prefix passages with their title (by default yes, except for monoBERT).
         dtype: ``auto`` (float32 on CPU, float16 on GPU), ``float32``, ``float16`` or ``bfloat16``.
         allow_download: let Hugging Face download the model if it is not cached (off: runs are offline).
         first_stage_weight: weight of the first-stage score in the final score (0: the model's alone).
@@ -109,6 +109,7 @@ class CrossEncoderReranker(Reranker):
     """
 
     default_model: ClassVar[str | None] = None
+    titles_by_default: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -119,7 +120,7 @@ class CrossEncoderReranker(Reranker):
         batch_size: int = 32,
         max_length: int = 512,
         relevant_label: int = 1,
-        with_title: bool = True,
+        with_title: bool | None = None,
         dtype: str = "auto",
         allow_download: bool = False,
         first_stage_weight: float = 0.0,
@@ -140,7 +141,7 @@ class CrossEncoderReranker(Reranker):
         self.batch_size = batch_size
         self.max_length = max_length
         self.relevant_label = relevant_label
-        self.with_title = with_title
+        self.with_title = self.titles_by_default if with_title is None else with_title
         self.device = resolve_device(resources.device)
         self.tokenizer = load_tokenizer(tokenizer or model, allow_download=allow_download)
         self.model = load_sequence_classifier(model, self.device, dtype, allow_download=allow_download)
@@ -151,6 +152,8 @@ class CrossEncoderReranker(Reranker):
             "model": self.model_name,
             "depth": self.depth,
             "max_length": self.max_length,
+            "with_title": self.with_title,
+            "dtype": str(self.model.dtype).removeprefix("torch."),
             "first_stage_weight": self.first_stage_weight,
             "normalisation": self.normalisation,
         }
@@ -197,10 +200,12 @@ class CrossEncoderReranker(Reranker):
 class MonoBERTReranker(CrossEncoderReranker):
     """monoBERT (Nogueira & Cho, 2019): BERT-large fine-tuned on MS MARCO, relevance = P(label 1) (eq. 3).
 
-    Settings as :class:`CrossEncoderReranker`; ``model`` defaults to ``castorini/monobert-large-msmarco``.
+    Settings as :class:`CrossEncoderReranker`; ``model`` defaults to ``castorini/monobert-large-msmarco``, and
+    passages are scored by their text alone, as pygaggle's reference code does (``with_title: true`` adds titles).
     """
 
     default_model = "castorini/monobert-large-msmarco"
+    titles_by_default = False
 
 
 class BiEncoderReranker(Reranker):

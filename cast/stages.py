@@ -157,6 +157,9 @@ class EntityLinker(Stage):
     """Finds entity mentions in a text and links them to knowledge-base identifiers."""
 
     kind = "linker"
+    # The positions (in its ``texts``) of the texts the last ``link_batch`` call could not link (its service
+    # failed): set by linkers that can fail, read by the pipeline to record them per turn.
+    unlinked_in_last_batch: tuple[int, ...] = ()
 
     def link(self, text: str, *, kind: str = "passage") -> list[EntityMention]:
         """``kind`` is ``"query"`` or ``"passage"`` (linkers may use different confidence thresholds)."""

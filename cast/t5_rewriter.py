@@ -2,17 +2,23 @@
 
 Two input formats:
 
-* ``castorini``: the previous utterances then the current one, joined by ``" ||| "`` (how
-  ``castorini/t5-base-canard`` was trained on CANARD).
+* ``castorini`` (the default): the previous utterances then the current one, joined by ``" ||| "`` and
+  re-tokenised with spaCy's English tokenizer (``"What is throat cancer ?"``), the rewrite decoded with
+  tokenisation clean-up: byte for byte what castorini's chatty-goose (``Ntr``) feeds ``castorini/t5-base-canard``,
+  the format that checkpoint was trained on (CANARD).
 * ``paper``: ``q_i [CTX] q_1 p_1 [TURN] q_2 p_2 [TURN] ... q_{i-1} p_{i-1}``, where ``p_j`` is the canonical
-  response of turn j where the topics give one, else the top passage retrieved at turn j.
+  response of turn j where the topics give one, else the top passage retrieved at turn j. For a checkpoint
+  fine-tuned on that format; ``castorini/t5-base-canard`` never saw it (a warning says so at start-up).
 
 History longer than the input limit is cut at token level from its oldest end; the current utterance is always
-kept whole (unless it alone exceeds the limit).
+kept whole (unless it alone exceeds the limit). chatty-goose cuts nothing: the inputs are the same while they fit
+(CAsT conversations fit in 512 tokens).
 """
 
 from __future__ import annotations
 
+import functools
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +34,10 @@ HISTORY_QUERIES = ("utterance", "rewrite")
 CASTORINI_SEPARATOR = " ||| "
 CONTEXT_MARK = "[CTX]"
 TURN_MARK = "[TURN]"
+# Checkpoints (Hub ids or folder names) trained on the castorini format, not on the paper's.
+CASTORINI_FORMAT_CHECKPOINTS = frozenset({"t5-base-canard"})
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -57,11 +67,32 @@ def build_input(
     """
     if input_format == "castorini":
         queries = [p.turn.utterance if history_query == "utterance" else p.query for p in history]
-        return ModelInput("", "".join(q + CASTORINI_SEPARATOR for q in queries), utterance)
+        return castorini_input(queries, utterance)
     if input_format == "paper":
         contexts = [history_context(p, history_query) for p in history]
         return ModelInput(f"{utterance} {CONTEXT_MARK} ", f" {TURN_MARK} ".join(contexts), "")
     raise ConfigError(f"unknown T5 input_format {input_format!r}; use one of {', '.join(INPUT_FORMATS)}")
+
+
+@functools.cache
+def _spacy_english() -> object:
+    """spaCy's rule-based English tokenizer (no trained pipeline), as chatty-goose uses."""
+    from spacy.lang.en import English
+
+    return English()
+
+
+def castorini_input(queries: Sequence[str], utterance: str) -> ModelInput:
+    """chatty-goose's input: ``" ||| ".join(queries + [utterance])``, then every spaCy token joined by one space.
+
+    The history part ends where the current utterance's tokens begin, so that ``before + history + after`` is
+    exactly chatty-goose's string.
+    """
+    history_text = "".join(q + CASTORINI_SEPARATOR for q in queries)
+    doc = _spacy_english()(history_text + utterance)
+    history_tokens = [t.text for t in doc if t.idx < len(history_text)]
+    utterance_tokens = [t.text for t in doc if t.idx >= len(history_text)]
+    return ModelInput("", "".join(t + " " for t in history_tokens), " ".join(utterance_tokens))
 
 
 def keep_newest(history_ids: list[int], budget: int) -> list[int]:
@@ -116,6 +147,12 @@ class T5Rewriter(Rewriter):
             raise ConfigError(
                 f"unknown history_query {history_query!r}; use one of {', '.join(HISTORY_QUERIES)}"
             )
+        if input_format == "paper" and model.rstrip("/").rsplit("/", 1)[-1] in CASTORINI_FORMAT_CHECKPOINTS:
+            log.warning(
+                "rewriter: %s was trained on the castorini input format, not the paper's [CTX]/[TURN] one: "
+                "set rewriter.input_format: castorini, or point rewriter.model at a checkpoint fine-tuned on it",
+                model,
+            )
         self.model_name = model
         self.input_format = input_format
         self.history_query = history_query
@@ -139,6 +176,7 @@ class T5Rewriter(Rewriter):
             "num_beams": self.num_beams,
             "max_input_length": self.max_input_length,
             "max_output_length": self.max_output_length,
+            "dtype": str(self.model.dtype).removeprefix("torch."),
             "decoding": self.decoder.decoding,
         }
 
@@ -169,7 +207,10 @@ class T5Rewriter(Rewriter):
         rewrites = []
         for (history, turn), (ids, cut), output in zip(items, encoded, outputs, strict=True):
             inputs = {
-                "model_input": self.tokenizer.decode(ids, skip_special_tokens=True),
+                # as fed to the model: no clean-up, which would glue "cancer ?" back together
+                "model_input": self.tokenizer.decode(
+                    ids, skip_special_tokens=True, clean_up_tokenization_spaces=False
+                ),
                 "history_turns": len(history),
                 "history_tokens_cut": cut,
             }
@@ -187,4 +228,7 @@ class T5Rewriter(Rewriter):
             self.num_beams,
             early_stopping=self.num_beams > 1,
         )
-        return [text.strip() for text in self.tokenizer.batch_decode(generated, skip_special_tokens=True)]
+        texts = self.tokenizer.batch_decode(
+            generated, skip_special_tokens=True, clean_up_tokenization_spaces=self.input_format == "castorini"
+        )
+        return [text.strip() for text in texts]

@@ -37,9 +37,10 @@ class FoxLinker(RemoteLinker):
         passage_confidence: the same for passages.
         max_chars: longer texts are sent in chunks of at most this many characters.
         on_error: ``fail`` or ``skip`` (continue without entities for that text; see ``report()``).
-        timeout: seconds to wait for each answer.
+        timeout: seconds an attempt may take in all, from connecting to the last byte of the answer.
         retries: how many times a failed request is repeated.
         backoff: the first wait between attempts, in seconds (doubling each time).
+        give_up_after: failed requests in a row after which the service is not asked again in the run.
     """
 
     name = "fox"
@@ -56,6 +57,7 @@ class FoxLinker(RemoteLinker):
         timeout: float = 60.0,
         retries: int = 3,
         backoff: float = 1.0,
+        give_up_after: int = 2,
         resources: Resources | None = None,
     ):
         super().__init__(
@@ -67,6 +69,7 @@ class FoxLinker(RemoteLinker):
             timeout=timeout,
             retries=retries,
             backoff=backoff,
+            give_up_after=give_up_after,
             resources=resources,
         )
         self.language = language

@@ -12,8 +12,10 @@
 from __future__ import annotations
 
 import html
+import json
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -187,6 +189,7 @@ class SpanLinker(EntityLinker):
         self.max_chars = max_chars
         self.texts_seen = 0
         self.unlinked_count = 0
+        self.unlinked_in_last_batch: tuple[int, ...] = ()
         self.last_problem = ""
 
     def link_pieces(self, pieces: Sequence[str], kind: str) -> list[list[LinkedSpan] | None]:
@@ -227,6 +230,7 @@ class SpanLinker(EntityLinker):
             found_in_text.sort(key=lambda m: (m.start, m.end))
         self.texts_seen += len(texts)
         self.unlinked_count += len(unlinked)
+        self.unlinked_in_last_batch = tuple(sorted(unlinked))
         return mentions
 
     def report(self) -> str | None:
@@ -256,20 +260,49 @@ class NoLinker(EntityLinker):
 # --- web services -------------------------------------------------------------------------------------------
 
 RETRIED_STATUS = frozenset({429, 500, 502, 503, 504})
+LINKER_ADVICE = (
+    "start the service or point the config's endpoint at a running one, or set on_error: skip to continue "
+    "without entities"
+)
+
+
+class RequestRejected(ServiceUnavailableError):
+    """The service answered a request with a 4xx status (not retried: the request itself is refused).
+
+    Attributes:
+        status: the HTTP status.
+        body: the start of the answer's text.
+    """
+
+    def __init__(self, message: str, status: int, body: str):
+        super().__init__(message)
+        self.status = status
+        self.body = body
+
+
+class PartialAnswer(ServiceUnavailableError):
+    """The service cut its answer short (Virtuoso's "anytime" results); taking it would give wrong counts."""
 
 
 class JsonHttpClient:
-    """A JSON-over-HTTP client with timeouts and bounded retries with exponential back-off.
+    """A JSON-over-HTTP client with bounded requests, bounded retries with exponential back-off, and a circuit
+    breaker.
 
-    Connection errors, timeouts, 429 and 5xx answers are retried ``retries`` times, waiting
-    ``backoff * 2**attempt`` seconds between attempts; then a :class:`ServiceUnavailableError` names the service
-    and the endpoint. Other 4xx answers are not retried (the request itself is wrong).
+    ``timeout`` bounds each attempt as a whole (connecting, the headers and the whole body), so a server that
+    trickles its answer cannot hold a request longer. Connection errors, timeouts, 429 and 5xx answers are
+    retried ``retries`` times, waiting ``backoff * 2**attempt`` seconds between attempts; then a
+    :class:`ServiceUnavailableError` names the service, the endpoint and ``advice``. Other 4xx answers are not
+    retried (:class:`RequestRejected`: the request itself is wrong). After ``give_up_after`` requests in a row
+    failed so, the service is taken as down for the rest of the run: later requests fail at once, saying so.
 
     Args:
         service: the service's name, for messages.
-        timeout: seconds to wait for each answer.
+        timeout: seconds an attempt may take, from connecting to the last byte of the answer.
         retries: how many times a failed request is repeated.
         backoff: the first wait between attempts, in seconds.
+        give_up_after: failed requests in a row after which no more are made (0: never give up).
+        refuse_partial: treat Virtuoso's partial answers (HTTP 206, or an ``X-SQL-State`` header) as errors.
+        advice: what the user can do when the service is unreachable, ending the message.
         sleep: how to wait (tests pass a recorder).
     """
 
@@ -280,56 +313,113 @@ class JsonHttpClient:
         timeout: float = 10.0,
         retries: int = 3,
         backoff: float = 1.0,
+        give_up_after: int = 2,
+        refuse_partial: bool = False,
+        advice: str = LINKER_ADVICE,
         sleep: Callable[[float], None] = time.sleep,
     ):
-        if retries < 0 or timeout <= 0 or backoff < 0:
-            raise ConfigError(f"{service}: need timeout > 0, retries >= 0 and backoff >= 0")
+        if retries < 0 or timeout <= 0 or backoff < 0 or give_up_after < 0:
+            raise ConfigError(
+                f"{service}: need timeout > 0, retries >= 0, backoff >= 0 and give_up_after >= 0"
+            )
         self.service = service
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
+        self.give_up_after = give_up_after
+        self.refuse_partial = refuse_partial
+        self.advice = advice
         self.sleep = sleep
         self.requests_made = 0
+        self.failed_in_a_row = 0
         self._session = None
+
+    @property
+    def gave_up(self) -> bool:
+        """Whether the service is taken as down for the rest of the run."""
+        return 0 < self.give_up_after <= self.failed_in_a_row
 
     def request(self, method: str, url: str, **kwargs: Any) -> Any:
         """The parsed JSON answer of ``requests.request(method, url, **kwargs)``."""
-        import requests
-
-        if self._session is None:
-            self._session = requests.Session()
+        if self.gave_up:
+            raise ServiceUnavailableError(
+                f"{self.service} at {url} is not asked again in this run: {self.failed_in_a_row} requests in a "
+                f"row failed; {self.advice}"
+            )
         problem = ""
         for attempt in range(self.retries + 1):
             if attempt:
                 self.sleep(self.backoff * 2 ** (attempt - 1))
             self.requests_made += 1
-            try:
-                response = self._session.request(method, url, timeout=self.timeout, **kwargs)
-            except requests.Timeout:
-                problem = f"no answer within {self.timeout} s"
+            outcome = self._attempt(method, url, kwargs)
+            if isinstance(outcome, str):
+                problem = outcome
                 continue
-            except requests.RequestException as e:
-                problem = f"cannot connect ({type(e).__name__})"
+            status, headers, body = outcome
+            if status in RETRIED_STATUS:
+                problem = f"HTTP {status}"
                 continue
-            if response.status_code in RETRIED_STATUS:
-                problem = f"HTTP {response.status_code}"
-                continue
-            if response.status_code >= 400:
-                raise ServiceUnavailableError(
-                    f"{self.service} at {url} rejected the request with HTTP {response.status_code}: "
-                    f"{response.text[:200]!r}; check the endpoint URL and settings in the config"
+            self.failed_in_a_row = 0  # the service answers
+            text = body.decode("utf-8", errors="replace")
+            if status >= 400:
+                raise RequestRejected(
+                    f"{self.service} at {url} rejected the request with HTTP {status}: {text[:200]!r}; check the "
+                    "endpoint URL and settings in the config",
+                    status,
+                    text[:1000],
+                )
+            if self.refuse_partial and (status == 206 or "X-SQL-State" in headers):
+                raise PartialAnswer(
+                    f"{self.service} at {url} gave a partial answer (HTTP {status}, X-SQL-State: "
+                    f"{headers.get('X-SQL-State', '-')}: the endpoint stopped the query at its time limit); it is "
+                    "refused rather than taken for a count: ask a less costly question (a smaller batch) or an "
+                    "endpoint without that limit"
                 )
             try:
-                return response.json()
+                return json.loads(text)
             except ValueError:
                 raise ServiceUnavailableError(
-                    f"{self.service} at {url} answered with something other than JSON: {response.text[:200]!r}; "
+                    f"{self.service} at {url} answered with something other than JSON: {text[:200]!r}; "
                     "check that the endpoint URL points at the service's API"
                 ) from None
+        self.failed_in_a_row += 1
         raise ServiceUnavailableError(
-            f"{self.service} at {url} is unreachable ({problem}, {self.retries + 1} attempts); start the service "
-            "or point the config's endpoint at a running one, or set on_error: skip to continue without entities"
+            f"{self.service} at {url} is unreachable ({problem}, {self.retries + 1} attempts); {self.advice}"
         )
+
+    def _attempt(self, method: str, url: str, kwargs: dict[str, Any]) -> tuple[int, Any, bytes] | str:
+        """One attempt, given at most ``timeout`` seconds in all: ``(status, headers, body)``, or what went
+        wrong. It runs in a thread of its own, so that a server trickling bytes cannot hold it past the
+        deadline; an attempt given up on stops at the next bytes it receives."""
+        import requests
+        from urllib3 import exceptions as urllib3_exceptions  # raised unwrapped while reading a streamed body
+
+        if self._session is None:
+            self._session = requests.Session()
+        session = self._session
+        given_up = threading.Event()
+        outcome: list[tuple[int, Any, bytes] | str] = []
+
+        def run() -> None:
+            try:
+                with session.request(method, url, timeout=self.timeout, stream=True, **kwargs) as response:
+                    body = bytearray()
+                    # read1: whatever has arrived, so a trickled answer is checked against the deadline often
+                    while not given_up.is_set() and (chunk := response.raw.read1(65536, decode_content=True)):
+                        body += chunk
+                    outcome.append((response.status_code, response.headers, bytes(body)))
+            except (requests.Timeout, urllib3_exceptions.TimeoutError, TimeoutError):
+                outcome.append(f"no complete answer within {self.timeout} s")
+            except (requests.RequestException, urllib3_exceptions.HTTPError, OSError) as e:
+                outcome.append(f"cannot connect ({type(e).__name__})")
+
+        worker = threading.Thread(target=run, name=f"{self.service} request", daemon=True)
+        worker.start()
+        worker.join(self.timeout)
+        if worker.is_alive():
+            given_up.set()
+            return f"no complete answer within {self.timeout} s"
+        return outcome[0] if outcome else "no answer (the request failed)"
 
 
 class RemoteLinker(SpanLinker):
@@ -341,8 +431,10 @@ class RemoteLinker(SpanLinker):
     Args:
         endpoint: the service URL.
         on_error: ``fail`` stops the run when the service cannot be reached; ``skip`` leaves that text without
-            entities, counts it, and :meth:`report` says how many texts were left unlinked.
-        timeout, retries, backoff: see :class:`JsonHttpClient`.
+            entities, counts it, and :meth:`report` says how many texts were left unlinked (each turn's record
+            names its own). After ``give_up_after`` failed requests in a row the service is not asked again in
+            the run (one warning says so); under ``skip`` the remaining texts are left unlinked at once.
+        timeout, retries, backoff, give_up_after: see :class:`JsonHttpClient`.
     """
 
     service = "entity linker"
@@ -358,6 +450,7 @@ class RemoteLinker(SpanLinker):
         timeout: float,
         retries: int,
         backoff: float,
+        give_up_after: int,
         resources: Resources | None,
     ):
         super().__init__(query_confidence, passage_confidence, max_chars)
@@ -367,8 +460,11 @@ class RemoteLinker(SpanLinker):
             )
         self.endpoint = endpoint
         self.on_error = on_error
-        self.http = JsonHttpClient(self.service, timeout=timeout, retries=retries, backoff=backoff)
+        self.http = JsonHttpClient(
+            self.service, timeout=timeout, retries=retries, backoff=backoff, give_up_after=give_up_after
+        )
         self.resources = resources
+        self.unanswered_count = 0  # texts the service answered with an error meaning "nothing to link"
 
     def cache_inputs(self, piece: str, kind: str) -> dict[str, Any]:
         raise NotImplementedError
@@ -384,23 +480,54 @@ class RemoteLinker(SpanLinker):
         for number, piece in enumerate(pieces):
             if answers[number] is not None:
                 continue
+            gave_up_before = self.http.gave_up
             try:
                 answers[number] = [list(span) for span in self.annotate(piece, kind)]
+            except NoEntitiesAnswer as e:
+                log.warning("%s: no entities for a text: %s", self.name, e)
+                self.unanswered_count += 1
+                answers[number] = []  # not cached: the count stays true on a rerun
+                continue
             except ServiceUnavailableError as e:
                 if self.on_error == "fail":
                     raise
-                log.warning("%s: continuing without entities for a text: %s", self.name, e)
-                self.last_problem = str(e)
+                if not gave_up_before:
+                    log.warning("%s: continuing without entities for a text: %s", self.name, e)
+                    self.last_problem = str(e)
+                if self.http.gave_up and not gave_up_before:
+                    log.warning(
+                        "%s: %s at %s is not asked again in this run after %d failed requests in a row; the "
+                        "remaining texts are left without entities",
+                        self.name,
+                        self.service,
+                        self.endpoint,
+                        self.http.failed_in_a_row,
+                    )
                 continue
             fresh.append((inputs[number], answers[number]))
         if cache is not None and fresh:
             cache.put_many(self.name, fresh)  # failures are not cached: a rerun tries them again
         return [None if answer is None else [LinkedSpan(*span) for span in answer] for answer in answers]
 
+    def report(self) -> str | None:
+        lines = [line for line in (super().report(),) if line]
+        if self.http.gave_up:
+            lines.append(
+                f"linker {self.name}: {self.service} at {self.endpoint} was not asked again after "
+                f"{self.http.failed_in_a_row} failed requests in a row"
+            )
+        if self.unanswered_count:
+            lines.append(
+                f"linker {self.name}: {self.unanswered_count} texts were answered with an error that means no "
+                "entities (linked as without entities)"
+            )
+        return "\n".join(lines) or None
+
     def describe(self) -> dict[str, Any]:
-        return {
-            **super().describe(),
-            "endpoint": self.endpoint,
-            "on_error": self.on_error,
-            "unlinked_texts": self.unlinked_count,
-        }
+        # How many texts went unlinked is recorded per turn (TurnResult.unlinked_texts), not here: a
+        # description is taken before the run.
+        return {**super().describe(), "endpoint": self.endpoint, "on_error": self.on_error}
+
+
+class NoEntitiesAnswer(CastError):
+    """A service's error answer that means "no entities in this text" (not a failure of the service)."""

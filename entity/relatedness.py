@@ -275,16 +275,23 @@ def load_link_graph(path: Path) -> tuple[InLinkArrays, int]:
     return InLinkArrays.from_pairs(list(entities), targets, sources), len(entities)
 
 
+SPARQL_ADVICE = (
+    "point knowledge_base.endpoint at a running SPARQL endpoint, or use an offline knowledge base "
+    "(knowledge_base.name: collection or link_graph)"
+)
+
+
 class SparqlKnowledgeBase(PairwiseKnowledgeBase):
     """DBpedia's SPARQL endpoint: in-links are ``?s dbo:wikiPageWikiLink <entity>``, counted by query.
 
     Set sizes and intersections of a whole turn are asked in two queries (``VALUES`` blocks); every answer is
-    cached on disk per entity or pair, so a rerun asks nothing.
+    cached on disk per entity or pair, so a rerun asks nothing. Partial answers (Virtuoso's "anytime" results,
+    cut at the endpoint's time limit) are refused with a clear error, never taken or cached.
 
     Args:
         endpoint: the SPARQL endpoint URL.
         total: ``|D|``; by default asked once from the endpoint (the number of entities with a page link), which
-            the public endpoint may refuse as too costly; then set it here.
+            the public endpoint cuts short (a partial answer, refused): set it here (the paper profile does).
         batch: the most entities or pairs asked in one query.
         timeout, retries, backoff: see :class:`entity.linkers.JsonHttpClient`.
     """
@@ -306,7 +313,14 @@ class SparqlKnowledgeBase(PairwiseKnowledgeBase):
             raise ConfigError(f"knowledge_base.batch must be at least 1, got {batch}")
         self.endpoint = endpoint
         self.batch = batch
-        self.http = JsonHttpClient("DBpedia SPARQL", timeout=timeout, retries=retries, backoff=backoff)
+        self.http = JsonHttpClient(
+            "DBpedia SPARQL",
+            timeout=timeout,
+            retries=retries,
+            backoff=backoff,
+            refuse_partial=True,  # a cut-short count is wrong, and would be cached for good
+            advice=SPARQL_ADVICE,
+        )
         self.resources = resources
         self._total = total
 
@@ -385,12 +399,19 @@ class SparqlKnowledgeBase(PairwiseKnowledgeBase):
             ) from e
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "endpoint": self.endpoint}
+        return {
+            "name": self.name,
+            "endpoint": self.endpoint,
+            "total": self._total,
+        }  # None: asked the endpoint
 
 
-_NOT_IN_IRI = re.compile(r'[\x00-\x20<>"{}|^`\\]')
+# What an IRI may not hold, and "%", "?" and "#", which DBpedia's IRIs escape (dbr:Who_Framed_Roger_Rabbit%3F):
+# identifiers hold them decoded (normalise_entity), so they are encoded again here.
+_NOT_IN_IRI = re.compile(r'[\x00-\x20<>"{}|^`\\%?#]')
 
 
 def iri(entity: str) -> str:
-    """``<entity>`` for a SPARQL query, with the characters an IRI may not hold percent-escaped."""
+    """``<entity>`` for a SPARQL query, with the characters an IRI may not hold percent-escaped, as are ``%``,
+    ``?`` and ``#`` (DBpedia's IRIs escape them; :func:`normalise_entity` decodes them back)."""
     return "<" + _NOT_IN_IRI.sub(lambda m: f"%{ord(m.group()):02X}", entity) + ">"

@@ -1,32 +1,49 @@
-"""DBpedia Spotlight through its REST API (``/annotate``, JSON answers), with retries and a persistent cache."""
+"""DBpedia Spotlight through its REST API (``/annotate`` or ``/candidates``, JSON answers), with retries and a
+persistent cache."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from cast.errors import ServiceUnavailableError
-from entity.linkers import LinkedSpan, RemoteLinker, locate, normalise_entity
+from cast.errors import ConfigError, ServiceUnavailableError
+from entity.linkers import (
+    LinkedSpan,
+    NoEntitiesAnswer,
+    RemoteLinker,
+    RequestRejected,
+    locate,
+    normalise_entity,
+)
 
 if TYPE_CHECKING:
     from cast.resources import Resources
 
 PUBLIC_ENDPOINT = "https://api.dbpedia-spotlight.org/{language}/annotate"
+# Spotlight's answer to some texts it found nothing in (its XML result cannot be rendered as JSON): HTTP 400.
+NO_ENTITIES_ERROR = "Error converting XML to JSON"
+POLICIES = ("whitelist", "blacklist")
 
 
 class SpotlightLinker(RemoteLinker):
     """Links with DBpedia Spotlight; answers are cached by (endpoint, confidence, support, text).
 
     Args:
-        endpoint: the ``/annotate`` URL; by default the public service for ``language``.
+        endpoint: the ``/annotate`` URL; by default the public service for ``language``. A ``/candidates`` URL
+            links each surface form to its best-scored candidate (``@finalScore``, the mention's confidence).
         language: the language of the public endpoint (ignored when ``endpoint`` is given).
         query_confidence: Spotlight's disambiguation confidence for queries.
         passage_confidence: the same for passages (the paper advises a higher one for long passages).
         support: the least number of in-links of a linked entity.
+        types: keep (or, under ``policy: blacklist``, drop) entities of these types, comma-separated, e.g.
+            ``DBpedia:Person,Schema:Place``; empty: all types.
+        sparql: a SPARQL SELECT whose results are the entities kept (or dropped); empty: no such filter.
+        policy: ``whitelist`` (keep what ``types``/``sparql`` name) or ``blacklist`` (drop it).
         max_chars: longer texts are sent in chunks of at most this many characters.
         on_error: ``fail`` or ``skip`` (continue without entities for that text; see ``report()``).
-        timeout: seconds to wait for each answer.
+        timeout: seconds an attempt may take in all, from connecting to the last byte of the answer.
         retries: how many times a failed request is repeated.
         backoff: the first wait between attempts, in seconds (doubling each time).
+        give_up_after: failed requests in a row after which the service is not asked again in the run.
 
     Example:
         >>> linker = SpotlightLinker(endpoint="http://localhost:2222/rest/annotate")
@@ -50,8 +67,16 @@ class SpotlightLinker(RemoteLinker):
         timeout: float = 20.0,
         retries: int = 3,
         backoff: float = 1.0,
+        give_up_after: int = 2,
+        types: str = "",
+        sparql: str = "",
+        policy: str = "whitelist",
         resources: Resources | None = None,
     ):
+        if policy not in POLICIES:
+            raise ConfigError(
+                f"linker spotlight: policy must be one of {', '.join(POLICIES)}, got {policy!r}"
+            )
         super().__init__(
             endpoint=endpoint or PUBLIC_ENDPOINT.format(language=language),
             query_confidence=query_confidence,
@@ -61,25 +86,45 @@ class SpotlightLinker(RemoteLinker):
             timeout=timeout,
             retries=retries,
             backoff=backoff,
+            give_up_after=give_up_after,
             resources=resources,
         )
         self.support = support
+        # Spotlight's filters, sent (and part of the cache key) only where set, so unfiltered answers keep theirs.
+        self.filters = {
+            key: value
+            for key, value in (("types", types), ("sparql", sparql), ("policy", policy))
+            if value and (key != "policy" or value != "whitelist")
+        }
 
     def cache_inputs(self, piece: str, kind: str) -> dict[str, Any]:
         return {
             "endpoint": self.endpoint,
             "confidence": self.confidence[kind],
             "support": self.support,
+            **self.filters,
             "text": piece,
         }
 
     def annotate(self, piece: str, kind: str) -> list[LinkedSpan]:
-        answer = self.http.request(
-            "POST",
-            self.endpoint,
-            data={"text": piece, "confidence": self.confidence[kind], "support": self.support},
-            headers={"Accept": "application/json"},
-        )
+        try:
+            answer = self.http.request(
+                "POST",
+                self.endpoint,
+                data={
+                    "text": piece,
+                    "confidence": self.confidence[kind],
+                    "support": self.support,
+                    **self.filters,
+                },
+                headers={"Accept": "application/json"},
+            )
+        except RequestRejected as e:
+            if e.status == 400 and NO_ENTITIES_ERROR in e.body:
+                raise NoEntitiesAnswer(f"{self.endpoint} answered HTTP 400 {NO_ENTITIES_ERROR!r}") from e
+            raise
+        if self.endpoint.rstrip("/").endswith("/candidates"):
+            return parse_candidates(piece, answer, self.endpoint)
         return parse_spotlight(piece, answer, self.endpoint)
 
 
@@ -93,17 +138,55 @@ def parse_spotlight(text: str, answer: Any, endpoint: str = "Spotlight") -> list
         raise ServiceUnavailableError(
             f"{endpoint} gave an answer that is not a Spotlight JSON object: {answer!r:.200}"
         )
+    return _spans(
+        text,
+        answer.get("Resources") or (),
+        lambda r: (r["@surfaceForm"], r["@offset"], r["@URI"], r.get("@similarityScore", 0.0)),
+        f"{endpoint} gave a resource without a valid @surfaceForm/@offset/@URI",
+    )
+
+
+def parse_candidates(text: str, answer: Any, endpoint: str = "Spotlight") -> list[LinkedSpan]:
+    """The spans of a Spotlight ``/candidates`` JSON answer, each linked to its best ``@finalScore`` candidate.
+
+    The answer is Spotlight's XML turned into JSON: ``annotation.surfaceForm`` and each form's ``resource`` are
+    a list, or a single object when there is one; ``@uri`` is the resource's title.
+    """
+    annotation = answer.get("annotation") if isinstance(answer, dict) else None
+    if not isinstance(annotation, dict):
+        raise ServiceUnavailableError(
+            f"{endpoint} gave an answer that is not a Spotlight candidates object: {answer!r:.200}"
+        )
+
+    def best_candidate(form: dict) -> tuple[Any, Any, Any, Any] | None:
+        best = max(_as_list(form.get("resource")), key=lambda r: float(r["@finalScore"]), default=None)
+        return None if best is None else (form["@name"], form["@offset"], best["@uri"], best["@finalScore"])
+
+    return _spans(
+        text,
+        _as_list(annotation.get("surfaceForm")),
+        best_candidate,
+        f"{endpoint} gave a surface form without a valid @name/@offset/@uri/@finalScore",
+    )
+
+
+def _spans(text: str, items: Any, read: Any, problem: str) -> list[LinkedSpan]:
+    """The spans of answer ``items``; ``read(item)`` gives its ``(surface, offset, entity, score)`` (strings, as
+    Spotlight gives every value) or None for an item without an entity; ``problem`` starts the error message."""
     spans = []
-    for resource in answer.get("Resources") or ():
+    for item in items:
         try:
-            surface = str(resource["@surfaceForm"])
-            start = locate(text, surface, int(resource["@offset"]))
-            uri = normalise_entity(resource["@URI"])
-            score = float(resource.get("@similarityScore", 0.0))
+            fields = read(item)
+            if fields is None:
+                continue
+            surface, offset, entity, score = str(fields[0]), int(fields[1]), str(fields[2]), float(fields[3])
+            start = locate(text, surface, offset)
         except (KeyError, TypeError, ValueError) as e:
-            raise ServiceUnavailableError(
-                f"{endpoint} gave a resource without a valid @surfaceForm/@offset/@URI: {resource!r:.200} ({e})"
-            ) from e
+            raise ServiceUnavailableError(f"{problem}: {item!r:.200} ({e})") from e
         if start is not None and surface:
-            spans.append(LinkedSpan(start, start + len(surface), uri, score))
+            spans.append(LinkedSpan(start, start + len(surface), normalise_entity(entity), score))
     return spans
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [] if value is None else [value]

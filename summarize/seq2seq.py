@@ -1,10 +1,12 @@
 """Abstractive answers with an encoder-decoder model (T5, BART, PEGASUS), decoded as in the paper.
 
 The input is the selected passages' text, ``p1 p2 ... pN`` (optionally with the query in front: "wQ"), truncated
-to the model's input limit. Decoding: beam search with 4 beams, no repeated trigram, early stopping, a minimum
-length chosen by length calibration (``cast calibrate``), and a maximum length equal to the input's length in
-tokens. Turns are decoded in batches; the maximum length is enforced per turn, so a turn's answer does not depend
-on the turns it is batched with.
+to the model's input limit, behind the checkpoint's own prefix. Decoding starts from the checkpoint's published
+summarization settings (its generation config, then its ``task_specific_params["summarization"]``: t5-base's
+length penalty 2.0) and applies exactly the paper's overrides: beam search with 4 beams, no repeated trigram,
+early stopping, a minimum length chosen by length calibration (``cast calibrate``), and a maximum length equal to
+the input's length in tokens. Each answer records the effective settings. Turns are decoded in batches; the
+maximum length is enforced per turn, so a turn's answer does not depend on the turns it is batched with.
 
 Decoding goes through :class:`cast.decoding.BeamDecoder`: transformers' plain ``generate()``, or the same search
 with a fixed-shape KV cache (``static``) and its step compiled into CUDA graphs (``compiled``), which give the
@@ -14,6 +16,7 @@ tokens of ``plain`` faster on a GPU.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +34,16 @@ if TYPE_CHECKING:
 T5_PREFIX = "summarize: "
 # Tokenizers without a known limit report a huge ``model_max_length``; anything above this is not a limit.
 _NO_LIMIT = 1_000_000
+# The generation settings a checkpoint's summarization task may set that the paper does not override.
+TASK_GENERATION_KEYS = (
+    "length_penalty",
+    "repetition_penalty",
+    "num_beams",
+    "no_repeat_ngram_size",
+    "early_stopping",
+)
+# PEGASUS marks sentence ends with a literal "<n>" (its newline token), which its reference evaluation removes.
+_PEGASUS_NEWLINE = re.compile(r"\s*<n>\s*")
 
 
 def model_input(query: str, selection: Selection, *, with_query: bool, prefix: str) -> str:
@@ -107,6 +120,7 @@ class Seq2SeqSummarizer(Summarizer):
         self.tokenizer = load_tokenizer(model, allow_download=allow_download)
         self.model = load_seq2seq(model, self.device, dtype, allow_download=allow_download)
         self.prefix = default_prefix(self.model.config) if prefix is None else prefix
+        self.task_settings = task_generation_settings(self.model.config)
         self.max_input_tokens = max_input_tokens or input_limit(self.tokenizer, self.model.config, model)
         self.decoder = BeamDecoder(self.model, decoding, self.max_input_tokens, setting="summarizer.decoding")
         self.eos_token_id = self.decoder.eos_token_id
@@ -124,16 +138,30 @@ class Seq2SeqSummarizer(Summarizer):
         other.min_length = min_length
         return other
 
-    def describe(self) -> dict[str, Any]:
+    def generation_settings(self) -> dict[str, Any]:
+        """The ``generate()`` settings besides the per-turn ``max_length``: the checkpoint's summarization task
+        settings, then the paper's (this stage's) overrides."""
         return {
-            "name": self.name,
-            "model": self.model_name,
+            **self.task_settings,
             "num_beams": self.num_beams,
             "no_repeat_ngram_size": self.no_repeat_ngram_size,
             "early_stopping": self.early_stopping,
             "min_length": self.min_length,
+        }
+
+    def describe(self) -> dict[str, Any]:
+        generation_config = self.model.generation_config
+        return {
+            "name": self.name,
+            "model": self.model_name,
+            # None in a generation config means generate()'s default, 1.0
+            "length_penalty": 1.0
+            if generation_config.length_penalty is None
+            else generation_config.length_penalty,
+            **self.generation_settings(),
             "max_length": "input length",
-            "length_penalty": self.model.generation_config.length_penalty,
+            "forced_bos_token_id": generation_config.forced_bos_token_id,
+            "forced_eos_token_id": generation_config.forced_eos_token_id,
             "with_query": self.with_query,
             "prefix": self.prefix,
             "max_input_tokens": self.max_input_tokens,
@@ -170,15 +198,11 @@ class Seq2SeqSummarizer(Summarizer):
         ).to(self.device)
         max_lengths = encoded["attention_mask"].sum(dim=1)
         output = self.decoder(
-            encoded["input_ids"],
-            encoded["attention_mask"],
-            max_lengths,
-            num_beams=self.num_beams,
-            no_repeat_ngram_size=self.no_repeat_ngram_size,
-            early_stopping=self.early_stopping,
-            min_length=self.min_length,
+            encoded["input_ids"], encoded["attention_mask"], max_lengths, **self.generation_settings()
         )
         decoded = self.tokenizer.batch_decode(output, skip_special_tokens=True)
+        if self.model.config.model_type == "pegasus":
+            decoded = [_PEGASUS_NEWLINE.sub(" ", text) for text in decoded]
         return [(text.strip(), int(n)) for text, n in zip(decoded, max_lengths, strict=True)]
 
     def _answer(self, text: str, selection: Selection, max_length: int) -> Answer:
@@ -194,12 +218,27 @@ class Seq2SeqSummarizer(Summarizer):
         )
 
 
+def summarization_task(config: Any) -> dict[str, Any]:
+    """The checkpoint config's ``task_specific_params["summarization"]`` (empty when it has none)."""
+    return (getattr(config, "task_specific_params", None) or {}).get("summarization") or {}
+
+
 def default_prefix(config: Any) -> str:
-    """The model's summarization prefix: from its config's task parameters, else ``summarize: `` for T5."""
-    task = (getattr(config, "task_specific_params", None) or {}).get("summarization", {})
+    """The model's summarization prefix, as transformers' summarization pipeline takes it: the task parameters'
+    ``prefix``, else the config's own (BART-large-cnn: ``" "``), else ``summarize: `` for T5."""
+    task = summarization_task(config)
     if "prefix" in task:
         return task["prefix"]
+    if getattr(config, "prefix", None) is not None:
+        return config.prefix
     return T5_PREFIX if config.model_type in ("t5", "mt5") else ""
+
+
+def task_generation_settings(config: Any) -> dict[str, Any]:
+    """The generation settings the checkpoint publishes for summarization (lengths and prefix left out: the
+    paper sets the lengths, the prefix goes in front of the input)."""
+    task = summarization_task(config)
+    return {key: task[key] for key in TASK_GENERATION_KEYS if key in task}
 
 
 def input_limit(tokenizer: Any, config: Any, model: str) -> int:

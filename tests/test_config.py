@@ -1,6 +1,6 @@
 import pytest
 
-from cast.config import CONFIG_DIR, load_config, merge
+from cast.config import CONFIG_DIR, config_path, load_config, merge
 from cast.errors import ConfigError
 from cast.registry import STAGES, stage_class
 
@@ -28,6 +28,17 @@ def test_paper_profile_inherits_offline_and_replaces_stages():
     assert config["tag"] == "paper"
     assert config["rewriter"]["model"] == "castorini/t5-base-canard"
     assert config["first_stage"]["name"] == "lmd"  # from the base
+
+
+def test_paper_profile_runs_the_published_models_as_their_references_do():
+    config = load_config("paper")
+    assert config["rewriter"]["input_format"] == "castorini"  # what t5-base-canard was trained on
+    assert config["reranker"]["with_title"] is False  # pygaggle scores the text alone
+    for stage in ("rewriter", "reranker", "summarizer"):
+        assert config[stage]["dtype"] == "float32", stage
+    assert config["knowledge_base"]["total"] == 6_000_000  # a documented |D|, never counted on the endpoint
+    text = config_path("paper").read_text()
+    assert "NOT calibrated" in text and "cast calibrate --config paper" in text  # min_length 56 says so
 
 
 def test_merge_replaces_a_section_whose_stage_changes():

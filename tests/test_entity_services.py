@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from cast.cache import Cache
-from cast.errors import ServiceUnavailableError
+from cast.errors import ConfigError, ServiceUnavailableError
 from entity.fox import FoxLinker
 from entity.linkers import entity_uri
 from entity.relatedness import LinkGraphKnowledgeBase, SparqlKnowledgeBase
@@ -43,14 +43,16 @@ class MockService:
                 elif body:
                     params.update({k: v[0] for k, v in parse_qs(body).items()})
                 service.requests.append((self.command, url.path, params))
-                status, payload = service.respond(self.command, url.path, params)
+                status, payload, *extra = service.respond(self.command, url.path, params)
                 if status == 0:  # never answer in time
                     service.release.wait(10)
                     return
-                data = json.dumps(payload).encode("utf-8")
+                data = (payload if isinstance(payload, str) else json.dumps(payload)).encode("utf-8")
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
+                for name, value in (extra[0] if extra else {}).items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(data)
 
@@ -193,7 +195,8 @@ def test_spotlight_timeout_fails_with_a_clear_message(serve, tmp_path: Path):
     service = serve(lambda method, path, params: (0, None))
     linker = make_spotlight(service, tmp_path, retries=1, timeout=0.2)
     with pytest.raises(
-        ServiceUnavailableError, match=r"unreachable \(no answer within 0.2 s, 2 attempts\).*on_error"
+        ServiceUnavailableError,
+        match=r"unreachable \(no complete answer within 0.2 s, 2 attempts\).*on_error",
     ):
         linker.link("Berlin")
     assert len(service.requests) == 2
@@ -357,3 +360,217 @@ def test_sparql_escapes_iris_and_reports_bad_answers(serve, tmp_path: Path):
     with pytest.raises(ServiceUnavailableError, match="did not answer with SPARQL JSON results"):
         kb.relatedness(entity_uri('Quote "this"'), entity_uri("B"))
     assert "<http://dbpedia.org/resource/Quote_%22this%22>" in service.requests[0][2]["query"]
+
+
+# --- bounded requests, giving up, per-turn records, partial answers (issue 20 item 9, issue 14) ---------------
+
+
+class TricklingService:
+    """Answers 200 with a body sent one byte at a time (a short server-side sleep between bytes), until the
+    test ends: a server that keeps every read alive but never finishes in time."""
+
+    def __init__(self):
+        self.stop = threading.Event()
+        service = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "1000")
+                self.end_headers()
+                for _ in range(1000):
+                    if service.stop.wait(0.05):
+                        return
+                    try:
+                        self.wfile.write(b" ")
+                        self.wfile.flush()
+                    except OSError:
+                        return
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_the_timeout_bounds_the_whole_request_against_a_trickling_server(tmp_path: Path):
+    import time
+
+    service = TricklingService()
+    try:
+        linker = SpotlightLinker(endpoint=service.url + "/annotate", timeout=0.5, retries=0)
+        started = time.monotonic()
+        with pytest.raises(ServiceUnavailableError, match=r"no complete answer within 0.5 s") as error:
+            linker.link("Berlin")
+        assert time.monotonic() - started < 3  # 1000 bytes at one per 0.05 s would take 50 s
+        assert "cannot connect" not in str(error.value)
+    finally:
+        service.close()
+
+
+def test_a_hanging_service_is_given_up_on_for_the_rest_of_the_run(serve, tmp_path: Path, caplog):
+    service = serve(lambda method, path, params: (0, None))  # never answers
+    linker = make_spotlight(service, tmp_path, on_error="skip", retries=1, timeout=0.2, give_up_after=2)
+    with caplog.at_level("WARNING", logger="entity.linkers"):
+        assert linker.link_batch(["Berlin", "Germany", "Zürich", "Bonn"]) == [[], [], [], []]
+        assert linker.link("Berlin again") == []
+    assert len(service.requests) == 4  # two texts, two attempts each; then none
+    assert linker.unlinked_count == 5 and linker.unlinked_in_last_batch == (0,)
+    assert caplog.text.count("is not asked again in this run after 2 failed requests in a row") == 1
+    assert "was not asked again after 2 failed requests in a row" in linker.report()
+    client = make_spotlight(service, tmp_path, retries=0, timeout=0.2, give_up_after=1).http
+    with pytest.raises(ServiceUnavailableError, match="unreachable"):
+        client.request("POST", service.url)
+    with pytest.raises(
+        ServiceUnavailableError, match="not asked again in this run: 1 requests in a row failed"
+    ):
+        client.request("POST", service.url)
+    assert len(service.requests) == 5
+
+
+def test_each_turn_records_which_of_its_texts_went_unlinked(serve, tmp_path: Path):
+    from types import SimpleNamespace
+
+    from cast.pipeline import Pipeline
+    from cast.records import Passage, ScoredPassage
+
+    def respond(method, path, params):
+        return (502, {}) if "Germany" in params["text"] else spotlight_service(params)
+
+    service = serve(respond)
+    linker = make_spotlight(service, tmp_path, on_error="skip", retries=0, give_up_after=0)
+    assert "unlinked_texts" not in linker.describe()  # a description is taken before the run
+    berlin, germany = (
+        ScoredPassage(Passage(pid, text), 1.0) for pid, text in [("b", "Berlin"), ("g", "Germany")]
+    )
+    candidates = [(berlin, germany), (berlin,)]
+    _, _, unlinked = Pipeline._link(SimpleNamespace(linker=linker), ["Germany today", "Berlin"], candidates)
+    assert unlinked == [("query", "g"), ()]
+
+
+def test_spotlights_xml_to_json_error_means_no_entities_not_a_crash(serve, tmp_path: Path):
+    def respond(method, path, params):
+        if "Bonn" in params["text"]:
+            return 400, "Error converting XML to JSON"
+        return spotlight_service(params)
+
+    service = serve(respond)
+    linker = make_spotlight(service, tmp_path, on_error="fail")
+    assert [[m.surface for m in found] for found in linker.link_batch(["Bonn", "Berlin"])] == [[], ["Berlin"]]
+    assert linker.unanswered_count == 1 and linker.unlinked_count == 0
+    assert "1 texts were answered with an error that means no entities" in linker.report()
+    with pytest.raises(ServiceUnavailableError, match="rejected the request with HTTP 400"):
+        make_spotlight(serve(lambda method, path, params: (400, "Bad text")), tmp_path).link("Bonn")
+
+
+def test_sparql_refuses_partial_answers_and_caches_none_of_them(serve, tmp_path: Path):
+    inlinks = {entity_uri("A"): {"x", "y"}, entity_uri("B"): {"y"}}
+    healthy = sparql_service(inlinks, total=10)
+    cut_short = sparql_service({entity_uri("A"): {"x"}}, total=3)  # what an "anytime" answer counts
+    state = {"partial": "206"}
+
+    def respond(method, path, params):
+        status, answer = (healthy if not state["partial"] else cut_short)(method, path, params)
+        if state["partial"] == "206":
+            return 206, answer
+        if state["partial"] == "header":
+            return 200, answer, {"X-SQL-State": "S1TAT"}
+        return status, answer
+
+    service = serve(respond)
+
+    def make(**settings) -> SparqlKnowledgeBase:
+        return SparqlKnowledgeBase(
+            endpoint=service.url + "/sparql",
+            resources=Resources(tmp_path / "c.sqlite"),
+            backoff=0.0,
+            **settings,
+        )
+
+    for partial in ("206", "header"):
+        state["partial"] = partial
+        with pytest.raises(ServiceUnavailableError, match="partial answer .*refused"):
+            make().total  # noqa: B018 (asked from the endpoint)
+        with pytest.raises(ServiceUnavailableError, match="partial answer"):
+            make(total=10).relatedness(entity_uri("A"), entity_uri("B"))
+    state["partial"] = ""
+    assert make().total == 10  # nothing partial was cached
+    assert make(total=10).set_sizes([entity_uri("A"), entity_uri("B")]) == [2, 1]
+
+
+def test_sparql_failures_advise_the_knowledge_bases_own_settings(tmp_path: Path):
+    kb = SparqlKnowledgeBase(endpoint="http://127.0.0.1:9/sparql", total=10, retries=0, timeout=1.0)
+    with pytest.raises(ServiceUnavailableError) as error:
+        kb.relatedness(entity_uri("A"), entity_uri("B"))
+    assert "knowledge_base.endpoint" in str(error.value) and "on_error" not in str(error.value)
+
+
+def test_entities_with_question_marks_and_percent_signs_keep_their_inlinks(serve, tmp_path: Path):
+    # DBpedia's IRIs escape "?" and "%"; identifiers hold them decoded.
+    escaped = {
+        "http://dbpedia.org/resource/Who_Framed_Roger_Rabbit%3F": {"x", "y"},
+        "http://dbpedia.org/resource/100%25_Love": {"y"},
+    }
+    service = serve(sparql_service(escaped, total=10))
+    kb = SparqlKnowledgeBase(endpoint=service.url + "/sparql", total=10, backoff=0.0)
+    entities = [entity_uri("Who Framed Roger Rabbit?"), entity_uri("100% Love")]
+    assert entities[0].endswith("Rabbit?")
+    assert kb.set_sizes(entities) == [2, 1]
+    assert kb.intersection_sizes([tuple(entities)]) == [1]
+
+
+def test_spotlight_filters_are_sent_and_key_the_cache(serve, tmp_path: Path):
+    service = serve(lambda method, path, params: spotlight_service(params))
+    make_spotlight(service, tmp_path).link("Berlin")
+    assert not {"types", "sparql", "policy"} & set(service.requests[-1][2])  # unfiltered: as before
+    filtered = make_spotlight(
+        service, tmp_path, types="DBpedia:Place", policy="blacklist", sparql="SELECT ?x {}"
+    )
+    filtered.link("Berlin")
+    assert len(service.requests) == 2  # another filter: not the cached unfiltered answer
+    sent = service.requests[-1][2]
+    assert (sent["types"], sent["policy"], sent["sparql"]) == ("DBpedia:Place", "blacklist", "SELECT ?x {}")
+    with pytest.raises(ConfigError, match="policy must be one of whitelist, blacklist"):
+        make_spotlight(service, tmp_path, policy="greylist")
+
+
+def test_spotlight_candidates_endpoint_links_each_form_to_its_best_candidate(serve, tmp_path: Path):
+    def respond(method, path, params):
+        text = params["text"]
+        forms = [
+            {
+                "@name": "Berlin",
+                "@offset": str(utf16_offset(text, "Berlin")),
+                "resource": [
+                    {"@uri": "Berlin_(band)", "@finalScore": "0.1"},
+                    {"@uri": "Berlin", "@finalScore": "0.8"},
+                ],
+            },
+            {
+                "@name": "Zürich",
+                "@offset": str(utf16_offset(text, "Zürich")),
+                "resource": {"@uri": "Z%C3%BCrich", "@finalScore": "0.7"},
+            },
+        ]
+        return 200, {"annotation": {"@text": text, "surfaceForm": forms}}
+
+    service = serve(respond)
+    linker = SpotlightLinker(endpoint=service.url + "/rest/candidates", retries=0)
+    text = "🙂 Berlin or Zürich"
+    mentions = linker.link(text)
+    assert [(m.surface, m.entity, m.confidence) for m in mentions] == [
+        ("Berlin", entity_uri("Berlin"), 0.8),
+        ("Zürich", entity_uri("Zürich"), 0.7),
+    ]
+    assert all(text[m.start : m.end] == m.surface for m in mentions)
+    assert service.requests[0][1] == "/rest/candidates"

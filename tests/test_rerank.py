@@ -116,6 +116,26 @@ def test_cross_encoder_scores_the_head_in_batches_with_the_real_model(tiny_bert)
     assert [p.id for p in batched[0]] == [p.id for p in ranked] and len(batched[1]) == 2
 
 
+def test_monobert_scores_the_passage_text_alone_as_pygaggle(tiny_bert):
+    import torch
+
+    section = {"name": "monobert", "model": str(tiny_bert), "depth": 2}
+    monobert = build_stage("reranker", section, resources())
+    passages = [
+        ScoredPassage(Passage(f"p{i}", text, "Throat cancer"), 1.0) for i, text in enumerate(TEXTS[:2])
+    ]
+    ranked = monobert.rerank("what is throat cancer?", passages)
+    for scored in ranked:
+        encoded = monobert.tokenizer("what is throat cancer?", scored.passage.text, return_tensors="pt")
+        with torch.inference_mode():
+            logits = monobert.model(**encoded).logits
+        assert scored.score == pytest.approx(torch.softmax(logits, -1)[0, 1].item(), abs=1e-5)
+    assert monobert.describe()["with_title"] is False
+    titled = build_stage("reranker", {**section, "with_title": True}, resources())
+    with_titles = {p.id: p.score for p in titled.rerank("what is throat cancer?", passages)}
+    assert titled.with_title and with_titles != {p.id: p.score for p in ranked}
+
+
 def test_monobert_without_the_checkpoint_fails_at_construction_with_instructions():
     with pytest.raises(ModelUnavailableError) as error:
         build_stage("reranker", {"name": "monobert"}, resources())

@@ -3,6 +3,8 @@ tiny random T5 built locally."""
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import tiny_models
 
@@ -11,6 +13,8 @@ from cast.records import Passage, PastTurn, Turn
 from cast.registry import build_stage
 from cast.resources import Resources
 from cast.t5_rewriter import ModelInput, build_input, keep_newest
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(autouse=True)
@@ -38,14 +42,47 @@ HISTORY = [
 ]
 
 
-def test_castorini_format_joins_previous_utterances_then_current():
+@functools.cache
+def spacy_english():
+    from spacy.lang.en import English
+
+    return English()
+
+
+def chatty_goose_input(utterances: list[str]) -> str:
+    """chatty-goose's construction (``Ntr.rewrite``): join with ' ||| ', then re-tokenise with spaCy English."""
+    return " ".join(token.text for token in spacy_english()(" ||| ".join(utterances)))
+
+
+def test_castorini_format_joins_and_retokenises_as_chatty_goose():
     parts = build_input(HISTORY, "What are the symptoms?", "castorini")
     assert parts == ModelInput(
-        "", "What is throat cancer? ||| Is it treatable? ||| ", "What are the symptoms?"
+        "", "What is throat cancer ? ||| Is it treatable ? ||| ", "What are the symptoms ?"
     )
+    history = [past(1, "Why didn't it spread?  Tell me (briefly).")]
+    parts = build_input(history, "And the U.S. rates?", "castorini")
     assert parts.before + parts.history + parts.after == (
-        "What is throat cancer? ||| Is it treatable? ||| What are the symptoms?"
+        "Why did n't it spread ?   Tell me ( briefly ) . ||| And the U.S. rates ?"
     )
+    assert parts.before + parts.history + parts.after == chatty_goose_input(
+        ["Why didn't it spread?  Tell me (briefly).", "And the U.S. rates?"]
+    )
+
+
+@pytest.mark.integration
+def test_castorini_inputs_of_real_cast_2019_turns_are_chatty_goose_byte_for_byte(shared_data):
+    from cast.topics import load_topics
+
+    conversations = load_topics(shared_data / "cast/2019/evaluation_topics_v1.0.json")
+    checked = 0
+    for conversation in conversations:
+        utterances = [t.utterance for t in conversation.turns]
+        history = [past(n, u) for n, u in enumerate(utterances)]
+        for n, utterance in enumerate(utterances):
+            parts = build_input(history[:n], utterance, "castorini")
+            assert parts.before + parts.history + parts.after == chatty_goose_input(utterances[: n + 1])
+            checked += 1
+    assert checked == 479  # every evaluation turn
 
 
 def test_castorini_format_can_use_previous_rewrites():
@@ -94,7 +131,7 @@ def test_long_history_is_cut_from_the_oldest_turn_and_keeps_the_current_utteranc
     ids, cut = rewriter.encode(build_input(HISTORY, "What are the symptoms?", "castorini"))
     assert len(ids) == 12 and cut == 5
     assert (
-        rewriter.tokenizer.decode(ids, skip_special_tokens=True)
+        rewriter.tokenizer.decode(ids, skip_special_tokens=True)  # the tiny word decoder glues "?" back
         == "||| is it treatable? ||| what are the symptoms?"
     )
     assert ids[-1] == rewriter.tokenizer.eos_token_id
@@ -147,6 +184,40 @@ def test_static_decoding_gives_the_rewrites_of_plain_decoding(tiny_t5):
         build_t5(tiny_t5, decoding="fast")
 
 
+PAPER_REWRITER = {"num_beams": 10, "max_output_length": 64, "max_input_length": 64, "batch_size": 2}
+
+
+def assert_rewrites_as_plain(plain, fast):
+    """Token for token at the paper's 10 beams x 64 tokens: one turn alone and two batched; then with a model
+    that wants to stop early (a larger end-token row), where early stopping decides."""
+    import torch
+
+    items = [(HISTORY, turn(3, "What are the symptoms?")), ([], turn(1, "What is throat cancer?"))]
+    ids = torch.tensor([plain.encode(build_input(HISTORY, "What are the symptoms?", "castorini"))[0]])
+    mask = torch.ones_like(ids)
+    expected = plain.decoder(ids, mask, 64, 10, early_stopping=True)
+    assert expected.shape[1] == 64  # the random model runs to the limit
+    assert fast.decoder(ids, mask, 64, 10, early_stopping=True).tolist() == expected.tolist()
+    assert [r.query for r in fast.rewrite_batch(items)] == [r.query for r in plain.rewrite_batch(items)]
+    with torch.no_grad():
+        for stage in (plain, fast):
+            stage.model.get_output_embeddings().weight[stage.tokenizer.eos_token_id] *= 4
+    assert [r.query for r in fast.rewrite_batch(items)] == [r.query for r in plain.rewrite_batch(items)]
+
+
+def test_static_decoding_gives_the_rewrites_of_plain_decoding_at_10_beams_by_64_tokens(tiny_t5):
+    assert_rewrites_as_plain(
+        build_t5(tiny_t5, **PAPER_REWRITER), build_t5(tiny_t5, decoding="static", **PAPER_REWRITER)
+    )
+
+
+@pytest.mark.slow  # compiling takes a minute or more on a CPU
+@pytest.mark.filterwarnings("ignore::DeprecationWarning:torch.jit")  # raised inside torch.compile
+def test_compiled_decoding_gives_the_rewrites_of_plain_decoding_at_10_beams_by_64_tokens(tiny_t5):
+    compiled = build_t5(tiny_t5, decoding="compiled", **PAPER_REWRITER)
+    assert_rewrites_as_plain(build_t5(tiny_t5, **PAPER_REWRITER), compiled)
+
+
 def test_missing_model_fails_at_construction_naming_it_and_how_to_get_it(tmp_path):
     with pytest.raises(ModelUnavailableError) as error:
         build_t5("castorini/t5-not-in-this-cache")
@@ -156,3 +227,28 @@ def test_missing_model_fails_at_construction_naming_it_and_how_to_get_it(tmp_pat
 
     with pytest.raises(ModelUnavailableError, match="there is no folder"):
         build_t5(tmp_path / "absent")
+
+
+def test_paper_format_with_a_castorini_checkpoint_warns_at_start_up(tiny_t5, tmp_path, caplog):
+    import shutil
+
+    canard = shutil.copytree(tiny_t5, tmp_path / "t5-base-canard")
+    with caplog.at_level("WARNING", logger="cast.t5_rewriter"):
+        build_t5(canard, input_format="castorini")
+        assert not caplog.records
+        build_t5(canard, input_format="paper")
+    assert "trained on the castorini input format" in caplog.text
+
+
+def test_castorini_rewrites_are_decoded_with_tokenisation_clean_up(tiny_t5):
+    import torch
+    from tokenizers import decoders
+
+    rewriter = build_t5(tiny_t5, num_beams=1, max_output_length=8)
+    # As T5's SentencePiece decoder: spaces kept between all tokens; only the clean-up glues punctuation.
+    rewriter.tokenizer.backend_tokenizer.decoder = decoders.WordPiece(prefix="##", cleanup=False)
+    ids = rewriter.tokenizer("what is throat cancer ? it is , to", add_special_tokens=False)["input_ids"]
+    rewriter.decoder = lambda *args, **kwargs: torch.tensor(
+        [ids]
+    )  # the model's tokens, as generate() gives them
+    assert rewriter.rewrite([], turn(1, "q")).query == "what is throat cancer? it is, to"

@@ -94,7 +94,8 @@ def test_the_calibrated_config_loads_with_the_chosen_min_length(tmp_path):
     derived = tmp_path / "mine-50w.yaml"
     cal.write_text_atomic(derived, cal.calibrated_config(source, derived, section, result, "50 turns"))
     assert derived.read_text().startswith("# Length calibration")
-    assert load_config(derived)["summarizer"] == {**section, "min_length": 60}
+    # the paper profile's settings of the same stage (dtype) carry over
+    assert load_config(derived)["summarizer"] == {**section, "dtype": "float32", "min_length": 60}
     assert load_config(derived)["reranker"]["name"] == "monobert"  # the rest comes from the base chain
 
     cal.write_text_atomic(source, cal.calibrated_config(source, source, section, result, "50 turns"))

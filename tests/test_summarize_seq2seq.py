@@ -42,8 +42,9 @@ def beam_search(stage, texts):
     """The token ids ``stage`` decodes for ``texts`` together, with each row's maximum length."""
     encoded = stage.tokenizer(texts, padding=True, return_tensors="pt")
     max_lengths = encoded["attention_mask"].sum(dim=1)
-    settings = dict(num_beams=4, no_repeat_ngram_size=3, early_stopping=True, min_length=stage.min_length)
-    output = stage.decoder(encoded["input_ids"], encoded["attention_mask"], max_lengths, **settings)
+    output = stage.decoder(
+        encoded["input_ids"], encoded["attention_mask"], max_lengths, **stage.generation_settings()
+    )
     return output, max_lengths
 
 
@@ -53,17 +54,13 @@ def selection(*texts: str) -> Selection:
     )
 
 
-@pytest.mark.parametrize("family", FAMILIES)
-def test_answer_is_plain_generate_with_the_papers_decoding(model_folders, family):
+def reference_answer(stage, chosen: Selection, **settings) -> tuple[str, int]:
+    """The answer transformers' own ``generate()`` gives with the paper's decoding (and ``settings``), and the
+    input's length."""
     import torch
 
-    stage = summarizer(model_folders[family], min_length=6)
-    chosen = selection(*PASSAGES[:2])
-    answer = stage.summarize("what causes cancer", chosen)
-
-    encoded = stage.tokenizer(
-        [model_input("", chosen, with_query=False, prefix=stage.prefix)], return_tensors="pt"
-    )
+    text = model_input("", chosen, with_query=False, prefix=stage.prefix)
+    encoded = stage.tokenizer([text], return_tensors="pt")
     input_length = encoded["input_ids"].shape[1]
     with torch.inference_mode():
         reference = stage.model.generate(
@@ -73,9 +70,20 @@ def test_answer_is_plain_generate_with_the_papers_decoding(model_folders, family
             early_stopping=True,
             min_length=6,
             max_length=input_length,
-            forced_eos_token_id=stage.eos_token_id,
+            forced_eos_token_id=stage.eos_token_id,  # as the per-row maximum length does
+            **settings,
         )
-    assert answer.text == stage.tokenizer.decode(reference[0], skip_special_tokens=True).strip()
+    return stage.tokenizer.decode(reference[0], skip_special_tokens=True).strip(), input_length
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_answer_is_plain_generate_with_the_papers_decoding(model_folders, family):
+    stage = summarizer(model_folders[family], min_length=6)
+    chosen = selection(*PASSAGES[:2])
+    answer = stage.summarize("what causes cancer", chosen)
+
+    reference, input_length = reference_answer(stage, chosen)
+    assert answer.text == reference
     assert answer.source_ids == ("p0", "p1")
     assert answer.generator == f"seq2seq:{model_folders[family]}"
     assert answer.settings["num_beams"] == 4
@@ -216,12 +224,48 @@ def test_static_decoding_gives_the_tokens_of_plain_decoding(model_folders, famil
     assert plain.summarize("q", selection(TURNS[0])).settings["decoding"] == "plain"
 
 
+# The published checkpoints' settings: BART-large-cnn (length penalty 2.0, forced BOS and EOS) and
+# PEGASUS-cnn_dailymail (length penalty 0.8, forced EOS), on their tiny random stand-ins.
+PUBLISHED_DECODING = {
+    "bart": {"forced_bos_token_id": 0, "forced_eos_token_id": 2, "length_penalty": 2.0},
+    "pegasus": {"forced_eos_token_id": 1, "length_penalty": 0.8},
+}
+
+
+def published_settings(model_folders, tmp_path, family):
+    """A copy of the tiny ``family`` model whose config carries its published checkpoint's decoding settings."""
+    import json
+
+    settings = PUBLISHED_DECODING[family]
+    task = {"summarization": {"length_penalty": settings["length_penalty"], "num_beams": 4}}
+    folder = with_config(model_folders[family], tmp_path / family, task_specific_params=task, **settings)
+    generation = folder / "generation_config.json"  # as the checkpoints publish them
+    generation.write_text(json.dumps({**json.loads(generation.read_text()), **settings}))
+    return folder
+
+
+@pytest.mark.filterwarnings("ignore:Unfeasible length constraints")
+@pytest.mark.parametrize("family", ["bart", "pegasus"])
+def test_static_decoding_gives_the_tokens_of_plain_decoding_at_the_published_settings(
+    model_folders, tmp_path, family
+):
+    folder = published_settings(model_folders, tmp_path, family)
+    plain = summarizer(folder, min_length=12)
+    static = summarizer(folder, min_length=12, decoding="static")
+    assert plain.generation_settings()["length_penalty"] == PUBLISHED_DECODING[family]["length_penalty"]
+    described = plain.describe()
+    assert described["forced_eos_token_id"] == PUBLISHED_DECODING[family]["forced_eos_token_id"]
+    assert described["forced_bos_token_id"] == PUBLISHED_DECODING[family].get("forced_bos_token_id")
+    assert_decodes_as_plain(plain, static)
+
+
 @pytest.mark.slow  # compiling takes about a minute on a CPU
 @pytest.mark.filterwarnings("ignore:Unfeasible length constraints")
 @pytest.mark.filterwarnings("ignore::DeprecationWarning:torch.jit")  # raised inside torch.compile
-def test_compiled_decoding_gives_the_tokens_of_plain_decoding(model_folders):
-    plain = summarizer(model_folders["bart"], min_length=12)
-    compiled = summarizer(model_folders["bart"], min_length=12, decoding="compiled")
+def test_compiled_decoding_gives_the_tokens_of_plain_decoding(model_folders, tmp_path):
+    folder = published_settings(model_folders, tmp_path, "bart")  # length penalty 2.0, forced BOS and EOS
+    plain = summarizer(folder, min_length=12)
+    compiled = summarizer(folder, min_length=12, decoding="compiled")
     assert_decodes_as_plain(plain, compiled)
 
 
@@ -238,3 +282,56 @@ def test_an_unknown_decoding_or_a_model_without_a_static_cache_is_refused(tmp_pa
     assert summarizer(tmp_path).decoder.decoding == "plain"
     with pytest.raises(ConfigError, match="input limit"):
         BeamDecoder(summarizer(model_folders["t5"]).model, "static")
+
+
+def with_config(source, folder, **changes):
+    """A copy of the model folder ``source`` whose config.json has ``changes``."""
+    import json
+    import shutil
+
+    shutil.copytree(source, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, **changes}))
+    return folder
+
+
+def test_the_checkpoints_summarization_settings_apply_under_the_papers_overrides(model_folders, tmp_path):
+    # t5-base's published task settings: only the length penalty survives the paper's overrides.
+    task = {"early_stopping": True, "length_penalty": 2.0, "max_length": 200, "min_length": 30}
+    task |= {"no_repeat_ngram_size": 3, "num_beams": 4, "prefix": "summarize: "}
+    folder = with_config(model_folders["t5"], tmp_path / "t5", task_specific_params={"summarization": task})
+    stage = summarizer(folder, min_length=6)
+    chosen = selection(*PASSAGES[:2])
+    answer = stage.summarize("q", chosen)
+    reference, input_length = reference_answer(stage, chosen, length_penalty=2.0)
+    assert stage.prefix == "summarize: " and answer.text == reference
+    settings = answer.settings
+    assert settings["length_penalty"] == 2.0 and settings["min_length"] == 6 and settings["num_beams"] == 4
+    assert settings["max_length"] == input_length and settings["prefix"] == "summarize: "
+    assert summarizer(model_folders["t5"]).describe()["length_penalty"] == 1.0
+
+
+def test_the_config_prefix_is_taken_as_the_summarization_pipeline_does(model_folders, tmp_path):
+    # BART-large-cnn's config.json has "prefix": " " and no task prefix.
+    assert summarizer(with_config(model_folders["bart"], tmp_path / "bart", prefix=" ")).prefix == " "
+    assert summarizer(model_folders["bart"]).prefix == ""
+    assert summarizer(model_folders["t5"]).prefix == "summarize: "
+
+
+def test_pegasus_sentence_marks_are_removed_from_answers(model_folders):
+    import torch
+
+    stage = summarizer(model_folders["pegasus"])
+    stage.tokenizer.add_tokens(["<n>"])
+    ids = stage.tokenizer("the door is working . <n> the opener stopped .<n>", add_special_tokens=False)
+
+    class Generated:  # what generate() gives: PEGASUS's "<n>" between sentences
+        decoding = "plain"
+
+        def __call__(self, *args, **kwargs):
+            return torch.tensor([ids["input_ids"]])
+
+    stage.decoder = Generated()
+    answer = stage.summarize("q", selection(PASSAGES[2]))
+    assert "<n>" not in answer.text
+    assert answer.text == "the door is working. the opener stopped."
