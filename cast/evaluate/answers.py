@@ -310,7 +310,8 @@ class AnswerEvaluation:
         per_turn: one row per turn with references (index ``qid``), columns from :data:`ANSWER_MEASURES`
             (the groundedness columns only when passage texts were given).
         unreferenced_turns: answered turns without a reference, left out.
-        missing_turns: turns with references the system did not answer (left out of its means; listed).
+        missing_turns: turns with references the system wrote no record for: scored 0 on every measure.
+        no_answer_turns: turns with references whose record gives no answer (``no_answer_reason``): scored 0.
         references: how references were made, for the report (e.g. "CAsT 2022 written responses").
         multi_reference: ``max`` or ``concat``.
     """
@@ -320,6 +321,7 @@ class AnswerEvaluation:
     multi_reference: str
     unreferenced_turns: list[str] = field(default_factory=list)
     missing_turns: list[str] = field(default_factory=list)
+    no_answer_turns: list[str] = field(default_factory=list)
     duplicate_qids: list[str] = field(default_factory=list)
     missing_source_passages: int = 0
 
@@ -331,9 +333,11 @@ class AnswerEvaluation:
         notes = [f"{len(self.per_turn)} turns scored against {self.references} ({mode})"]
         if self.unreferenced_turns:
             notes.append(f"{len(self.unreferenced_turns)} answered turns without a reference excluded")
-        if self.missing_turns:
+        unanswered = self.missing_turns + self.no_answer_turns
+        if unanswered:
             notes.append(
-                f"{len(self.missing_turns)} turns with references have no answer (e.g. {self.missing_turns[0]})"
+                f"{len(unanswered)} turns with references unanswered, scored 0 ({len(self.missing_turns)} "
+                f"missing from the file, {len(self.no_answer_turns)} with no answer; e.g. {unanswered[0]})"
             )
         if self.duplicate_qids:
             notes.append(f"{len(self.duplicate_qids)} repeated qids in the answers file ignored (first kept)")
@@ -354,7 +358,11 @@ def evaluate_answers(
     support_threshold: float = DEFAULT_SUPPORT_THRESHOLD,
     progress: Callable[[Iterable[Any]], Iterable[Any]] = iter,
 ) -> AnswerEvaluation:
-    """Score each answered turn that has references.
+    """Score every turn that has references; a turn left unanswered scores 0 on every measure.
+
+    A system that skips hard turns must not score better than one that tries them (retrieval scores a turn
+    missing from the run 0 too). Unanswered: no record for the turn, or a record with a ``no_answer_reason``
+    (its text only says why).
 
     Args:
         answers: the system's answers.
@@ -367,11 +375,17 @@ def evaluate_answers(
     """
     import pandas as pd
 
+    columns = [c for c in ANSWER_MEASURES if passage_texts is not None or c not in GROUNDEDNESS_MEASURES]
     rows: dict[str, dict[str, float]] = {}
     missing_sources = set()
-    scored = [qid for qid in answers.answers if qid in references]
-    for qid in progress(scored):
-        answer = answers.answers[qid]
+    answered = [qid for qid in answers.answers if qid in references]
+    missing = [qid for qid in references if qid not in answers.answers]
+    no_answer = [qid for qid in answered if answers.answers[qid].no_answer_reason is not None]
+    for qid in progress([*answered, *missing]):
+        answer = answers.answers.get(qid)
+        if answer is None or answer.no_answer_reason is not None:
+            rows[qid] = dict.fromkeys(columns, 0.0)
+            continue
         row = scorer.score(answer.text, references[qid])
         row["words"] = float(len(words(answer.text)))
         if passage_texts is not None:
@@ -381,7 +395,6 @@ def evaluate_answers(
             grounded, support = groundedness(answer_sentences, sources, support_threshold)
             row["grounded"], row["support"] = 100 * grounded, 100 * support
         rows[qid] = row
-    columns = [c for c in ANSWER_MEASURES if passage_texts is not None or c not in GROUNDEDNESS_MEASURES]
     per_turn = pd.DataFrame.from_dict(rows, orient="index", columns=columns).astype(float)
     per_turn.index = per_turn.index.astype(str)
     per_turn.index.name = "qid"
@@ -390,7 +403,8 @@ def evaluate_answers(
         references=references_name,
         multi_reference=scorer.multi_reference,
         unreferenced_turns=[qid for qid in answers.answers if qid not in references],
-        missing_turns=[qid for qid in references if qid not in answers.answers],
+        missing_turns=missing,
+        no_answer_turns=no_answer,
         duplicate_qids=answers.duplicate_qids,
         missing_source_passages=len(missing_sources),
     )
