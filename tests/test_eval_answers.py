@@ -17,13 +17,12 @@ from cast.evaluate.answers import (
     read_answers,
     relevant_passage_ids,
     response_references,
-    sentences,
     system_name,
     unigram_f1,
-    words,
 )
 from cast.evaluate.wordnet import nltk_data_dir
 from cast.records import Conversation, Turn
+from cast.text import words
 
 ANSWER = "The COP26 summit in Glasgow was about climate change; countries promised to cut emissions."
 REFERENCE = (
@@ -115,20 +114,6 @@ def test_groundedness_by_hand():
     assert grounded == 0.5  # the first sentence matches a passage sentence exactly, the second shares nothing
     assert support == pytest.approx(5 / 8)  # 5 of the 8 answer tokens occur in the passage
     assert groundedness([], passages) == (0.0, 0.0)
-
-
-def test_tokens_and_sentences():
-    assert words("It's a well-known U.S. fact, isn't it?") == [
-        "it's",
-        "a",
-        "well-known",
-        "u",
-        "s",
-        "fact",
-        "isn't",
-        "it",
-    ]
-    assert sentences("One. Two! 3 is a number? yes") == ["One.", "Two!", "3 is a number? yes"]
 
 
 def _write(path, records):

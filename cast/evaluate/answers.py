@@ -6,10 +6,10 @@ Measures (all but ``words`` in percent, 0-100, like the paper's tables):
 * BLEU-1 and BLEU-4: ``sacrebleu``'s sentence BLEU per turn (13a tokenizer, mixed case, ``exp`` smoothing,
   effective n-gram order); the overall figure is the mean over turns, not corpus BLEU.
 * METEOR: ``nltk``'s ``meteor_score`` (exact, Porter-stem and WordNet-synonym matches, alpha 0.9, beta 3,
-  gamma 0.5) on lower-cased word tokens (:func:`words`); WordNet is read offline (:mod:`cast.evaluate.wordnet`).
+  gamma 0.5) on lower-cased word tokens (:func:`cast.text.words`); WordNet is read offline (:mod:`cast.evaluate.wordnet`).
 * words: the answer's length in word tokens.
 * grounded: the share of answer sentences supported by the passages the answer read; a sentence is supported
-  when its best unigram-overlap F1 with a passage sentence reaches the threshold (0.5 by default), as in
+  when its best unigram-overlap F1 with a passage sentence (:func:`cast.text.split_sentences`) reaches the threshold (0.5 by default), as in
   WikiPath's response groundedness. support: the share of answer tokens found in those passages.
 
 References: with ``max`` scoring each measure takes its best value over the turn's references (the usual
@@ -19,7 +19,6 @@ multi-reference ROUGE/METEOR convention); with ``concat`` the references are joi
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from cast.errors import CastError, DataFormatError
 from cast.records import Answer, AnswerSentence, Conversation
+from cast.text import sentences, words
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -38,20 +38,6 @@ ANSWER_MEASURES = (*TEXT_MEASURES, "words", *GROUNDEDNESS_MEASURES)
 MULTI_REFERENCE_MODES = ("max", "concat")
 DEFAULT_REFERENCE_GRADE = 3
 DEFAULT_SUPPORT_THRESHOLD = 0.5
-
-_WORD = re.compile(r"\w+(?:['’-]\w+)*")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'“(\[]?[A-Z0-9])")
-
-
-def words(text: str) -> list[str]:
-    """Lower-cased word tokens (letters/digits, keeping inner apostrophes and hyphens); punctuation dropped."""
-    return [w.lower() for w in _WORD.findall(text)]
-
-
-def sentences(text: str) -> list[str]:
-    """Split a text at sentence ends (``.!?`` followed by space and a capital or digit)."""
-    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
-
 
 # --- answers files ---------------------------------------------------------------------------------------------
 
