@@ -89,8 +89,11 @@ def evaluate_run(
     """Score a run (``{qid: {docid: score}}``) against qrels (``{qid: {docid: grade}}``) turn by turn.
 
     Example:
-        >>> evaluation = evaluate_run(read_run("runs/lmd.run"), read_qrels("cast2022.qrel"), rel=2)
-        >>> evaluation.mean()["nDCG@3"]
+        >>> evaluation = evaluate_run({"31_1": {"d1": 2.0, "d2": 1.0}}, {"31_1": {"d2": 3, "d3": 1}})
+        >>> float(evaluation.mean()["MRR"]), float(evaluation.mean()["R@100"])
+        (0.5, 0.5)
+
+        Files: ``evaluate_run(read_run("runs/lmd.run"), read_qrels("cast2022.qrel"), rel=2)``.
     """
     import ir_measures
     import pandas as pd
