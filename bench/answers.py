@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
 
     from cast.config import load_config
-    from cast.evaluate.answers import TextScorer, words
+    from cast.evaluate.answers import AnswersFile, TextScorer, evaluate_answers
     from cast.registry import build_stage
     from cast.resources import Resources
     from cast.topics import load_topics, read_qrels
@@ -286,10 +286,14 @@ def main(argv: list[str] | None = None) -> int:
                 strict=True,
             )
         )
-        scores = {q: scorer.score(answers[q].text, [references[q]]) for q in qids}
-        for q in qids:
-            scores[q]["words"] = float(len(words(answers[q].text)))
-        per_turn[row_label] = {m: np.array([scores[q][m] for q in qids]) for m in MEASURES}
+        # Scored as `cast eval answers` scores an answers file (a turn without an answer scores 0).
+        scored = evaluate_answers(
+            AnswersFile(path=Path(row_label), name=row_label, answers=answers, records={}),
+            {q: [references[q]] for q in qids},
+            scorer=scorer,
+            references_name="the written responses",
+        )
+        per_turn[row_label] = {m: scored.per_turn.loc[qids, m].to_numpy() for m in MEASURES}
         per_turn[row_label]["relevant"] = np.array(
             [
                 np.mean([qrels[q].get(p.id, 0) >= args.min_grade for p in selections[q].passages])
