@@ -127,6 +127,24 @@ def test_eval_retrieval_command(fixtures, tmp_path, capsys):
     assert pd.read_csv(tmp_path / "t.csv").shape == (2, 7)
 
 
+def test_eval_retrieval_correction_option(fixtures, tmp_path, capsys):
+    folder = fixtures / "eval"
+    runs = [str(folder / "a.run"), str(folder / "b.run")]
+    qrels = str(folder / "toy.qrels")
+    assert (
+        main(
+            ["eval", "retrieval", "--run", *runs, "--qrels", qrels, "--baseline", "a", "--correction", "holm"]
+        )
+        == 0
+    )
+    assert "Holm-Bonferroni-corrected per measure over the 1 system tested" in capsys.readouterr().out
+    out = tmp_path / "report"
+    args = ["eval", "report", "--runs", *runs, "--qrels", qrels, "--baseline", "a", "--correction", "holm"]
+    assert main([*args, "--out", str(out)]) == 0
+    tests = pd.read_csv(out / "retrieval_tests.csv")
+    assert {"t_test_p_corrected", "randomisation_p_corrected"} <= set(tests.columns)
+
+
 def test_eval_retrieval_bad_run_is_one_line_error(fixtures, tmp_path, capsys):
     bad = tmp_path / "bad.run"
     bad.write_text("q1 Q0 d1 1 2.0\n")
