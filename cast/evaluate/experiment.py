@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cast.errors import CastError
+from cast.evaluate.answers import DEFAULT_REFERENCE_GRADE, DEFAULT_SUPPORT_THRESHOLD
 
 if TYPE_CHECKING:
     from cast.evaluate.answers import AnswerEvaluation, AnswersFile
@@ -58,11 +59,11 @@ def evaluate_answer_files(
     topics: str | Path | None = None,
     qrels: str | Path | None = None,
     references: str | None = None,
-    reference_grade: int | None = None,
+    reference_grade: int = DEFAULT_REFERENCE_GRADE,
     multi_reference: str = "max",
     collection: Sequence[str | Path] | None = None,
     index: str | Path | None = None,
-    support_threshold: float | None = None,
+    support_threshold: float = DEFAULT_SUPPORT_THRESHOLD,
     progress: bool = True,
 ) -> dict[str, AnswerEvaluation]:
     """Evaluate each answers file against one set of references, keyed by system name.
@@ -73,11 +74,11 @@ def evaluate_answer_files(
         qrels: a qrels file whose passages graded ``reference_grade`` or higher are the references.
         references: ``responses`` (the topics' written responses) or ``qrels``; by default responses when
             ``topics`` is given, else qrels.
-        reference_grade: the lowest grade of a reference passage (default 3).
+        reference_grade: the lowest grade of a reference passage.
         multi_reference: ``max`` (best score over a turn's references) or ``concat``.
         collection: collection files holding the passage texts (for qrels references and groundedness).
         index: a Lucene index holding the passage texts, instead of ``collection``.
-        support_threshold: the unigram F1 from which an answer sentence counts as supported (default 0.5).
+        support_threshold: the unigram F1 from which an answer sentence counts as supported.
         progress: show a progress bar per system.
 
     Raises:
@@ -89,8 +90,6 @@ def evaluate_answer_files(
 
     files = [a if isinstance(a, ans.AnswersFile) else ans.read_answers(a) for a in answers]
     names = unique_names([f.path for f in files])
-    grade = ans.DEFAULT_REFERENCE_GRADE if reference_grade is None else reference_grade
-    threshold = ans.DEFAULT_SUPPORT_THRESHOLD if support_threshold is None else support_threshold
     kind = references or ("responses" if topics is not None else "qrels")
     if kind not in REFERENCE_KINDS:
         raise CastError(f"unknown references {kind!r}; choose {' or '.join(REFERENCE_KINDS)}")
@@ -110,9 +109,9 @@ def evaluate_answer_files(
             raise CastError("--references qrels needs --qrels")
         from cast.topics import read_qrels
 
-        reference_ids = ans.relevant_passage_ids(read_qrels(qrels), grade)
+        reference_ids = ans.relevant_passage_ids(read_qrels(qrels), reference_grade)
         needed_ids |= {pid for ids in reference_ids.values() for pid in ids}
-        described = f"the passages graded {grade}+ in {Path(qrels).name}"
+        described = f"the passages graded {reference_grade}+ in {Path(qrels).name}"
     texts = None
     if collection:
         texts = ans.passages_from_collection(collection, needed_ids)
@@ -139,7 +138,7 @@ def evaluate_answer_files(
             scorer=scorer,
             references_name=described,
             passage_texts=texts,
-            support_threshold=threshold,
+            support_threshold=support_threshold,
             progress=lambda items, name=name: tqdm(
                 items, desc=f"scoring {name}", leave=False, disable=not progress
             ),
