@@ -1,8 +1,8 @@
-# Quickstart targets (see README.md). Set-up is idempotent: it re-runs only when pyproject.toml or the
+# Quickstart targets (see README.md). Set-up is idempotent: it re-runs only when pyproject.toml, setup.py or the
 # set-up scripts change.
 VENV ?= .venv
 
-.PHONY: setup demo test lint
+.PHONY: setup demo test test-quick lint
 
 setup:
 	bash scripts/setup.sh
@@ -12,6 +12,12 @@ demo: setup
 
 lint: setup
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
+# Everything, slow and integration tests included: CI runs this target (.ci/run).
 test: setup lint
 	$(VENV)/bin/python -m pytest -q
+
+# While editing: without the slow tests (test_demo, the sample retrieval, compiled decoding).
+test-quick: setup lint
+	$(VENV)/bin/python -m pytest -q -m "not slow"

@@ -89,6 +89,8 @@ DEFAULT_METHODS = ["o", "er", "eg0", "eg.25", "eg.5", "eg.75", "eg1", "eg.25+ep"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    from cast.evaluate.significance import CORRECTIONS
+
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         epilog="usage examples:" + __doc__.split("Usage:")[1],
@@ -156,6 +158,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--loto",
         action="store_true",
         help="add the leave-one-topic-out cross-validated choice among the rows",
+    )
+    parser.add_argument(
+        "--correction",
+        choices=CORRECTIONS,
+        help="Holm-Bonferroni-correct the p-values of the rows tested against O, per measure",
     )
     return parser.parse_args(argv)
 
@@ -251,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
 
     from cast.config import load_config
-    from cast.evaluate.answers import TextScorer, words
+    from cast.evaluate.answers import AnswersFile, TextScorer, evaluate_answers
     from cast.registry import build_stage
     from cast.resources import Resources
     from cast.topics import load_topics, read_qrels
@@ -310,10 +317,14 @@ def main(argv: list[str] | None = None) -> int:
                 strict=True,
             )
         )
-        scores = {q: scorer.score(answers[q].text, [references[q]]) for q in qids}
-        for q in qids:
-            scores[q]["words"] = float(len(words(answers[q].text)))
-        per_turn[row_label] = {m: np.array([scores[q][m] for q in qids]) for m in MEASURES}
+        # Scored as `cast eval answers` scores an answers file (a turn without an answer scores 0).
+        scored = evaluate_answers(
+            AnswersFile(path=Path(row_label), name=row_label, answers=answers, records={}),
+            {q: [references[q]] for q in qids},
+            scorer=scorer,
+            references_name="the written responses",
+        )
+        per_turn[row_label] = {m: scored.per_turn.loc[qids, m].to_numpy() for m in MEASURES}
         per_turn[row_label]["relevant"] = np.array(
             [
                 np.mean([qrels[q].get(p.id, 0) >= args.min_grade for p in selections[q].passages])
@@ -335,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         per_turn["loto-cv"] = choices.pop("per_turn")
         rows["loto-cv"] = table_row(per_turn["loto-cv"], seconds=None)
         print("loto-cv choices (held-out topic: row): " + ", ".join(f"{t}: {r}" for t, r in choices.items()))
-    print_table(rows, per_turn, len(qids), args)
+    print_table(rows, per_turn, qids, args)
     return 0
 
 
@@ -415,30 +426,32 @@ def write_answers(path: Path, results: dict, selections: dict, answers: dict, qi
     )
 
 
-def print_table(rows: dict, per_turn: dict, turns: int, args: argparse.Namespace) -> None:
-    from cast.evaluate.significance import paired_test
+def print_table(rows: dict, per_turn: dict, qids: list[str], args: argparse.Namespace) -> None:
+    import pandas as pd
 
-    baseline = "o" if "o" in per_turn else None
+    from cast.evaluate.report import compare
+
+    # Significance of each row against O on the text measures (words is a length, not a quality).
+    tested = [m for m in MEASURES if m != "words"]
+    frames = {
+        label: pd.DataFrame({m: values[m] for m in tested}, index=qids) for label, values in per_turn.items()
+    }
+    comparison = compare(frames, "o" if "o" in frames else None, args.correction)
     print(
-        f"\nCAsT 2022 dev, {turns} turns with a written response; rewriter {args.rewriter}; "
+        f"\nCAsT 2022 dev, {len(qids)} turns with a written response; rewriter {args.rewriter}; "
         f"answers: {args.summarizer}, {args.words} words, from the chosen 3 of the top 10"
     )
     header = "| method | " + " | ".join(MEASURES) + " | chosen relevant % | select ms/turn mean (p95) |"
     print(header)
     print("|" + "---|" * (len(MEASURES) + 3))
     for label, row in rows.items():
-        cells = []
-        for m in MEASURES:
-            mark = ""
-            if baseline and label != baseline and m != "words":
-                if paired_test(per_turn[label][m], per_turn[baseline][m]).significant():
-                    mark = "†"
-            cells.append(f"{row[m]:.2f}{mark}")
+        cells = [f"{row[m]:.2f}{'†' if comparison.significant(label, m) else ''}" for m in MEASURES]
         print(
             f"| {label} | "
             + " | ".join(cells)
             + f" | {row['relevant']:.1f} | {row['ms']:.1f} ({row['ms_p95']:.1f}) |"
         )
+    print(comparison.legend())
 
 
 if __name__ == "__main__":

@@ -8,18 +8,23 @@ with ``sys.exit(run(main))``.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-DATA = REPO.parent / "shared" / "data"
+# The data folder (its README describes it) and the CAsT 2022 dev index built from it, as `cast index build` in
+# the README makes it; each script also takes them as arguments. CAST_DATA / CAST_BENCH_INDEX move the defaults.
+DATA = Path(os.environ.get("CAST_DATA") or REPO.parent / "shared" / "data").expanduser()
 WIKI = DATA / "wiki" / "enwiki-2013-core.jsonl.gz"
 DEV_2022 = DATA / "cast" / "2022-dev"
 DEV_2022_TOPICS = DEV_2022 / "2022_evaluation_topics_flattened_duplicated_v1.0.json"
 DEV_2022_QRELS = DEV_2022 / "cast2022.provenance.qrel"
 DEV_2022_PASSAGES = DEV_2022 / "provenance_passages.jsonl"
-DEFAULT_INDEX = "/work/cache/indexes/cast2022-dev"
+DEFAULT_INDEX = str(
+    Path(os.environ.get("CAST_BENCH_INDEX") or REPO / "indexes" / "cast2022-dev").expanduser()
+)
 
 
 def existing_path(value: str) -> Path:

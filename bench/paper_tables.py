@@ -43,6 +43,7 @@ PUBLISHED_TABLE3: dict[str, tuple[float, float]] = {}
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     from cast.evaluate.cli import add_answer_options
+    from cast.evaluate.significance import CORRECTIONS
 
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
@@ -54,6 +55,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--answers", nargs="+", required=True, type=Path, metavar="FILE", help="answers files"
     )
     add_answer_options(parser)
+    parser.add_argument(
+        "--correction",
+        choices=CORRECTIONS,
+        help="Holm-Bonferroni-correct the p-values of the rows tested against O, per measure",
+    )
     parser.set_defaults(topics=DEV_2022_TOPICS, qrels=DEV_2022_QRELS)
     return parser.parse_args(argv)
 
@@ -117,19 +123,20 @@ def format_table(
 
 def main(argv: list[str] | None = None) -> int:
     from cast.evaluate.answers import read_answers
-    from cast.evaluate.cli import answer_evaluations
+    from cast.evaluate.cli import answer_options
+    from cast.evaluate.experiment import evaluate_answer_files
     from cast.evaluate.report import compare
 
     args = parse_args(argv)
     files = [read_answers(path) for path in args.answers]
-    evaluations = answer_evaluations(args.answers, args, files)
+    evaluations = evaluate_answer_files(files, **answer_options(args))
     table1, table3 = table_rows(evaluations, files)
     order = {"O": 0, "ER": 1, "EG": 2}
     table1.sort(key=lambda r: (order.get(r["selection"].split()[0], 3), r["selection"], r["system"]))
     notes = [f"{name}: {note}" for name, evaluation in evaluations.items() for note in evaluation.notes()]
     # Significance against the O (original ranking) row of Table 1, where there is one.
     baseline = next((r["system"] for r in table1 if r["selection"] == "O"), None)
-    comparison = compare({name: e.per_turn for name, e in evaluations.items()}, baseline)
+    comparison = compare({name: e.per_turn for name, e in evaluations.items()}, baseline, args.correction)
     significant = {(n, m) for n in evaluations for m in MEASURES if comparison.significant(n, m)}
     print(
         format_table(

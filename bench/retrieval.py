@@ -139,9 +139,7 @@ def ranked_run(rankings: dict[str, list]) -> dict[str, dict[str, float]]:
 
 
 def command_run(args: argparse.Namespace) -> int:
-    import ir_measures
-    from ir_measures import RR, Judged, R, nDCG
-
+    from cast.evaluate.retrieval import evaluate_run, judged_qrels
     from cast.pipeline import merge_head
     from cast.registry import build_stage
     from cast.topics import read_qrels
@@ -153,8 +151,9 @@ def command_run(args: argparse.Namespace) -> int:
     qrels = read_qrels(args.qrels)
     config, resources = build_resources(args.index, args.overrides)
     first_stage = build_stage("first_stage", config["first_stage"], resources)
+    # As `cast eval retrieval` scores them: over the judged turns, a judged turn missing from the run scoring 0.
     # Judged@10: the share of the top 10 that the qrels judge (only provenance passages are judged here).
-    measures = [RR(rel=args.rel), nDCG @ 3, R(rel=args.rel) @ 100, Judged @ 10]
+    measures = ["MRR", "nDCG@3", "R@100", "Judged@10"]
     rerankers = {}
     for spec in args.rerankers:
         section = stage_section(config, "reranker", spec)
@@ -182,22 +181,22 @@ def command_run(args: argparse.Namespace) -> int:
                 )
                 rankings = {q: merge_head(h, first[q]) for q, h in zip(qids, heads, strict=True)}
             seconds[f"rerank {rewriter_name}/{reranker_name}"] = time.perf_counter() - start
-            scores = ir_measures.calc_aggregate(measures, qrels, ranked_run(rankings))
-            table[(rewriter_name, reranker_name)] = {str(m): scores[m] for m in measures}
+            evaluation = evaluate_run(ranked_run(rankings), qrels, args.rel, names=measures)
+            table[(rewriter_name, reranker_name)] = evaluation.mean().to_dict()
             print(
                 f"  {rewriter_name:>9} x {reranker_name:<9}",
                 _row(table[(rewriter_name, reranker_name)]),
                 flush=True,
             )
 
-    judged = len({q for q in qids if q in qrels})
+    judged = len(set(qids) & set(judged_qrels(qrels)))
     print(
         f"\n{args.topics.name}: {len(qids)} turns ({judged} judged), index {args.index}, binary rel >= {args.rel}"
     )
     print(f"{'rewriter':>24}   {'reranker':<9}  " + "  ".join(f"{str(m):>7}" for m in measures))
     for (rewriter_name, reranker_name), row in table.items():
         print(f"{rewriter_name:>24}   {reranker_name:<9}  {_row(row)}")
-    mrr = str(measures[0])
+    mrr = measures[0]
     for reranker_name in args.rerankers:
         manual = table.get(("manual", reranker_name), {}).get(mrr)
         for rewriter_name in args.rewriters:

@@ -26,8 +26,10 @@ class Cache:
     """A persistent key-value cache shared by all stages of a process.
 
     Example:
-        >>> cache = Cache(tmp_path / "cache.sqlite")
+        >>> cache = Cache(None)  # in memory; a path keeps it on disk
         >>> cache.get_or_compute("square", {"x": 3}, lambda: 9)
+        9
+        >>> cache.get_or_compute("square", {"x": 3}, lambda: 0)  # found: not computed again
         9
     """
 

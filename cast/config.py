@@ -13,7 +13,12 @@ from typing import Any
 
 from cast.errors import ConfigError
 
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+_PACKAGE = Path(__file__).resolve().parent
+# The profiles: a checkout's configs/ (the folder users edit; also what an editable install reads), else the copy
+# that setup.py ships inside the installed package (cast/configs/).
+CONFIG_DIR = (
+    _PACKAGE.parent / "configs" if (_PACKAGE.parent / "pyproject.toml").is_file() else _PACKAGE / "configs"
+)
 DEFAULT_CONFIG = "offline"
 # Top-level keys besides the stage sections (cast.registry.STAGES).
 SETTINGS = ("index", "stemmer", "cache_dir", "device", "tag", "base", "history_responses")

@@ -24,7 +24,6 @@ not used in its place: its rare words are as often noise ("garret", "meager") as
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
@@ -36,11 +35,11 @@ from cast.records import PastTurn, Rewrite, Turn
 from cast.resources import Resources
 from cast.rewrite import require_text
 from cast.stages import Rewriter
+from cast.text import word_tokens
 
 KEYWORD_FILTERS = ("pos", "stopwords", "none")
 # Penn Treebank tags of nouns and adjectives (NN, NNS, NNP, NNPS, JJ, JJR, JJS), as in Lin et al.'s POS filter.
 KEYWORD_TAG_PREFIXES = ("NN", "JJ")
-_WORD = re.compile(r"\w+(?:['’]\w+)?")
 
 
 def bm25_idf(df: int, n_docs: int) -> float:
@@ -197,7 +196,7 @@ class HQERewriter(Rewriter):
         """The words of ``utterance`` that may become keywords (after the keyword filter), in order."""
         if self._tagger is not None:
             return [t.text for t in self._tagger(utterance) if t.tag_.startswith(KEYWORD_TAG_PREFIXES)]
-        words = _WORD.findall(utterance)
+        words = word_tokens(utterance, split_at="-")  # the index's analyzer splits at hyphens
         if self.keyword_filter == "stopwords":
             from spacy.lang.en.stop_words import STOP_WORDS
 

@@ -124,8 +124,8 @@ class Pipeline:
     """The stages of one configuration, applied turn by turn.
 
     Example:
-        >>> pipe = Pipeline.from_config(load_config("offline", ["index=~/indexes/wiki"]))
-        >>> results = pipe.run(load_topics("2022_evaluation_topics_flattened_duplicated_v1.0.json"))
+        >>> pipe = Pipeline.from_config(load_config("offline", ["index=~/indexes/wiki"]))  # doctest: +SKIP
+        >>> results = pipe.run(load_topics("2022_evaluation_topics_flattened_duplicated_v1.0.json"))  # doctest: +SKIP
     """
 
     def __init__(

@@ -104,10 +104,10 @@ def load_topics(
         EmptyUtteranceError: a turn's utterance or rewrite is empty.
 
     Example:
-        >>> conversations = load_topics(
+        >>> conversations = load_topics(  # doctest: +SKIP
         ...     "evaluation_topics_v1.0.json", rewrites="evaluation_topics_annotated_resolved_v1.0.tsv"
         ... )
-        >>> conversations[0].turns[1].manual_rewrite
+        >>> conversations[0].turns[1].manual_rewrite  # doctest: +SKIP
         'Is throat cancer treatable?'
     """
     if fmt is not None and fmt not in FORMATS:

@@ -12,9 +12,9 @@ import json
 import os
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
 from cast.errors import CastError, DataFormatError
+from cast.text import entity_label
 
 CHOSEN_COLOUR = "#d95f02"
 OTHER_COLOUR = "#a6cee3"
@@ -130,8 +130,3 @@ def render_entity_graph(selection: dict[str, Any], out: Path, title: str = "") -
     finally:
         plt.close(figure)
         partial.unlink(missing_ok=True)
-
-
-def entity_label(entity: str) -> str:
-    """A readable label for a DBpedia-style id: ``http://dbpedia.org/resource/New_York`` -> ``New York``."""
-    return unquote(entity.rstrip("/").rsplit("/", 1)[-1]).replace("_", " ")

@@ -1,5 +1,8 @@
 """The paper's selection formulas as pure functions over small matrices (a turn has tens of entities).
 
+The paper: Leite et al., "Knowledge-driven Answer Generation for Conversational Search", arXiv:2104.06892 (2021),
+https://arxiv.org/abs/2104.06892; "eq. N" below is its equation N.
+
 Notation: ``E`` is the list of distinct entities of a turn (query entities first, then passage entities in
 candidate order), ``K`` the number of candidate passages. ``membership`` is the ``|E| x K`` 0/1 matrix
 ``M_P`` with ``M_P[e, k] = 1`` when passage ``k`` contains entity ``e``.

@@ -28,7 +28,6 @@ density (**ED**, ``density_filter``). Every :class:`~cast.records.Selection` car
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -39,6 +38,7 @@ from cast.errors import CastError, ConfigError
 from cast.fusion import interpolate
 from cast.records import EntityMention, Passage, ScoredPassage, Selection
 from cast.stages import PassageSelector, SelectionInput
+from cast.text import count_words, split_sentences
 from entity import graph
 
 if TYPE_CHECKING:
@@ -52,7 +52,6 @@ FOCUS_ALPHA = 0.99
 TOP_ENTITIES = 10
 # Entity scores equal to this many decimals are a tie (floating-point noise separates equal PageRank nodes).
 TIE_DECIMALS = 9
-_SENTENCE = re.compile(r"\S.*?(?:[.!?]+(?=\s|$)|$)", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -440,28 +439,28 @@ def filter_sentences(
     shifted: list[EntityMention] = []
     dropped = 0
     offset = 0
-    for sentence in _SENTENCE.finditer(text):
-        inside = [m for m in mentions if sentence.start() <= m.start < sentence.end()]
-        words = len(sentence.group().split())
+    for sentence in split_sentences(text):
+        inside = [m for m in mentions if sentence.start <= m.start < sentence.end]
+        words = count_words(sentence.text)
         if not inside or len(inside) / words < min_density:
             dropped += 1
             continue
         if pieces:
             offset += 1  # the joining space
-        shift = offset - sentence.start()
+        shift = offset - sentence.start
         shifted.extend(
             EntityMention(
                 m.surface,
                 m.start + shift,
-                min(m.end, sentence.end()) + shift,
+                min(m.end, sentence.end) + shift,
                 m.entity,
                 m.confidence,
                 m.linker,
             )
             for m in inside
         )
-        pieces.append(sentence.group())
-        offset += len(sentence.group())
+        pieces.append(sentence.text)
+        offset += len(sentence.text)
     return " ".join(pieces), tuple(shifted), len(pieces), dropped
 
 

@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
 PY=${PYTHON:-python3}
-stamp="$VENV/.setup-$(sha256sum pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
+# The stamp names every set-up input: a change to any of them runs the set-up again.
+stamp="$VENV/.setup-$(sha256sum pyproject.toml setup.py scripts/*.sh | sha256sum | cut -c1-16)"
 if [ -f "$stamp" ]; then
   exit 0
 fi

@@ -53,8 +53,8 @@ def main(args: argparse.Namespace) -> int:
     from cast.config import config_path
     from cast.registry import build_stage
     from cast.resources import Resources
+    from cast.text import count_words
     from summarize import calibration as cal
-    from summarize.sentences import count_words
 
     grid = checked_grid(args)
     config = config_from_args(args)

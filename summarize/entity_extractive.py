@@ -23,7 +23,6 @@ offsets into the passage text as the selection gives it).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,10 +31,9 @@ from cast.errors import ConfigError
 from cast.records import Answer, AnswerSentence, Selection
 from cast.resources import Resources
 from cast.stages import Summarizer
+from cast.text import WORD_JOINERS, count_words, split_sentences, word_tokens
 from summarize import no_answer
-from summarize.sentences import count_words, split_sentences
 
-_WORD = re.compile(r"\w+")
 # Function words carry no topical evidence for relevance or redundancy.
 STOPWORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been before being below
@@ -76,7 +74,7 @@ class Candidate:
 
 def content_terms(text: str) -> list[str]:
     """Lower-cased word tokens of ``text`` without stop words."""
-    return [t for t in (m.group().lower() for m in _WORD.finditer(text)) if t not in STOPWORDS]
+    return [t for t in (w.lower() for w in word_tokens(text, split_at=WORD_JOINERS)) if t not in STOPWORDS]
 
 
 def query_relevance(

@@ -24,8 +24,8 @@ from cast.decoding import BeamDecoder
 from cast.errors import ConfigError
 from cast.records import Answer, AnswerSentence, Selection
 from cast.stages import Summarizer
+from cast.text import split_sentences
 from summarize import no_answer
-from summarize.sentences import split_sentences
 
 if TYPE_CHECKING:
     from cast.resources import Resources

@@ -79,3 +79,27 @@ def test_offline_generation_bench_refuses_an_empty_passage_file(tmp_path: Path) 
     empty.write_text("")
     with pytest.raises(CastError, match=r"passages.jsonl holds no passages to answer from"):
         generation.time_offline_generator(tmp_path / "topics.json", empty)
+
+
+def test_default_data_and_index_follow_the_environment(tmp_path: Path) -> None:
+    code = "import bench.common as c; print(c.DATA); print(c.DEFAULT_INDEX); print(c.DEV_2022_TOPICS.parent)"
+
+    def defaults(**env: str) -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=REPO,
+            env={"PATH": "/usr/bin:/bin", **env},
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+
+    assert defaults() == [str(REPO.parent / "shared" / "data"), str(REPO / "indexes" / "cast2022-dev"),
+                          str(REPO.parent / "shared" / "data" / "cast" / "2022-dev")]  # fmt: skip
+    moved = defaults(CAST_DATA=str(tmp_path / "data"), CAST_BENCH_INDEX=str(tmp_path / "index"))
+    assert moved == [
+        str(tmp_path / "data"),
+        str(tmp_path / "index"),
+        str(tmp_path / "data" / "cast" / "2022-dev"),
+    ]

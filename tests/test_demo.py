@@ -4,9 +4,12 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from cast.commands.demo import SAMPLE_CONVERSATION
 
 
+@pytest.mark.slow  # about 50 s: indexes the sample, loads the models; make test (CI) runs it
 def test_demo_builds_once_and_answers_every_turn(tmp_path):
     def demo():
         return subprocess.run(

@@ -17,13 +17,12 @@ from cast.evaluate.answers import (
     read_answers,
     relevant_passage_ids,
     response_references,
-    sentences,
     system_name,
     unigram_f1,
-    words,
 )
 from cast.evaluate.wordnet import nltk_data_dir
 from cast.records import Conversation, Turn
+from cast.text import words
 
 ANSWER = "The COP26 summit in Glasgow was about climate change; countries promised to cut emissions."
 REFERENCE = (
@@ -117,20 +116,6 @@ def test_groundedness_by_hand():
     assert groundedness([], passages) == (0.0, 0.0)
 
 
-def test_tokens_and_sentences():
-    assert words("It's a well-known U.S. fact, isn't it?") == [
-        "it's",
-        "a",
-        "well-known",
-        "u",
-        "s",
-        "fact",
-        "isn't",
-        "it",
-    ]
-    assert sentences("One. Two! 3 is a number? yes") == ["One.", "Two!", "3 is a number? yes"]
-
-
 def _write(path, records):
     path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records))
     return path
@@ -212,3 +197,29 @@ def test_evaluate_answers_on_fixtures(fixtures, scorer):
     assert evaluation.per_turn.loc["900_1-1", "words"] == len(words(answers.answers["900_1-1"].text))
     without_passages = evaluate_answers(answers, references, scorer=scorer, references_name="responses")
     assert "grounded" not in without_passages.per_turn.columns
+
+
+@needs_wordnet
+def test_unanswered_turns_score_zero_and_are_counted(fixtures, tmp_path, scorer):
+    from cast.evaluate.experiment import evaluate_answer_files
+
+    folder = fixtures / "eval"
+    records = [json.loads(line) for line in (folder / "eg-g0.25.answers.jsonl").read_text().splitlines()]
+    # The first turn is dropped from the file and the second gives no answer: both must score 0, not vanish.
+    records[1]["answer"]["no_answer_reason"] = "no passage retrieved"
+    skipping = _write(tmp_path / "skipping.answers.jsonl", records[1:])
+    evaluations = evaluate_answer_files(
+        [folder / "eg-g0.25.answers.jsonl", skipping], topics=folder / "topics.json", progress=False
+    )
+    full, skipped = evaluations["eg-g0.25"].per_turn, evaluations["skipping"].per_turn
+    first, second = records[0]["qid"], records[1]["qid"]
+    assert list(skipped.index) == [q for q in full.index if q != first] + [first]
+    assert (skipped.loc[[first, second]] == 0).all(axis=None)
+    assert full.loc[second, "ROUGE-L"] > 0
+    # The same turns are averaged: the skipping system cannot score better by leaving turns out.
+    assert skipped["ROUGE-L"].sum() == pytest.approx(
+        full["ROUGE-L"].sum() - full.loc[[first, second], "ROUGE-L"].sum()
+    )
+    assert evaluations["skipping"].mean()["ROUGE-L"] == pytest.approx(skipped["ROUGE-L"].sum() / len(full))
+    notes = " ".join(evaluations["skipping"].notes())
+    assert "2 turns with references unanswered, scored 0 (1 missing from the file, 1 with no answer" in notes

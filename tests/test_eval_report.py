@@ -8,7 +8,7 @@ import pytest
 from cast.cli import main
 from cast.evaluate.plots import selector_settings
 from cast.evaluate.report import compare, depths_from_qids, markdown_table, mean_by_depth, turn_depths
-from cast.evaluate.significance import SIGNIFICANT_MARK
+from cast.evaluate.significance import SIGNIFICANT_MARK, holm_bonferroni
 from cast.evaluate.wordnet import nltk_data_dir
 from cast.records import Conversation, Turn
 
@@ -45,6 +45,41 @@ def test_compare_pairs_only_shared_turns():
     assert compare(per_turn, baseline="b").tests.loc[("a", "m"), "n"] == 1
     with pytest.raises(ValueError, match="not among the systems"):
         compare(per_turn, baseline="c")
+
+
+def test_holm_bonferroni_by_hand():
+    # Sorted 0.005, 0.01, 0.02, 0.04 are multiplied by 4, 3, 2, 1: 0.02, 0.03, 0.04, 0.04 (kept non-decreasing).
+    assert holm_bonferroni([0.02, 0.01, 0.04, 0.005]) == pytest.approx([0.04, 0.03, 0.04, 0.02])
+    # 0.01 * 3 = 0.03; 0.03 * 2 = 0.06; 0.04 * 1 = 0.04 is raised to the 0.06 before it.
+    assert holm_bonferroni([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm_bonferroni([0.6, 0.9]) == [1.0, 1.0]  # capped at 1
+    assert holm_bonferroni([0.2]) == [0.2] and holm_bonferroni([]) == []
+
+
+def test_holm_correction_over_systems_tested_against_one_baseline():
+    qids = [f"q{i}" for i in range(12)]
+    base = [0.1 * (i % 5) for i in range(12)]
+    gains = [0.3, -0.1, 0.2, 0.1, 0.25, -0.05, 0.15, 0.1, 0.2, -0.1, 0.05, 0.1]
+    per_turn = {
+        "base": _frame({"m": base}, qids),
+        "better": _frame({"m": [b + g for b, g in zip(base, gains, strict=True)]}, qids),
+        "same1": _frame({"m": base}, qids),
+        "same2": _frame({"m": base}, qids),
+    }
+    alone = compare(per_turn, baseline="base")
+    corrected = compare(per_turn, baseline="base", correction="holm")
+    raw_t, raw_r = alone.tests.loc[("better", "m"), ["t_test_p", "randomisation_p"]]
+    assert raw_t < 0.05 and raw_r < 0.05 and alone.significant("better", "m")
+    # The smallest of three p-values (the identical systems have p = 1) is multiplied by 3, beyond 0.05.
+    row = corrected.tests.loc[("better", "m")]
+    assert row["t_test_p_corrected"] == pytest.approx(3 * raw_t)
+    assert row["randomisation_p_corrected"] == pytest.approx(3 * raw_r)
+    assert corrected.tests.loc[("same1", "m"), "t_test_p_corrected"] == 1.0
+    assert not corrected.significant("better", "m")
+    assert not corrected.formatted().loc["better", "m"].endswith(SIGNIFICANT_MARK)
+    assert "Holm-Bonferroni" in corrected.legend() and "3 systems" in corrected.legend()
+    with pytest.raises(ValueError, match="unknown correction"):
+        compare(per_turn, baseline="base", correction="bonferroni")
 
 
 def test_depths_and_means_by_depth():
@@ -90,6 +125,24 @@ def test_eval_retrieval_command(fixtures, tmp_path, capsys):
     rows = pd.read_csv(per_turn, dtype={"qid": str})
     assert len(rows) == 4 and set(rows["system"]) == {"a", "b"}
     assert pd.read_csv(tmp_path / "t.csv").shape == (2, 7)
+
+
+def test_eval_retrieval_correction_option(fixtures, tmp_path, capsys):
+    folder = fixtures / "eval"
+    runs = [str(folder / "a.run"), str(folder / "b.run")]
+    qrels = str(folder / "toy.qrels")
+    assert (
+        main(
+            ["eval", "retrieval", "--run", *runs, "--qrels", qrels, "--baseline", "a", "--correction", "holm"]
+        )
+        == 0
+    )
+    assert "Holm-Bonferroni-corrected per measure over the 1 system tested" in capsys.readouterr().out
+    out = tmp_path / "report"
+    args = ["eval", "report", "--runs", *runs, "--qrels", qrels, "--baseline", "a", "--correction", "holm"]
+    assert main([*args, "--out", str(out)]) == 0
+    tests = pd.read_csv(out / "retrieval_tests.csv")
+    assert {"t_test_p_corrected", "randomisation_p_corrected"} <= set(tests.columns)
 
 
 def test_eval_retrieval_bad_run_is_one_line_error(fixtures, tmp_path, capsys):

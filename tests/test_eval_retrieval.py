@@ -82,3 +82,14 @@ def test_fixture_files(fixtures):
 def test_relevance_threshold_below_one_is_refused():
     with pytest.raises(ValueError, match="at least 1"):
         evaluate_run(RUN_A, QRELS, rel=0)
+
+
+def test_measures_chosen_by_name():
+    run = {"q1": {"d1": 3.0, "d2": 2.0, "d9": 1.0}}
+    qrels = {"q1": {"d2": 2, "d3": 0}}
+    evaluation = evaluate_run(run, qrels, names=("MRR", "Judged@10"))
+    assert list(evaluation.per_turn.columns) == ["MRR", "Judged@10"]
+    # d2 is relevant at rank 2; of the three passages ranked, the qrels judge only d2.
+    assert evaluation.per_turn.loc["q1"].tolist() == pytest.approx([0.5, 1 / 3])
+    with pytest.raises(ValueError, match="unknown measure 'P@5'"):
+        evaluate_run(run, qrels, names=("P@5",))

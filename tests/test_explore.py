@@ -306,14 +306,6 @@ def test_explore_command_defaults_to_the_sample_and_the_demo_index(tmp_path):
     assert not uses_demo_index({**offline, "index": str(tmp_path)})
 
 
-def test_entity_labels_are_readable_names():
-    from cast.explore.views import entity_label
-
-    assert entity_label("http://dbpedia.org/resource/River_Clyde") == "River Clyde"
-    assert entity_label("http://dbpedia.org/resource/Caf%C3%A9_Society") == "Café Society"
-    assert entity_label("Glasgow") == "Glasgow"
-
-
 def test_paths_of_one_topic_are_told_apart():
     from cast.explore.engine import Conversations
     from cast.records import Conversation, Turn

@@ -69,7 +69,3 @@ def test_explain_errors_are_clear(answers, tmp_path):
     with pytest.raises(DataFormatError, match="broken.jsonl:1: turn 1_1 has no 'selection'"):
         run(broken, "1_1", tmp_path / "g.png")
     assert not (tmp_path / "g.png").exists()
-
-
-def test_entity_label():
-    assert explain.entity_label(DBPEDIA + "Caf%C3%A9_M%C3%BCller") == "Café Müller"

@@ -10,6 +10,7 @@ from cast.errors import ConfigError
 from cast.records import NO_ANSWER_TEXT, Passage, ScoredPassage, Selection
 from cast.registry import build_stage
 from cast.resources import Resources
+from cast.text import count_words, split_sentences
 from summarize.entity_extractive import (
     content_terms,
     dense_relevance,
@@ -20,7 +21,6 @@ from summarize.entity_extractive import (
     sentence_entities,
     smoothed_idf,
 )
-from summarize.sentences import count_words, split_sentences
 
 OBAMA = "http://dbpedia.org/resource/Barack_Obama"
 HAWAII = "http://dbpedia.org/resource/Hawaii"

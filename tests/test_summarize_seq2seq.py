@@ -12,7 +12,7 @@ from cast.errors import ConfigError, ModelUnavailableError
 from cast.records import NO_ANSWER_TEXT, Passage, ScoredPassage, Selection
 from cast.registry import build_stage
 from cast.resources import Resources
-from summarize.sentences import count_words
+from cast.text import count_words
 from summarize.seq2seq import model_input
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -6,10 +6,10 @@ Measures (all but ``words`` in percent, 0-100, like the paper's tables):
 * BLEU-1 and BLEU-4: ``sacrebleu``'s sentence BLEU per turn (13a tokenizer, mixed case, ``exp`` smoothing,
   effective n-gram order); the overall figure is the mean over turns, not corpus BLEU.
 * METEOR: ``nltk``'s ``meteor_score`` (exact, Porter-stem and WordNet-synonym matches, alpha 0.9, beta 3,
-  gamma 0.5) on lower-cased word tokens (:func:`words`); WordNet is read offline (:mod:`cast.evaluate.wordnet`).
+  gamma 0.5) on lower-cased word tokens (:func:`cast.text.words`); WordNet is read offline (:mod:`cast.evaluate.wordnet`).
 * words: the answer's length in word tokens.
 * grounded: the share of answer sentences supported by the passages the answer read; a sentence is supported
-  when its best unigram-overlap F1 with a passage sentence reaches the threshold (0.5 by default), as in
+  when its best unigram-overlap F1 with a passage sentence (:func:`cast.text.split_sentences`) reaches the threshold (0.5 by default), as in
   WikiPath's response groundedness. support: the share of answer tokens found in those passages.
 
 References: with ``max`` scoring each measure takes its best value over the turn's references (the usual
@@ -19,7 +19,6 @@ multi-reference ROUGE/METEOR convention); with ``concat`` the references are joi
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from cast.errors import CastError, DataFormatError
 from cast.records import Answer, AnswerSentence, Conversation
+from cast.text import sentences, words
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -38,20 +38,6 @@ ANSWER_MEASURES = (*TEXT_MEASURES, "words", *GROUNDEDNESS_MEASURES)
 MULTI_REFERENCE_MODES = ("max", "concat")
 DEFAULT_REFERENCE_GRADE = 3
 DEFAULT_SUPPORT_THRESHOLD = 0.5
-
-_WORD = re.compile(r"\w+(?:['’-]\w+)*")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'“(\[]?[A-Z0-9])")
-
-
-def words(text: str) -> list[str]:
-    """Lower-cased word tokens (letters/digits, keeping inner apostrophes and hyphens); punctuation dropped."""
-    return [w.lower() for w in _WORD.findall(text)]
-
-
-def sentences(text: str) -> list[str]:
-    """Split a text at sentence ends (``.!?`` followed by space and a capital or digit)."""
-    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
-
 
 # --- answers files ---------------------------------------------------------------------------------------------
 
@@ -310,7 +296,8 @@ class AnswerEvaluation:
         per_turn: one row per turn with references (index ``qid``), columns from :data:`ANSWER_MEASURES`
             (the groundedness columns only when passage texts were given).
         unreferenced_turns: answered turns without a reference, left out.
-        missing_turns: turns with references the system did not answer (left out of its means; listed).
+        missing_turns: turns with references the system wrote no record for: scored 0 on every measure.
+        no_answer_turns: turns with references whose record gives no answer (``no_answer_reason``): scored 0.
         references: how references were made, for the report (e.g. "CAsT 2022 written responses").
         multi_reference: ``max`` or ``concat``.
     """
@@ -320,6 +307,7 @@ class AnswerEvaluation:
     multi_reference: str
     unreferenced_turns: list[str] = field(default_factory=list)
     missing_turns: list[str] = field(default_factory=list)
+    no_answer_turns: list[str] = field(default_factory=list)
     duplicate_qids: list[str] = field(default_factory=list)
     missing_source_passages: int = 0
 
@@ -331,9 +319,11 @@ class AnswerEvaluation:
         notes = [f"{len(self.per_turn)} turns scored against {self.references} ({mode})"]
         if self.unreferenced_turns:
             notes.append(f"{len(self.unreferenced_turns)} answered turns without a reference excluded")
-        if self.missing_turns:
+        unanswered = self.missing_turns + self.no_answer_turns
+        if unanswered:
             notes.append(
-                f"{len(self.missing_turns)} turns with references have no answer (e.g. {self.missing_turns[0]})"
+                f"{len(unanswered)} turns with references unanswered, scored 0 ({len(self.missing_turns)} "
+                f"missing from the file, {len(self.no_answer_turns)} with no answer; e.g. {unanswered[0]})"
             )
         if self.duplicate_qids:
             notes.append(f"{len(self.duplicate_qids)} repeated qids in the answers file ignored (first kept)")
@@ -354,7 +344,11 @@ def evaluate_answers(
     support_threshold: float = DEFAULT_SUPPORT_THRESHOLD,
     progress: Callable[[Iterable[Any]], Iterable[Any]] = iter,
 ) -> AnswerEvaluation:
-    """Score each answered turn that has references.
+    """Score every turn that has references; a turn left unanswered scores 0 on every measure.
+
+    A system that skips hard turns must not score better than one that tries them (retrieval scores a turn
+    missing from the run 0 too). Unanswered: no record for the turn, or a record with a ``no_answer_reason``
+    (its text only says why).
 
     Args:
         answers: the system's answers.
@@ -367,11 +361,17 @@ def evaluate_answers(
     """
     import pandas as pd
 
+    columns = [c for c in ANSWER_MEASURES if passage_texts is not None or c not in GROUNDEDNESS_MEASURES]
     rows: dict[str, dict[str, float]] = {}
     missing_sources = set()
-    scored = [qid for qid in answers.answers if qid in references]
-    for qid in progress(scored):
-        answer = answers.answers[qid]
+    answered = [qid for qid in answers.answers if qid in references]
+    missing = [qid for qid in references if qid not in answers.answers]
+    no_answer = [qid for qid in answered if answers.answers[qid].no_answer_reason is not None]
+    for qid in progress([*answered, *missing]):
+        answer = answers.answers.get(qid)
+        if answer is None or answer.no_answer_reason is not None:
+            rows[qid] = dict.fromkeys(columns, 0.0)
+            continue
         row = scorer.score(answer.text, references[qid])
         row["words"] = float(len(words(answer.text)))
         if passage_texts is not None:
@@ -381,7 +381,6 @@ def evaluate_answers(
             grounded, support = groundedness(answer_sentences, sources, support_threshold)
             row["grounded"], row["support"] = 100 * grounded, 100 * support
         rows[qid] = row
-    columns = [c for c in ANSWER_MEASURES if passage_texts is not None or c not in GROUNDEDNESS_MEASURES]
     per_turn = pd.DataFrame.from_dict(rows, orient="index", columns=columns).astype(float)
     per_turn.index = per_turn.index.astype(str)
     per_turn.index.name = "qid"
@@ -390,7 +389,8 @@ def evaluate_answers(
         references=references_name,
         multi_reference=scorer.multi_reference,
         unreferenced_turns=[qid for qid in answers.answers if qid not in references],
-        missing_turns=[qid for qid in references if qid not in answers.answers],
+        missing_turns=missing,
+        no_answer_turns=no_answer,
         duplicate_qids=answers.duplicate_qids,
         missing_source_passages=len(missing_sources),
     )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +35,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     report.add_argument("--runs", nargs="*", default=[], metavar="RUN", help="TREC run file(s)")
     report.add_argument("--answers", nargs="*", default=[], metavar="FILE", help="answers JSONL file(s)")
     report.add_argument("--out", required=True, type=Path, help="folder for report.md, CSVs and figures")
-    report.add_argument("--baseline", help="the system the others are tested against (name or file)")
+    _add_baseline_options(report)
     report.add_argument(
         "--calibration",
         nargs="+",
@@ -104,8 +103,20 @@ def add_answer_options(parser: argparse.ArgumentParser, with_qrels: bool = True)
     )
 
 
-def _add_table_options(parser: argparse.ArgumentParser) -> None:
+def _add_baseline_options(parser: argparse.ArgumentParser) -> None:
+    from cast.evaluate.significance import CORRECTIONS
+
     parser.add_argument("--baseline", help="the system the others are tested against (name or file)")
+    parser.add_argument(
+        "--correction",
+        choices=CORRECTIONS,
+        help="correct the p-values for testing several systems against the baseline (holm: Holm-Bonferroni, "
+        "per measure); default: none",
+    )
+
+
+def _add_table_options(parser: argparse.ArgumentParser) -> None:
+    _add_baseline_options(parser)
     parser.add_argument(
         "--per-turn", metavar="CSV", help="write per-turn values to this CSV ('-': print them)"
     )
@@ -118,19 +129,25 @@ def _add_table_options(parser: argparse.ArgumentParser) -> None:
 
 
 def main_retrieval(args: argparse.Namespace) -> int:
-    evaluations = retrieval_evaluations(args.run, args.qrels, args.rel)
+    from cast.evaluate.experiment import evaluate_runs
+
+    evaluations = evaluate_runs(args.run, args.qrels, rel=args.rel)
     _print_comparison({n: e.per_turn for n, e in evaluations.items()}, args, _notes(evaluations))
     return 0
 
 
 def main_answers(args: argparse.Namespace) -> int:
-    evaluations = answer_evaluations(args.answers, args)
+    from cast.evaluate.experiment import evaluate_answer_files
+
+    evaluations = evaluate_answer_files(args.answers, **answer_options(args))
     _print_comparison({n: e.per_turn for n, e in evaluations.items()}, args, _notes(evaluations))
     return 0
 
 
 def main_report(args: argparse.Namespace) -> int:
     from cast.evaluate import report as rep
+    from cast.evaluate.answers import read_answers
+    from cast.evaluate.experiment import evaluate_answer_files, evaluate_runs
 
     if not args.runs and not args.answers:
         raise CastError("give --runs and/or --answers to report on")
@@ -142,9 +159,9 @@ def main_report(args: argparse.Namespace) -> int:
     # Every input is read and checked before the first file is written: a failed report leaves no half of one.
     calibration = _read_calibrations(args.calibration) if args.calibration else None
     depths = _depths(args)
-    retrieval = retrieval_evaluations(args.runs, args.qrels, args.rel) if args.runs else {}
-    answers_files = [_read_answers_file(p) for p in args.answers]
-    answers = answer_evaluations(args.answers, args, answers_files) if args.answers else {}
+    retrieval = evaluate_runs(args.runs, args.qrels, rel=args.rel) if args.runs else {}
+    answers_files = [read_answers(p) for p in args.answers]
+    answers = evaluate_answer_files(answers_files, **answer_options(args)) if answers_files else {}
     if args.baseline is not None:  # a name that is neither a run nor an answers file is an error
         _baseline(args.baseline, {**retrieval, **answers})
     out.mkdir(parents=True, exist_ok=True)
@@ -156,7 +173,7 @@ def main_report(args: argparse.Namespace) -> int:
         per_turn = {n: e.per_turn for n, e in evaluations.items()}
         # The baseline applies to the table that has it (a run name for retrieval, an answers name for answers).
         baseline = _baseline(args.baseline, evaluations) if _has(args.baseline, evaluations) else None
-        comparison = rep.compare(per_turn, baseline)
+        comparison = rep.compare(per_turn, baseline, args.correction)
         rep.write_csv(out / f"{kind}.csv", comparison.means)
         rep.write_csv(out / f"{kind}_tests.csv", comparison.tests)
         rep.write_csv(out / f"{kind}_per_turn.csv", rep.long_per_turn(per_turn, depths), index=False)
@@ -169,105 +186,22 @@ def main_report(args: argparse.Namespace) -> int:
     return 0
 
 
-# --- evaluation ------------------------------------------------------------------------------------------------
+# --- from arguments to the library ----------------------------------------------------------------------------
 
 
-def retrieval_evaluations(
-    runs: Sequence[str | Path], qrels_path: Path, rel: int
-) -> dict[str, RetrievalEvaluation]:
-    """Evaluate each run file against the qrels, keyed by system name."""
-    from cast.evaluate.retrieval import evaluate_run
-    from cast.runfile import read_run
-    from cast.topics import read_qrels
-
-    qrels = read_qrels(qrels_path)
-    names = _unique_names(runs)
-    evaluations = {}
-    for name, path in zip(names, runs, strict=True):
-        run = read_run(path)
-        evaluation = evaluate_run(run, qrels, rel)
-        if len(evaluation.missing_turns) == len(evaluation.per_turn):
-            # Every figure would be 0 (or NaN): the run and the qrels are of different topics or years.
-            raise CastError(
-                f"no turn of {path} is judged in {qrels_path} (run turns e.g. {next(iter(run))}, judged turns "
-                f"e.g. {next(iter(evaluation.per_turn.index), 'none')}): give the qrels of the run's topics"
-            )
-        evaluations[name] = evaluation
-    return evaluations
-
-
-def answer_evaluations(
-    paths: Sequence[str | Path], args: argparse.Namespace, files: list[AnswersFile] | None = None
-) -> dict[str, AnswerEvaluation]:
-    """Evaluate each answers file against the references the options choose, keyed by system name."""
-    from tqdm import tqdm
-
-    from cast.evaluate import answers as ans
-
-    files = files or [_read_answers_file(p) for p in paths]
-    names = _unique_names(paths)
-    kind = args.references or ("responses" if args.topics else "qrels")
-    needed_ids: set[str] = {pid for f in files for a in f.answers.values() for pid in a.source_ids}
-    reference_ids: dict[str, list[str]] = {}
-    if kind == "responses":
-        if args.topics is None:
-            raise CastError("--references responses needs --topics (a topics file with written responses)")
-        from cast.topics import load_topics
-
-        references = ans.response_references(load_topics(args.topics))
-        described = f"the written responses of {args.topics.name}"
-        if not references:
-            raise CastError(f"{args.topics} has no written responses; use --references qrels with --qrels")
-    else:
-        if args.qrels is None:
-            raise CastError("--references qrels needs --qrels")
-        from cast.topics import read_qrels
-
-        reference_ids = ans.relevant_passage_ids(read_qrels(args.qrels), args.reference_grade)
-        needed_ids |= {pid for ids in reference_ids.values() for pid in ids}
-        described = f"the passages graded {args.reference_grade}+ in {args.qrels.name}"
-    texts = _passage_texts(args, needed_ids)
-    if kind == "qrels":
-        if texts is None:
-            raise CastError("--references qrels needs the passage texts: give --collection or --index")
-        references, missing = ans.passage_references(reference_ids, texts)
-        if missing:
-            described += f" ({len(missing)} reference passages not found, e.g. {missing[0]})"
-    scorer = ans.TextScorer(args.multi_ref)
-    evaluations = {}
-    for name, answers_file in zip(names, files, strict=True):
-        if not set(answers_file.answers) & set(references):
-            raise CastError(
-                f"no turn of {answers_file.path} has a reference in {described} (answered turns e.g. "
-                f"{next(iter(answers_file.answers))}, referenced e.g. {next(iter(references), 'none')}): give the "
-                "topics or qrels of the answers' turns"
-            )
-        evaluations[name] = ans.evaluate_answers(
-            answers_file,
-            references,
-            scorer=scorer,
-            references_name=described,
-            passage_texts=texts,
-            support_threshold=args.support_threshold,
-            progress=lambda items, name=name: tqdm(items, desc=f"scoring {name}", leave=False),
-        )
-    return evaluations
-
-
-def _read_answers_file(path: str | Path) -> AnswersFile:
-    from cast.evaluate.answers import read_answers
-
-    return read_answers(path)
-
-
-def _passage_texts(args: argparse.Namespace, ids: set[str]) -> dict[str, str] | None:
-    from cast.evaluate import answers as ans
-
-    if args.collection:
-        return ans.passages_from_collection(args.collection, ids)
-    if args.index:
-        return ans.passages_from_index(args.index, ids)
-    return None
+def answer_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword arguments of :func:`~cast.evaluate.experiment.evaluate_answer_files` that
+    :func:`add_answer_options` read."""
+    return {
+        "topics": args.topics,
+        "qrels": args.qrels,
+        "references": args.references,
+        "reference_grade": args.reference_grade,
+        "multi_reference": args.multi_ref,
+        "collection": args.collection,
+        "index": args.index,
+        "support_threshold": args.support_threshold,
+    }
 
 
 # --- output ----------------------------------------------------------------------------------------------------
@@ -277,7 +211,7 @@ def _print_comparison(per_turn: dict[str, Any], args: argparse.Namespace, notes:
     from cast.evaluate import report as rep
 
     baseline = _baseline(args.baseline, per_turn)
-    comparison = rep.compare(per_turn, baseline)
+    comparison = rep.compare(per_turn, baseline, args.correction)
     print(comparison.formatted().to_string())
     print()
     if baseline is not None:
@@ -294,16 +228,6 @@ def _print_comparison(per_turn: dict[str, Any], args: argparse.Namespace, notes:
 
 def _notes(evaluations: dict[str, Any]) -> list[str]:
     return [f"{name}: {note}" for name, evaluation in evaluations.items() for note in evaluation.notes()]
-
-
-def _unique_names(paths: Sequence[str | Path]) -> list[str]:
-    from cast.evaluate.answers import system_name
-
-    names = [system_name(p) for p in paths]
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise CastError(f"several files are named {repeated[0]!r}: give each system's file a distinct name")
-    return names
 
 
 def _baseline(given: str | None, systems: dict[str, Any]) -> str | None:

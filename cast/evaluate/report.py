@@ -9,7 +9,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cast.atomic import write_text_atomic
-from cast.evaluate.significance import SIGNIFICANCE_LEVEL, SIGNIFICANT_MARK, PairedTest, paired_test
+from cast.evaluate.significance import (
+    CORRECTIONS,
+    SIGNIFICANCE_LEVEL,
+    SIGNIFICANT_MARK,
+    PairedTest,
+    holm_bonferroni,
+    paired_test,
+)
 from cast.records import Conversation
 
 if TYPE_CHECKING:
@@ -24,19 +31,26 @@ class Comparison:
 
     Attributes:
         means: one row per system, one column per measure (mean over that system's turns).
-        tests: one row per (system, measure) compared with the baseline: n, mean difference, both p-values.
+        tests: one row per (system, measure) compared with the baseline: n, mean difference, both p-values and,
+            with a correction, both corrected p-values (``t_test_p_corrected``, ``randomisation_p_corrected``).
         baseline: the baseline system's name, if any.
+        correction: the multiple-comparison correction applied (``holm``), if any.
     """
 
     means: pd.DataFrame
     tests: pd.DataFrame
     baseline: str | None
+    correction: str | None = None
 
     def significant(self, system: str, measure: str) -> bool:
         if self.tests.empty or (system, measure) not in self.tests.index:
             return False
         row = self.tests.loc[(system, measure)]
-        return bool(row["t_test_p"] < SIGNIFICANCE_LEVEL and row["randomisation_p"] < SIGNIFICANCE_LEVEL)
+        suffix = "_corrected" if self.correction else ""
+        return bool(
+            row[f"t_test_p{suffix}"] < SIGNIFICANCE_LEVEL
+            and row[f"randomisation_p{suffix}"] < SIGNIFICANCE_LEVEL
+        )
 
     def formatted(self, digits: int = 4) -> pd.DataFrame:
         """The means as text, with :data:`SIGNIFICANT_MARK` where a system differs from the baseline."""
@@ -50,18 +64,34 @@ class Comparison:
     def legend(self) -> str:
         if self.baseline is None:
             return "No baseline chosen: no significance tests."
-        return (
+        legend = (
             f"{SIGNIFICANT_MARK}: differs from the baseline {self.baseline} at p < {SIGNIFICANCE_LEVEL} in both a "
-            "paired t-test and a paired randomisation test (10,000 sign flips), over the turns both systems have."
+            "paired t-test and a paired randomisation test (10,000 sign flips), over the turns both systems have"
         )
+        if self.correction == "holm":
+            tested = len(self.means) - 1
+            systems = f"{tested} system" + ("s" if tested != 1 else "")
+            legend += f"; p-values Holm-Bonferroni-corrected per measure over the {systems} tested"
+        return legend + "."
 
 
-def compare(per_turn: Mapping[str, pd.DataFrame], baseline: str | None = None) -> Comparison:
-    """Compare systems given their per-turn measures (``{system: DataFrame indexed by qid}``)."""
+def compare(
+    per_turn: Mapping[str, pd.DataFrame], baseline: str | None = None, correction: str | None = None
+) -> Comparison:
+    """Compare systems given their per-turn measures (``{system: DataFrame indexed by qid}``).
+
+    Args:
+        per_turn: each system's per-turn measures.
+        baseline: the system every other is tested against (paired tests over the turns both have).
+        correction: ``holm`` corrects each measure's p-values for the number of systems tested against the
+            baseline (Holm-Bonferroni, as PyTerrier's ``Experiment(correction="holm")``); None tests each alone.
+    """
     import pandas as pd
 
     if baseline is not None and baseline not in per_turn:
         raise ValueError(f"baseline {baseline!r} is not among the systems: {', '.join(per_turn)}")
+    if correction is not None and correction not in CORRECTIONS:
+        raise ValueError(f"unknown correction {correction!r}; choose one of {', '.join(CORRECTIONS)}")
     means = pd.DataFrame({name: frame.mean() for name, frame in per_turn.items()}).T
     means.index.name = "system"
     rows: dict[tuple[str, str], PairedTest] = {}
@@ -80,7 +110,13 @@ def compare(per_turn: Mapping[str, pd.DataFrame], baseline: str | None = None) -
         index=pd.MultiIndex.from_tuples(list(rows), names=["system", "measure"]),
         columns=["n", "mean_difference", "t_test_p", "randomisation_p"],
     )
-    return Comparison(means=means, tests=tests, baseline=baseline)
+    if correction is not None:
+        for column in ("t_test_p", "randomisation_p"):
+            corrected = tests[column].copy()
+            for _, family in tests.groupby(level="measure"):
+                corrected[family.index] = holm_bonferroni(family[column].tolist())
+            tests[f"{column}_corrected"] = corrected
+    return Comparison(means=means, tests=tests, baseline=baseline, correction=correction)
 
 
 def long_per_turn(

@@ -13,7 +13,7 @@ CAsT conventions:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -26,8 +26,9 @@ MIN_RELEVANT_GRADE = 1
 
 
 def measures(rel: int = 1) -> dict:
-    """The ``ir_measures`` measure objects by column name, binary measures at relevance threshold ``rel``."""
-    from ir_measures import AP, RR, R, nDCG
+    """The ``ir_measures`` measure objects by column name, binary measures at relevance threshold ``rel``
+    (:data:`RETRIEVAL_MEASURES`, and ``Judged@10``: the share of the top 10 the qrels judge at all)."""
+    from ir_measures import AP, RR, Judged, R, nDCG
 
     return {
         "nDCG@3": nDCG @ 3,
@@ -36,6 +37,7 @@ def measures(rel: int = 1) -> dict:
         "MRR": RR(rel=rel),
         "R@100": R(rel=rel) @ 100,
         "R@1000": R(rel=rel) @ 1000,
+        "Judged@10": Judged @ 10,
     }
 
 
@@ -84,32 +86,44 @@ class RetrievalEvaluation:
 
 
 def evaluate_run(
-    run: Mapping[str, Mapping[str, float]], qrels: Mapping[str, Mapping[str, int]], rel: int = 1
+    run: Mapping[str, Mapping[str, float]],
+    qrels: Mapping[str, Mapping[str, int]],
+    rel: int = 1,
+    names: Sequence[str] = RETRIEVAL_MEASURES,
 ) -> RetrievalEvaluation:
     """Score a run (``{qid: {docid: score}}``) against qrels (``{qid: {docid: grade}}``) turn by turn.
 
+    Args:
+        run: each turn's ranking as passage scores.
+        qrels: each turn's graded judgements.
+        rel: the lowest grade the binary measures count as relevant.
+        names: the measures (columns), among those of :func:`measures`.
+
     Example:
-        >>> evaluation = evaluate_run(read_run("runs/lmd.run"), read_qrels("cast2022.qrel"), rel=2)
-        >>> evaluation.mean()["nDCG@3"]
+        >>> evaluation = evaluate_run({"31_1": {"d1": 2.0, "d2": 1.0}}, {"31_1": {"d2": 3, "d3": 1}})
+        >>> float(evaluation.mean()["MRR"]), float(evaluation.mean()["R@100"])
+        (0.5, 0.5)
+
+        Files: ``evaluate_run(read_run("runs/lmd.run"), read_qrels("cast2022.qrel"), rel=2)``.
     """
     import ir_measures
     import pandas as pd
 
     if rel < 1:
         raise ValueError(f"the relevance threshold must be at least 1, got {rel}")
+    known = measures(rel)
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise ValueError(f"unknown measure {unknown[0]!r}; choose among {', '.join(known)}")
     judged = judged_qrels(qrels)
-    by_name = measures(rel)
-    names = {measure: name for name, measure in by_name.items()}
+    by_name = {name: known[name] for name in names}
+    name_of = {measure: name for name, measure in by_name.items()}
     rows: dict[str, dict[str, float]] = {qid: {} for qid in judged}
     # ir_measures' pytrec_eval provider breaks on empty rankings: give it the judged turns the run has.
     scored_run = {qid: dict(ranking) for qid, ranking in run.items() if qid in judged and ranking}
     for metric in ir_measures.iter_calc(list(by_name.values()), judged, scored_run) if scored_run else ():
-        rows[metric.query_id][names[metric.measure]] = metric.value
-    per_turn = (
-        pd.DataFrame.from_dict(rows, orient="index", columns=list(RETRIEVAL_MEASURES))
-        .fillna(0.0)
-        .astype(float)
-    )
+        rows[metric.query_id][name_of[metric.measure]] = metric.value
+    per_turn = pd.DataFrame.from_dict(rows, orient="index", columns=list(names)).fillna(0.0).astype(float)
     per_turn.index = per_turn.index.astype(str)
     per_turn.index.name = "qid"
     return RetrievalEvaluation(

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 SIGNIFICANCE_LEVEL = 0.05
 SIGNIFICANT_MARK = "†"
 RANDOMISATION_ROUNDS = 10_000
+# Multiple-comparison corrections offered when several systems are tested against one baseline.
+CORRECTIONS = ("holm",)
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,8 @@ def randomisation_test(
     absolute mean difference is at least the observed one, counting the observed assignment:
     ``(hits + 1) / (rounds + 1)``.
     """
+    import numpy as np
+
     differences = np.asarray(system, dtype=float) - np.asarray(baseline, dtype=float)
     observed = abs(differences.mean())
     rng = np.random.default_rng(seed)
@@ -54,6 +61,7 @@ def randomisation_test(
 
 def paired_test(system: np.ndarray, baseline: np.ndarray, seed: int = 0) -> PairedTest:
     """Paired t-test and randomisation test of ``system`` against ``baseline`` (same turns, same order)."""
+    import numpy as np
     from scipy import stats
 
     system = np.asarray(system, dtype=float)
@@ -75,3 +83,23 @@ def paired_test(system: np.ndarray, baseline: np.ndarray, seed: int = 0) -> Pair
         t_test_p=t_p,
         randomisation_p=randomisation_test(system, baseline, seed=seed) if system.size else 1.0,
     )
+
+
+def holm_bonferroni(p_values: Sequence[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values (Holm, 1979), in the order given.
+
+    With the m p-values sorted ascending, p(1) <= ... <= p(m), the adjusted value of the i-th is
+    ``max over j <= i of min(1, (m - j + 1) * p(j))``; rejecting where the adjusted value is below the level
+    keeps the family-wise error rate at that level.
+
+    Example:
+        >>> holm_bonferroni([0.01, 0.04, 0.03])
+        [0.03, 0.06, 0.06]
+    """
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    adjusted = [0.0] * len(p_values)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted

@@ -21,7 +21,7 @@ class BackgroundServer:
     """``app`` served by uvicorn in a daemon thread on a free port of 127.0.0.1, ready when entered.
 
     Example:
-        >>> with BackgroundServer(create_app(explorer)) as server:
+        >>> with BackgroundServer(create_app(explorer)) as server:  # doctest: +SKIP
         ...     requests.get(server.url + "api/health")
     """
 

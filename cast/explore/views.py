@@ -9,21 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
-from urllib.parse import unquote
 
 from cast.pipeline import TurnResult
 from cast.records import EntityMention, to_dict
+from cast.text import entity_label
 
 # Passages listed per turn (the ranking itself runs to first_stage.k, often 1000).
 SHOWN_PASSAGES = 20
 
 TextScorer = Callable[[str, Sequence[str]], dict[str, float]]
-
-
-def entity_label(entity: str) -> str:
-    """A readable name for an entity id: ``http://dbpedia.org/resource/River_Clyde`` -> ``River Clyde``."""
-    name = entity.rstrip("/").rsplit("/", 1)[-1]
-    return unquote(name).replace("_", " ") or entity
 
 
 def turn_view(

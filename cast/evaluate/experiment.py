@@ -1,0 +1,157 @@
+"""Evaluation as a library: several systems' files scored turn by turn, ready for :func:`report.compare`.
+
+``cast eval`` and the benchmark scripts are thin layers over these functions; they take paths and settings, never
+command-line state. Systems are named after their files (:func:`~cast.evaluate.answers.system_name`).
+
+Example:
+    >>> from cast.evaluate.experiment import evaluate_runs
+    >>> from cast.evaluate.report import compare
+    >>> evaluations = evaluate_runs(["runs/o.run", "runs/eg.run"], "cast2022.qrel")  # doctest: +SKIP
+    >>> compare({n: e.per_turn for n, e in evaluations.items()}, "o", correction="holm")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cast.errors import CastError
+from cast.evaluate.answers import DEFAULT_REFERENCE_GRADE, DEFAULT_SUPPORT_THRESHOLD
+
+if TYPE_CHECKING:
+    from cast.evaluate.answers import AnswerEvaluation, AnswersFile
+    from cast.evaluate.retrieval import RetrievalEvaluation
+
+REFERENCE_KINDS = ("responses", "qrels")
+
+
+def evaluate_runs(
+    runs: Sequence[str | Path], qrels: str | Path, *, rel: int = 1
+) -> dict[str, RetrievalEvaluation]:
+    """Evaluate each run file against the qrels file, keyed by system name.
+
+    Raises:
+        CastError: two files share a system name, or a run has no turn the qrels judge.
+    """
+    from cast.evaluate.retrieval import evaluate_run
+    from cast.runfile import read_run
+    from cast.topics import read_qrels
+
+    judgements = read_qrels(qrels)
+    evaluations = {}
+    for name, path in zip(unique_names(runs), runs, strict=True):
+        run = read_run(path)
+        evaluation = evaluate_run(run, judgements, rel)
+        if len(evaluation.missing_turns) == len(evaluation.per_turn):
+            # Every figure would be 0 (or NaN): the run and the qrels are of different topics or years.
+            raise CastError(
+                f"no turn of {path} is judged in {qrels} (run turns e.g. {next(iter(run))}, judged turns "
+                f"e.g. {next(iter(evaluation.per_turn.index), 'none')}): give the qrels of the run's topics"
+            )
+        evaluations[name] = evaluation
+    return evaluations
+
+
+def evaluate_answer_files(
+    answers: Sequence[str | Path | AnswersFile],
+    *,
+    topics: str | Path | None = None,
+    qrels: str | Path | None = None,
+    references: str | None = None,
+    reference_grade: int = DEFAULT_REFERENCE_GRADE,
+    multi_reference: str = "max",
+    collection: Sequence[str | Path] | None = None,
+    index: str | Path | None = None,
+    support_threshold: float = DEFAULT_SUPPORT_THRESHOLD,
+    progress: bool = True,
+) -> dict[str, AnswerEvaluation]:
+    """Evaluate each answers file against one set of references, keyed by system name.
+
+    Args:
+        answers: answers files (paths, or files already read with :func:`~cast.evaluate.answers.read_answers`).
+        topics: a topics file with written responses (CAsT 2022).
+        qrels: a qrels file whose passages graded ``reference_grade`` or higher are the references.
+        references: ``responses`` (the topics' written responses) or ``qrels``; by default responses when
+            ``topics`` is given, else qrels.
+        reference_grade: the lowest grade of a reference passage.
+        multi_reference: ``max`` (best score over a turn's references) or ``concat``.
+        collection: collection files holding the passage texts (for qrels references and groundedness).
+        index: a Lucene index holding the passage texts, instead of ``collection``.
+        support_threshold: the unigram F1 from which an answer sentence counts as supported.
+        progress: show a progress bar per system.
+
+    Raises:
+        CastError: the references cannot be made from what was given, or a file has no turn with a reference.
+    """
+    from tqdm import tqdm
+
+    from cast.evaluate import answers as ans
+
+    files = [a if isinstance(a, ans.AnswersFile) else ans.read_answers(a) for a in answers]
+    names = unique_names([f.path for f in files])
+    kind = references or ("responses" if topics is not None else "qrels")
+    if kind not in REFERENCE_KINDS:
+        raise CastError(f"unknown references {kind!r}; choose {' or '.join(REFERENCE_KINDS)}")
+    needed_ids: set[str] = {pid for f in files for a in f.answers.values() for pid in a.source_ids}
+    reference_ids: dict[str, list[str]] = {}
+    if kind == "responses":
+        if topics is None:
+            raise CastError("--references responses needs --topics (a topics file with written responses)")
+        from cast.topics import load_topics
+
+        texts_by_qid = ans.response_references(load_topics(topics))
+        described = f"the written responses of {Path(topics).name}"
+        if not texts_by_qid:
+            raise CastError(f"{topics} has no written responses; use --references qrels with --qrels")
+    else:
+        if qrels is None:
+            raise CastError("--references qrels needs --qrels")
+        from cast.topics import read_qrels
+
+        reference_ids = ans.relevant_passage_ids(read_qrels(qrels), reference_grade)
+        needed_ids |= {pid for ids in reference_ids.values() for pid in ids}
+        described = f"the passages graded {reference_grade}+ in {Path(qrels).name}"
+    texts = None
+    if collection:
+        texts = ans.passages_from_collection(collection, needed_ids)
+    elif index is not None:
+        texts = ans.passages_from_index(index, needed_ids)
+    if kind == "qrels":
+        if texts is None:
+            raise CastError("--references qrels needs the passage texts: give --collection or --index")
+        texts_by_qid, missing = ans.passage_references(reference_ids, texts)
+        if missing:
+            described += f" ({len(missing)} reference passages not found, e.g. {missing[0]})"
+    scorer = ans.TextScorer(multi_reference)
+    evaluations = {}
+    for name, answers_file in zip(names, files, strict=True):
+        if not set(answers_file.answers) & set(texts_by_qid):
+            raise CastError(
+                f"no turn of {answers_file.path} has a reference in {described} (answered turns e.g. "
+                f"{next(iter(answers_file.answers))}, referenced e.g. {next(iter(texts_by_qid), 'none')}): give "
+                "the topics or qrels of the answers' turns"
+            )
+        evaluations[name] = ans.evaluate_answers(
+            answers_file,
+            texts_by_qid,
+            scorer=scorer,
+            references_name=described,
+            passage_texts=texts,
+            support_threshold=support_threshold,
+            progress=lambda items, name=name: tqdm(
+                items, desc=f"scoring {name}", leave=False, disable=not progress
+            ),
+        )
+    return evaluations
+
+
+def unique_names(paths: Sequence[str | Path]) -> list[str]:
+    """The system names of ``paths``; two files with one name are an error (their rows would merge)."""
+    from cast.evaluate.answers import system_name
+
+    names = [system_name(p) for p in paths]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise CastError(f"several files are named {repeated[0]!r}: give each system's file a distinct name")
+    return names

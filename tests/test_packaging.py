@@ -1,0 +1,53 @@
+"""The built wheel carries what a non-editable install needs: the pipeline profiles of configs/ among them."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+# What a build reads: the packages, the build files and the profiles (not runs, caches or the venv).
+SOURCES = ("cast", "entity", "index", "summarize", "configs", "pyproject.toml", "setup.py", "README.md")
+
+
+def test_wheel_ships_the_profiles_and_an_install_loads_them(tmp_path):
+    source = tmp_path / "source"
+    for name in SOURCES:
+        path = REPO / name
+        if path.is_dir():
+            shutil.copytree(path, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(path, source / name)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q"]
+        + ["-w", str(tmp_path / "dist"), str(source)],
+        check=True,
+        capture_output=True,
+    )
+    (wheel,) = (tmp_path / "dist").glob("cast_toolkit-*.whl")
+    profiles = sorted(p.name for p in (REPO / "configs").glob("*.yaml"))
+    assert "offline.yaml" in profiles
+    with zipfile.ZipFile(wheel) as archive:
+        for name in profiles:
+            assert archive.read(f"cast/configs/{name}") == (REPO / "configs" / name).read_bytes()
+        archive.extractall(tmp_path / "site")
+    # As installed: the package alone on the path, outside any checkout.
+    code = (
+        "import cast, cast.config as c; c.load_config('offline'); c.load_config('paper'); "
+        "print(cast.__file__); print(c.CONFIG_DIR)"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(tmp_path / "site"), "PATH": "/usr/bin:/bin"},
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    assert found == [
+        str(tmp_path / "site" / "cast" / "__init__.py"),
+        str(tmp_path / "site" / "cast" / "configs"),
+    ]
