@@ -133,36 +133,51 @@ class TreeEnsemble:
     """
 
     def __init__(self, trees: Sequence[dict[str, list]], init: float, rate: float):
-        # All trees side by side, padded to the largest: one vectorised step per level for every tree and row.
-        width = max((len(tree["left"]) for tree in trees), default=1)
-
-        def stacked(key: str, fill: float, dtype: Any) -> np.ndarray:
-            return np.array(
-                [list(t[key]) + [fill] * (width - len(t[key])) for t in trees], dtype=dtype
-            ).reshape(len(trees), width)
-
-        self.left = stacked("left", -1, np.int64)
-        self.right = stacked("right", -1, np.int64)
-        self.feature = stacked("feature", 0, np.int64)
-        self.threshold = stacked("threshold", 0.0, np.float64)
-        self.value = stacked("value", 0.0, np.float64)
+        # Each tree is laid out as a complete binary tree of the ensemble's depth (a leaf above the last level
+        # becomes nodes that always go left), so a level is one vectorised step over every tree and row.
+        self.depth = max((_depth(tree, 0) for tree in trees), default=0)
+        internal, leaves = 2**self.depth - 1, 2**self.depth
+        self.feature = np.zeros((len(trees), max(internal, 1)), dtype=np.int64)
+        self.threshold = np.full((len(trees), max(internal, 1)), np.inf)
+        self.value = np.zeros((len(trees), leaves))
+        for number, tree in enumerate(trees):
+            self._lay_out(number, tree, 0, 0, 0)
         self.init = float(init)
         self.rate = float(rate)
 
+    def _lay_out(self, number: int, tree: dict[str, list], node: int, position: int, level: int) -> None:
+        if tree["left"][node] == -1:
+            first = position
+            for _ in range(self.depth - level):
+                first = 2 * first + 1  # the leftmost leaf under position: where "always left" ends
+            leaf = first - (2**self.depth - 1)
+            self.value[number, leaf] = tree["value"][node]
+            return
+        self.feature[number, position] = tree["feature"][node]
+        self.threshold[number, position] = tree["threshold"][node]
+        self._lay_out(number, tree, tree["left"][node], 2 * position + 1, level + 1)
+        self._lay_out(number, tree, tree["right"][node], 2 * position + 2, level + 1)
+
     def probabilities(self, rows: np.ndarray) -> np.ndarray:
         """P(link) for each row of features."""
-        trees = np.arange(len(self.left))[None, :]
-        node = np.zeros((len(rows), len(self.left)), dtype=np.int64)
-        while True:
-            left = self.left[trees, node]
-            internal = left != -1
-            if not internal.any():
-                break
-            values = np.take_along_axis(rows, self.feature[trees, node], axis=1)
-            step = np.where(values <= self.threshold[trees, node], left, self.right[trees, node])
-            node = np.where(internal, step, node)
-        raw = self.init + self.rate * self.value[trees, node].sum(axis=1)
+        rows = np.asarray(rows, dtype=np.float64)
+        count, width = rows.shape
+        flat = rows.ravel()
+        offsets = (np.arange(count) * width)[:, None]
+        trees = np.arange(len(self.value))[None, :]
+        position = np.zeros((count, len(self.value)), dtype=np.int64)
+        for _ in range(self.depth):
+            values = flat[offsets + self.feature[trees, position]]
+            position = 2 * position + 1 + (values > self.threshold[trees, position])
+        leaves = position - (2**self.depth - 1)
+        raw = self.init + self.rate * self.value[trees, leaves].sum(axis=1)
         return 1.0 / (1.0 + np.exp(-raw))
+
+
+def _depth(tree: dict[str, list], node: int) -> int:
+    if tree["left"][node] == -1:
+        return 0
+    return 1 + max(_depth(tree, tree["left"][node]), _depth(tree, tree["right"][node]))
 
 
 @dataclass(frozen=True)

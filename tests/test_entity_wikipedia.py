@@ -48,6 +48,15 @@ def test_tree_ensemble_by_hand():
     assert p == pytest.approx([1 / (1 + np.exp(-(0.5 - 1.0))), 1 / (1 + np.exp(-(0.5 + 2.0)))])
 
 
+def test_an_unbalanced_tree_is_followed_as_written():
+    # node 0: x0 <= 0.5 ? leaf 1 (-1) : node 2; node 2: x1 <= 0.5 ? leaf 3 (+1) : leaf 4 (+3)
+    tree = {"left": [1, -1, 3, -1, -1], "right": [2, -1, 4, -1, -1], "feature": [0, 0, 1, 0, 0],
+            "threshold": [0.5, 0, 0.5, 0, 0], "value": [0, -1.0, 0, 1.0, 3.0]}  # fmt: skip
+    ensemble = TreeEnsemble([tree], init=0.0, rate=1.0)
+    raw = np.log(1 / ensemble.probabilities(np.array([[0, 9], [1, 0], [1, 1]])) - 1) * -1
+    assert raw == pytest.approx([-1.0, 1.0, 3.0])
+
+
 def test_decide_keeps_the_more_probable_of_overlapping_mentions():
     burger_king = candidate(0, 2, "burger king")
     king = candidate(1, 2, "king")
