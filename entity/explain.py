@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+from cast.atomic import atomic_path
 from cast.errors import CastError, DataFormatError
 
 CHOSEN_COLOUR = "#d95f02"
@@ -122,14 +122,11 @@ def render_entity_graph(selection: dict[str, Any], out: Path, title: str = "") -
     )
     axes.set_title(f"{title}\norange: entities of the chosen passages; black outline: query entities")
     axes.axis("off")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(f".{out.stem}.partial{out.suffix}")
     try:
-        figure.savefig(partial, bbox_inches="tight", dpi=120)
-        os.replace(partial, out)
+        with atomic_path(out) as partial:
+            figure.savefig(partial, bbox_inches="tight", dpi=120)
     finally:
         plt.close(figure)
-        partial.unlink(missing_ok=True)
 
 
 def entity_label(entity: str) -> str:
