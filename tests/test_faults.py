@@ -93,3 +93,98 @@ def test_missing_base_names_the_referring_file(tmp_path):
     child = write(tmp_path / "child.yaml", "base: nowhere.yaml\n")
     with pytest.raises(ConfigError, match=r"child\.yaml: base: no config 'nowhere\.yaml'"):
         load_config(child)
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("reranker.depth=-1", "reranker.depth must be at least 0, got -1"),
+        ("rewriter.m=-1", "rewriter.m must be at least 0, got -1"),
+        ("stemmer=bogus", "stemmer must be one of krovetz, porter, none, got 'bogus'"),
+        ("knowledge_base.bogus=1", "knowledge_base CollectionKnowledgeBase: unknown setting(s) bogus"),
+        ("knowledge_base.name=nonexistent", "unknown knowledge_base 'nonexistent'"),
+    ],
+)
+def test_every_setting_is_checked_before_the_run(core_index, override, message):
+    from cast.pipeline import Pipeline
+
+    config = load_config("offline", [f"index={core_index}", "selector.name=eg", override])
+    with pytest.raises(ConfigError) as caught:
+        Pipeline.from_config(config)
+    assert message in str(caught.value)
+
+
+def test_a_stemmer_other_than_the_indexs_is_refused(core_index):
+    from cast.pipeline import Pipeline
+
+    built = json.loads((core_index / "cast-build.json").read_text())
+    assert built["stemmer"] == "krovetz"
+    config = load_config("offline", [f"index={core_index}", "stemmer=porter"])
+    with pytest.raises(
+        ConfigError, match=r"stemmer 'porter' does not match the index .* built with 'krovetz'"
+    ):
+        Pipeline.from_config(config)
+
+
+# --- 6. collection ids ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"id": "a b", "contents": "x"}', r"c\.jsonl:2: record id 'a b' contains whitespace"),
+        ('{"id": true, "contents": "x"}', r"c\.jsonl:2: record has no 'id'"),
+    ],
+)
+def test_passage_ids_are_checked_at_index_time(tmp_path, line, message):
+    from index.collections import read_passages
+
+    path = write(tmp_path / "c.jsonl", '{"id": 7, "contents": "seven"}\n' + line + "\n")
+    with pytest.raises(DataFormatError, match=message):
+        list(read_passages([path], "jsonl"))
+
+
+def test_a_numeric_article_id_is_read_as_a_string(tmp_path):
+    from index.collections import read_passages
+
+    article = {"id": 12, "contents": [{"type": "sanitized_html", "content": "<p>Hello there.</p>"}]}
+    path = write(tmp_path / "wapo.jsonl", json.dumps(article) + "\n")
+    assert [p.id for p in read_passages([path], "wapo")] == ["WAPO_12-1"]
+
+
+# --- 7. a corrupt index -----------------------------------------------------------------------------------------
+
+
+def damaged_copy(index: Path, into: Path, damage) -> Path:
+    import shutil
+
+    copy = into / "damaged"
+    shutil.copytree(index, copy)
+    damage(copy)
+    return copy
+
+
+def garbage_segments(index: Path) -> None:
+    for segments in index.glob("segments_*"):
+        segments.write_bytes(b"not a Lucene commit point" * 4)
+
+
+def truncated_postings(index: Path) -> None:
+    for postings in index.glob("*.pos"):
+        postings.write_bytes(postings.read_bytes()[:20])
+
+
+@pytest.mark.parametrize("damage", [garbage_segments, truncated_postings])
+def test_a_damaged_index_is_one_line_naming_it_and_the_rebuild(core_index, tmp_path, damage):
+    from cast import jvm
+    from cast.errors import IndexUnavailableError
+    from cast.resources import Resources
+    from cast.retrieval import LMDFirstStage
+
+    index = damaged_copy(core_index, tmp_path, damage)
+    with pytest.raises(IndexUnavailableError) as caught:
+        jvm.index_reader(str(index))
+        LMDFirstStage(Resources({"index": str(index)})).search("radioactivity")
+    message = str(caught.value)
+    assert "\n" not in message and f"cannot read the index at {index}" in message
+    assert f"cast index build --input FILES... --index {index} --overwrite" in message
