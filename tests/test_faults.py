@@ -188,3 +188,100 @@ def test_a_damaged_index_is_one_line_naming_it_and_the_rebuild(core_index, tmp_p
     message = str(caught.value)
     assert "\n" not in message and f"cannot read the index at {index}" in message
     assert f"cast index build --input FILES... --index {index} --overwrite" in message
+
+
+# --- 11. cache faults -------------------------------------------------------------------------------------------
+
+
+def filled_cache(path: Path, entries: int = 2000) -> None:
+    from cast.cache import Cache
+
+    cache = Cache(path)
+    cache.put_many("square", [({"x": i}, {"value": i * i, "padding": "p" * 100}) for i in range(entries)])
+    cache.close()
+    for suffix in ("-wal", "-shm"):
+        assert not path.with_name(path.name + suffix).exists()  # checkpointed on close: the bytes are in path
+
+
+def corrupt_middle(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 8192] = b"\xff" * 8192
+    path.write_bytes(bytes(data))
+
+
+def truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 3])
+
+
+def text_file(path: Path) -> None:
+    path.write_text("these are notes, not a database\n" * 10)
+
+
+def wrong_schema(path: Path) -> None:
+    import sqlite3
+
+    path.unlink()
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE entries (k TEXT, v TEXT)")
+
+
+@pytest.mark.parametrize("damage", [corrupt_middle, truncate, text_file, wrong_schema])
+def test_a_damaged_cache_is_moved_aside_and_rebuilt(tmp_path, caplog, damage):
+    from cast.cache import Cache
+
+    path = tmp_path / "cache.sqlite"
+    filled_cache(path)
+    damage(path)
+    cache = Cache(path)
+    values = [
+        cache.get_or_compute("square", {"x": i}, lambda i=i: {"value": i * i}) for i in range(0, 2000, 50)
+    ]
+    assert [v["value"] for v in values] == [
+        i * i for i in range(0, 2000, 50)
+    ]  # read before the damage, or anew
+    assert path.with_name("cache.sqlite.damaged").exists()
+    assert f"the cache {path} was damaged" in caplog.text
+    cache.close()
+    assert Cache(path).get("square", {"x": 1950}) == {"value": 1950**2}  # computed after the rebuild, kept
+
+
+def test_a_value_that_is_not_json_is_recomputed(tmp_path, caplog):
+    import sqlite3
+
+    from cast.cache import Cache, cache_key
+
+    path = tmp_path / "cache.sqlite"
+    filled_cache(path, entries=1)
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE entries SET value = '{not json' WHERE key = ?", [cache_key({"x": 0})])
+    assert Cache(path).get_or_compute("square", {"x": 0}, lambda: {"value": 0}) == {"value": 0}
+    assert "holds a value that is not JSON" in caplog.text
+
+
+def test_a_folder_at_the_cache_path_is_one_error_naming_it(tmp_path):
+    from cast.cache import Cache
+    from cast.errors import CastError
+
+    (tmp_path / "cache.sqlite").mkdir()
+    with pytest.raises(CastError, match=r"the cache .*cache\.sqlite is a folder, not a file"):
+        Cache(tmp_path / "cache.sqlite")
+
+
+def test_a_write_lock_held_elsewhere_does_not_lose_the_computed_value(tmp_path, caplog):
+    import sqlite3
+
+    from cast.cache import Cache
+
+    path = tmp_path / "cache.sqlite"
+    cache = Cache(path, busy_timeout=0.2)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process's long write transaction
+    try:
+        assert cache.get_or_compute("square", {"x": 3}, lambda: 9) == 9
+        assert "could not store 1 square entries" in caplog.text and "database is locked" in caplog.text
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert cache.get_or_compute("square", {"x": 3}, lambda: 9) == 9
+    assert cache.get("square", {"x": 3}) == 9  # stored once the lock is free
