@@ -234,16 +234,15 @@ def test_a_damaged_cache_is_moved_aside_and_rebuilt(tmp_path, caplog, damage):
     filled_cache(path)
     damage(path)
     cache = Cache(path)
-    values = [
-        cache.get_or_compute("square", {"x": i}, lambda i=i: {"value": i * i}) for i in range(0, 2000, 50)
-    ]
-    assert [v["value"] for v in values] == [
-        i * i for i in range(0, 2000, 50)
-    ]  # read before the damage, or anew
+    inputs = [{"x": i} for i in range(2000)]
+    values = cache.get_or_compute_many(
+        "square", inputs, lambda missing: [{"value": x["x"] ** 2} for x in missing]
+    )
+    assert [v["value"] for v in values] == [i * i for i in range(2000)]
     assert path.with_name("cache.sqlite.damaged").exists()
     assert f"the cache {path} was damaged" in caplog.text
     cache.close()
-    assert Cache(path).get("square", {"x": 1950}) == {"value": 1950**2}  # computed after the rebuild, kept
+    assert Cache(path).get("square", {"x": 7}) == {"value": 49}  # computed after the rebuild, and kept
 
 
 def test_a_value_that_is_not_json_is_recomputed(tmp_path, caplog):
