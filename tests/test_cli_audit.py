@@ -192,7 +192,8 @@ def test_answer_arguments_are_checked_before_the_models_load(capsys, tmp_path, a
 
 
 def test_each_new_conversation_gets_the_next_number(capsys, monkeypatch, core_index):
-    monkeypatch.setattr(sys, "stdin", io.StringIO("Tell me about Glasgow.\n/new\nWhat is climate change?\n"))
+    typed = io.BytesIO(b"Tell me about Glasgow.\n/new\nWhat is climate change?\n")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(typed, encoding="utf-8"))
     code, out, err = cast(
         capsys, "answer", "--index", core_index, *BASELINE, "--set", "rewriter.name=raw", "--json"
     )
