@@ -315,3 +315,122 @@ def test_a_non_utf8_line_typed_into_cast_answer_is_rejected_alone(capsys, monkey
     assert code == 0, err
     assert [json.loads(line)["qid"] for line in out.splitlines()] == ["user_1", "user_2"]
     assert "(line 2 is not UTF-8 text; type it again)" in err
+
+
+# --- cast run under faults: one shared uninterrupted run to compare with ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def reference_run(core_index, tmp_path_factory) -> tuple[list[object], Path]:
+    """The arguments of a small run (5 turns on the fixture index) and the prefix of its uninterrupted outputs."""
+    from cast.cli import main
+
+    common = [
+        "run",
+        "--index",
+        core_index,
+        *BASELINE,
+        "--topics",
+        Path(__file__).parent / "fixtures/core/conversations.json",
+    ]
+    prefix = tmp_path_factory.mktemp("reference") / "full"
+    assert main([str(a) for a in [*common, "--output", prefix]]) == 0
+    return common, prefix
+
+
+def same_outputs(prefix: Path, reference: Path) -> bool:
+    """The same run file, byte for byte, and the same answers records but for their wall-clock timings."""
+
+    def records(path: str) -> list[dict]:
+        return [{**json.loads(line), "timings": None} for line in Path(path).read_text().splitlines()]
+
+    same_run = Path(f"{prefix}.run").read_bytes() == Path(f"{reference}.run").read_bytes()
+    return same_run and records(f"{prefix}.answers.jsonl") == records(f"{reference}.answers.jsonl")
+
+
+def one_error_line(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip() and not line.startswith("turns:")]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+# --- 4. two runs on one output prefix ---------------------------------------------------------------------------
+
+
+def test_a_second_run_on_a_prefix_is_refused_and_a_killed_holders_lock_is_free(
+    capsys, reference_run, tmp_path
+):
+    import signal
+    import subprocess
+    import sys
+
+    common, reference = reference_run
+    prefix = tmp_path / "shared"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(prefix)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline() == "locked\n"  # it holds the lock now (no sleep: it says so)
+        code, _, err = cast(capsys, *common, "--output", prefix)
+        assert code == 1
+        assert f"another cast run (PID {holder.pid}) is writing {prefix}.run" in one_error_line(err)
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=30)
+    finally:
+        holder.kill()
+    assert Path(f"{prefix}.lock").exists()  # left by the killed run, but no process holds it
+    code, _, err = cast(capsys, *common, "--output", prefix)
+    assert code == 0, err
+    assert same_outputs(prefix, reference) and not Path(f"{prefix}.lock").exists()
+
+
+HOLD_LOCK = """
+import sys
+from cast.outputs import RunOutputs
+with RunOutputs(sys.argv[1], "held").locked():
+    print("locked", flush=True)
+    sys.stdin.read()
+"""
+
+
+def test_resume_drops_records_that_two_runs_both_wrote(capsys, reference_run, tmp_path):
+    common, reference = reference_run
+    answers = Path(f"{reference}.answers.jsonl").read_text().splitlines(keepends=True)
+    run_lines = Path(f"{reference}.run").read_text().splitlines(keepends=True)
+    prefix = tmp_path / "twice"
+    # Two runs that both wrote the first two turns, interleaved.
+    first_two = {json.loads(line)["qid"] for line in answers[:2]}
+    lines_of_two = [line for line in run_lines if line.split()[0] in first_two]
+    Path(f"{prefix}.run.partial").write_text("".join(lines_of_two * 2))
+    Path(f"{prefix}.answers.jsonl.partial").write_text(
+        "".join([answers[0], answers[0], answers[1], answers[1]])
+    )
+    code, _, err = cast(capsys, *common, "--output", prefix)
+    assert code == 0, err
+    assert "resuming: 2 turn(s)" in err
+    assert same_outputs(prefix, reference)
+
+
+# --- 5. a planted symlink ---------------------------------------------------------------------------------------
+
+
+def test_a_planted_symlink_is_never_written_through(capsys, reference_run, tmp_path):
+    common, reference = reference_run
+    victim = write(tmp_path / "elsewhere" / "precious.txt", "keep me\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    for guessable in (".planted.answers.partial.jsonl", ".planted.partial.run"):  # the old temporary names
+        (out / guessable).symlink_to(victim)
+    code, _, err = cast(capsys, *common, "--output", out / "planted")
+    assert code == 0, err
+    assert same_outputs(out / "planted", reference)
+    assert victim.read_text() == "keep me\n"
+
+    (out / "linked.answers.jsonl.partial").symlink_to(victim)  # the resumable file's own name
+    code, _, err = cast(capsys, *common, "--output", out / "linked")
+    assert code == 1
+    assert f"{out / 'linked.answers.jsonl.partial'} is a symbolic link" in one_error_line(err)
+    assert victim.read_text() == "keep me\n"
