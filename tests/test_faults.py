@@ -555,3 +555,67 @@ def test_kill_9_in_the_middle_of_a_record_then_the_same_command_resumes(capsys, 
     assert code == 0, err
     assert "resuming: 2 turn(s)" in err
     assert same_outputs(prefix, reference)
+
+
+# --- 10. explorer starvation ------------------------------------------------------------------------------------
+
+
+def test_a_burst_of_uncached_turns_leaves_health_and_cached_turns_fast(core_index, tmp_path):
+    import threading
+    import time
+
+    import httpx
+
+    from cast.explore.api import create_app
+    from cast.explore.engine import Choice, Explorer, stage_sections
+    from cast.explore.server import BackgroundServer
+
+    config = load_config(
+        "offline", [f"index={core_index}", f"cache_dir={tmp_path}", *(s for s in BASELINE if s != "--set")]
+    )
+    conversations = load_topics(Path(__file__).parent / "fixtures/core/conversations.json")
+    explorer = Explorer(config, conversations, time_limit=60, max_pending=2)
+    entered, release = threading.Event(), threading.Event()
+    first_stage = explorer.stage("first_stage", stage_sections(config, Choice())[0]["first_stage"])
+    search_batch = first_stage.search_batch
+
+    def held(queries, *args, **kwargs):  # the turn being answered takes as long as the test says
+        if "Glasgow" in queries[0]:
+            entered.set()
+            release.wait(timeout=60)
+        return search_batch(queries, *args, **kwargs)
+
+    burst, statuses, refused = 6, [], threading.Semaphore(0)
+    with (
+        BackgroundServer(create_app(explorer)) as server,
+        httpx.Client(base_url=server.url, timeout=90) as client,
+    ):
+        cached = {"conversation_id": "2", "turn": 1, "params": {}}
+        assert client.post("api/answer", json=cached).status_code == 200
+        first_stage.search_batch = held
+
+        def ask(words: int) -> None:
+            body = {"conversation_id": "1", "turn": 1, "params": {"words": words}}
+            response = client.post("api/answer", json=body)
+            statuses.append((response.status_code, response.headers.get("retry-after")))
+            if response.status_code == 503:
+                refused.release()
+
+        askers = [threading.Thread(target=ask, args=(20 + n,)) for n in range(burst)]
+        for asker in askers:
+            asker.start()
+        try:
+            assert entered.wait(timeout=60)
+            for _ in range(burst - 2):  # all but the running and the queued turn are refused at once
+                assert refused.acquire(timeout=60)
+            started = time.monotonic()
+            assert client.get("api/health").status_code == 200
+            assert client.post("api/answer", json=cached).json()["cached"] is True
+            assert time.monotonic() - started < 2.0  # 15 s before the fix, with 45 requests
+        finally:
+            release.set()
+            for asker in askers:
+                asker.join(timeout=90)
+            first_stage.search_batch = search_batch
+            explorer.close()
+    assert sorted(statuses) == [(200, None)] * 2 + [(503, "2")] * (burst - 2)

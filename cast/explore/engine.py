@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 from collections import Counter, OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -41,6 +41,9 @@ MAX_REMEMBERED_CALLS = 256
 MAX_KEPT_JOBS = 500
 MAX_USER_CONVERSATIONS = 200
 MAX_TURNS = 50
+# Turns being answered or waiting for the one worker: more are refused (HTTP 503) rather than queued without end,
+# so that a burst of requests cannot hold every server thread while health checks and cached turns wait.
+MAX_PENDING_JOBS = 8
 
 # The stages before selection, whose results do not depend on the selector or the generator.
 UPSTREAM_KINDS = ("rewriter", "first_stage", "reranker", "linker")
@@ -62,6 +65,10 @@ class NotFoundError(CastError):
 
 class InvalidRequestError(CastError):
     """A request the explorer cannot serve as asked (HTTP 400)."""
+
+
+class BusyError(CastError):
+    """Too many turns are being answered already (HTTP 503 with ``Retry-After``)."""
 
 
 class TimeLimitError(CastError):
@@ -295,13 +302,31 @@ class Job:
             )
         self.stage = stage
 
+    _callbacks: list[Callable[[], None]] = field(default_factory=list)
+    _callbacks_lock: threading.Lock = field(default_factory=threading.Lock)
+
     def finish(self, answered: Answered) -> None:
         self.answered, self.status, self.stage = answered, "done", None
-        self.finished.set()
+        self._set_finished()
 
     def fail(self, error: Exception) -> None:
         self.error, self.failed_stage, self.status = error, self.stage, "failed"
-        self.finished.set()
+        self._set_finished()
+
+    def when_finished(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (from the worker thread) once the job is done or failed; now if it is already."""
+        with self._callbacks_lock:
+            if not self.finished.is_set():
+                self._callbacks.append(callback)
+                return
+        callback()
+
+    def _set_finished(self) -> None:
+        with self._callbacks_lock:
+            self.finished.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
 
 
 class _JobStage:
@@ -346,6 +371,8 @@ class Explorer:
         conversations: the conversations to offer.
         qrels: relevance judgements by qid, for per-turn evaluation (optional).
         time_limit: seconds a request may take before it is stopped (at the next stage boundary).
+        max_pending: turns that may be answered or wait to be at once; a request for one more is refused
+            with :class:`BusyError`.
     """
 
     def __init__(
@@ -354,6 +381,7 @@ class Explorer:
         conversations: Sequence[Conversation] = (),
         qrels: dict[str, dict[str, int]] | None = None,
         time_limit: float = DEFAULT_TIME_LIMIT,
+        max_pending: int = MAX_PENDING_JOBS,
     ):
         missing = [kind for kind in STAGE_KINDS if kind not in config]
         if missing:
@@ -362,6 +390,7 @@ class Explorer:
         self.conversations = Conversations(conversations)
         self.qrels = qrels or {}
         self.time_limit = time_limit
+        self.max_pending = max_pending
         self.resources = Resources(config)
         self.results = LruCache(MAX_CACHED_TURNS)
         self._memo = LruCache(MAX_REMEMBERED_CALLS)
@@ -426,10 +455,16 @@ class Explorer:
             self._keep(job)
             return job
         with self._jobs_lock:
-            for other in self._jobs.values():
-                if other.key == job.key and other.status in ("queued", "running"):
+            pending = [other for other in self._jobs.values() if other.status in ("queued", "running")]
+            for other in pending:
+                if other.key == job.key:
                     return other  # the same turn with the same settings is on its way already
-        self._keep(job)
+            if len(pending) >= self.max_pending:
+                raise BusyError(
+                    f"the server is answering {len(pending)} turns already (at most {self.max_pending} at once); "
+                    "ask again in a moment"
+                )
+            self._keep_locked(job)
         self._worker.submit(self._run, job, conversation, keys)
         return job
 
@@ -443,12 +478,15 @@ class Explorer:
 
     def _keep(self, job: Job) -> None:
         with self._jobs_lock:
-            self._jobs[job.id] = job
-            while len(self._jobs) > MAX_KEPT_JOBS:
-                oldest = next(iter(self._jobs))
-                if not self._jobs[oldest].finished.is_set():
-                    break
-                del self._jobs[oldest]
+            self._keep_locked(job)
+
+    def _keep_locked(self, job: Job) -> None:
+        self._jobs[job.id] = job
+        while len(self._jobs) > MAX_KEPT_JOBS:
+            oldest = next(iter(self._jobs))
+            if not self._jobs[oldest].finished.is_set():
+                break
+            del self._jobs[oldest]
 
     def _run(self, job: Job, conversation: Conversation, keys: Sequence[str]) -> None:
         job.status = "running"
