@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cast.errors import CastError, ConfigError
+from cast.limits import bounded_history, bounded_ranking, bounded_turn
 from cast.records import (
     Answer,
     Conversation,
@@ -50,6 +51,8 @@ class TurnResult:
         ranking: the re-ranked head followed by the rest of the first-stage ranking.
         passage_entities: the entities of each candidate passage, by passage id.
         timings: wall-clock seconds per stage.
+        input_limits: the bounds of :mod:`cast.limits` applied to this turn's inputs: ``{what: original size}``
+            (e.g. ``{"utterance": 1000000}``); empty when none was.
     """
 
     turn: Turn
@@ -60,6 +63,7 @@ class TurnResult:
     query_entities: tuple[EntityMention, ...] = ()
     passage_entities: dict[str, tuple[EntityMention, ...]] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    input_limits: dict[str, int] = field(default_factory=dict)
 
     @property
     def qid(self) -> str:
@@ -95,6 +99,7 @@ class TurnResult:
             "answer": to_dict(self.answer),
             "answer_source_ids": list(self.answer.source_ids),
             "timings": self.timings,
+            "input_limits": self.input_limits,
         }
 
 
@@ -185,6 +190,11 @@ class Pipeline:
         if not items:
             return []
         timings: dict[str, float] = {}
+        applied: list[dict[str, int]] = [{} for _ in items]
+        items = [
+            (bounded_history(list(history), limits), bounded_turn(turn, limits))
+            for (history, turn), limits in zip(items, applied, strict=True)
+        ]
 
         def timed(stage: str, fn: Callable[[], Any]) -> Any:
             start = time.perf_counter()
@@ -195,6 +205,7 @@ class Pipeline:
         rewrites = timed("rewrite", lambda: self.rewriter.rewrite_batch(items))
         queries = [r.query for r in rewrites]
         first = timed("first_stage", lambda: self.first_stage.search_batch(queries))
+        first = [bounded_ranking(ranking, limits) for ranking, limits in zip(first, applied, strict=True)]
         heads = timed(
             "rerank",
             lambda: self.reranker.rerank_batch(
@@ -240,9 +251,18 @@ class Pipeline:
                 query_entities=q_ents,
                 passage_entities=p_ents,
                 timings=dict(timings),
+                input_limits=limits,
             )
-            for (_, turn), rewrite, ranking, selection, answer, q_ents, p_ents in zip(
-                items, rewrites, rankings, selections, answers, query_entities, passage_entities, strict=True
+            for (_, turn), rewrite, ranking, selection, answer, q_ents, p_ents, limits in zip(
+                items,
+                rewrites,
+                rankings,
+                selections,
+                answers,
+                query_entities,
+                passage_entities,
+                applied,
+                strict=True,
             )
         ]
 

@@ -619,3 +619,44 @@ def test_a_burst_of_uncached_turns_leaves_health_and_cached_turns_fast(core_inde
             first_stage.search_batch = search_batch
             explorer.close()
     assert sorted(statuses) == [(200, None)] * 2 + [(503, "2")] * (burst - 2)
+
+
+# --- per-turn input bounds --------------------------------------------------------------------------------------
+
+
+def test_every_per_turn_input_is_bounded_and_the_turn_says_so(core_index):
+    from cast.limits import MAX_HISTORY_TURNS, MAX_PASSAGE_CHARS, MAX_RESPONSE_CHARS, MAX_UTTERANCE_CHARS
+    from cast.pipeline import Pipeline
+    from cast.records import Passage, PastTurn, ScoredPassage, Turn
+
+    overrides = [f"index={core_index}", *(s for s in BASELINE if s != "--set"), "rewriter.name=raw"]
+    pipeline = Pipeline.from_config(load_config("offline", overrides))
+    long_response = "Glasgow lies on the River Clyde. " * 1000
+    history = [
+        PastTurn(Turn(f"u_{n}", "u", str(n), "Tell me about Glasgow.", response=long_response), "Glasgow")
+        for n in range(1, 61)
+    ]
+    huge = "Which river flows through Glasgow? " * 30_000  # about 1 MB
+    seen = {}
+    search_batch = pipeline.first_stage.search_batch
+
+    def with_a_huge_passage(queries, *args, **kwargs):
+        seen["query_chars"] = max(map(len, queries))
+        rankings = search_batch(queries, *args, **kwargs)
+        giant = ScoredPassage(Passage("giant", "Clyde " * 100_000), score=1.0)
+        return [[*ranking, giant] for ranking in rankings]
+
+    pipeline.first_stage.search_batch = with_a_huge_passage
+    result = pipeline.answer_turn(history, Turn("u_61", "u", "61", huge))
+    record = result.to_record()
+    assert seen["query_chars"] <= MAX_UTTERANCE_CHARS
+    assert record["input_limits"] == {
+        "utterance": len(huge),
+        "history_turns": 60,
+        "history_texts": MAX_HISTORY_TURNS,
+        "passage_texts": 1,
+    }
+    assert len(record["utterance"]) == MAX_UTTERANCE_CHARS
+    assert max(len(p.passage.text) for p in result.ranking) == MAX_PASSAGE_CHARS
+    assert len(json.dumps(record)) < 200_000  # 24 MB before
+    assert len(long_response) > MAX_RESPONSE_CHARS

@@ -39,13 +39,14 @@ def main(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, config: dict, conversations: list, outputs) -> int:
     from cast.errors import CastError
+    from cast.limits import bounded_turn
     from cast.outputs import resume_conflict
     from cast.pipeline import Pipeline
 
     pipeline = Pipeline.from_config(config)
     described = pipeline.describe()
     done = outputs.completed()
-    utterances = {t.qid: t.utterance for c in conversations for t in c.turns}
+    utterances = {t.qid: bounded_turn(t).utterance for c in conversations for t in c.turns}  # as recorded
     conflict = resume_conflict(done, utterances, described)
     if conflict is not None:
         # Resuming would mix two experiments in files that look complete.
