@@ -660,3 +660,26 @@ def test_every_per_turn_input_is_bounded_and_the_turn_says_so(core_index):
     assert max(len(p.passage.text) for p in result.ranking) == MAX_PASSAGE_CHARS
     assert len(json.dumps(record)) < 200_000  # 24 MB before
     assert len(long_response) > MAX_RESPONSE_CHARS
+
+
+# --- scores independent of batch composition --------------------------------------------------------------------
+
+
+def test_a_turns_reranking_scores_do_not_depend_on_its_batch(core_index, one_torch_thread):
+    from cast.registry import build_stage
+    from cast.resources import Resources
+    from cast.retrieval import LMDFirstStage
+
+    resources = Resources({"index": str(core_index)})
+    first_stage = LMDFirstStage(resources)
+    reranker = build_stage("reranker", {"name": "biencoder", "embeddings": "none"}, resources)
+    question = "Which river flows through Glasgow?"
+    others = ["What is the history of the Paris Agreement on climate change and who signed it first?", "x"]
+    item = (question, first_stage.search(question))
+    alone = reranker.rerank_batch([item])[0]
+    batched = reranker.rerank_batch(
+        [(q, first_stage.search(q)) for q in others[:1]] + [item] + [(others[1], [])]
+    )[1]
+    assert [(p.id, p.score) for p in alone] == [
+        (p.id, p.score) for p in batched
+    ]  # exactly, not approximately
