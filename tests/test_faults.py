@@ -683,3 +683,21 @@ def test_a_turns_reranking_scores_do_not_depend_on_its_batch(core_index, one_tor
     assert [(p.id, p.score) for p in alone] == [
         (p.id, p.score) for p in batched
     ]  # exactly, not approximately
+
+
+def test_a_full_disk_outside_cast_run_is_one_line_too(capsys, monkeypatch):
+    import errno
+
+    from cast.commands import run as run_command
+
+    def full(args):
+        raise OSError(
+            errno.ENOSPC, "No space left on device"
+        )  # as a write() on a full disk raises it: no file
+
+    monkeypatch.setattr(run_command, "main", full)
+    code, _, err = cast(capsys, "run", "--topics", "t.json", "--output", "o")
+    assert code == 1
+    assert one_error_line(err) == (
+        "cast run: error: No space left on device (free some space, then run the same command again)"
+    )
