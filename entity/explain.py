@@ -8,13 +8,13 @@ top-ranked entities are labelled.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
 from cast.atomic import atomic_path
 from cast.errors import CastError, DataFormatError
+from cast.textfiles import json_lines
 
 CHOSEN_COLOUR = "#d95f02"
 OTHER_COLOUR = "#a6cee3"
@@ -56,19 +56,12 @@ def read_selection(answers: Path, qid: str) -> dict[str, Any]:
     """The ``selection`` of turn ``qid`` in an answers file (one JSON record a line, with ``qid``)."""
     if not answers.is_file():
         raise CastError(f"answers file {answers} does not exist; write one with `cast run ... --out FILE`")
-    with answers.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataFormatError(answers, f"not JSON ({e.msg})", number) from e
-            if str(record.get("qid")) != qid:
-                continue
-            if not isinstance(record.get("selection"), dict):
-                raise DataFormatError(answers, f"turn {qid} has no 'selection' record", number)
-            return record["selection"]
+    for number, record in json_lines(answers):
+        if str(record.get("qid")) != qid:
+            continue
+        if not isinstance(record.get("selection"), dict):
+            raise DataFormatError(answers, f"turn {qid} has no 'selection' record", number)
+        return record["selection"]
     raise CastError(f"turn {qid!r} is not in {answers}; pick a qid from that file")
 
 

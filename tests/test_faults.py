@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
+from test_cli_audit import BASELINE, cast  # the baseline stages, and `cast` run in this process
 
 from cast.config import load_config
 from cast.errors import ConfigError, DataFormatError
@@ -284,37 +285,6 @@ def test_a_write_lock_held_elsewhere_does_not_lose_the_computed_value(tmp_path, 
         holder.close()
     assert cache.get_or_compute("square", {"x": 3}, lambda: 9) == 9
     assert cache.get("square", {"x": 3}) == 9  # stored once the lock is free
-
-
-BASELINE = [
-    "--set", "rewriter.name=manual",
-    "--set", "reranker.name=none",
-    "--set", "linker.name=none",
-    "--set", "selector.name=o",
-    "--set", "summarizer.name=topk_trim",
-]  # fmt: skip
-
-
-def cast(capsys, *argv: object) -> tuple[int, str, str]:
-    from cast.cli import main
-
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def test_a_non_utf8_line_typed_into_cast_answer_is_rejected_alone(capsys, monkeypatch, core_index):
-    import io
-    import sys
-
-    typed = io.BytesIO(b"Which river flows through Glasgow?\n\xff\xfe caf\xe9?\nWhat is climate change?\n")
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(typed, encoding="utf-8"))
-    code, out, err = cast(
-        capsys, "answer", "--index", core_index, *BASELINE, "--set", "rewriter.name=raw", "--json"
-    )
-    assert code == 0, err
-    assert [json.loads(line)["qid"] for line in out.splitlines()] == ["user_1", "user_2"]
-    assert "(line 2 is not UTF-8 text; type it again)" in err
 
 
 # --- cast run under faults: one shared uninterrupted run to compare with ------------------------------------------

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from cast.errors import CastError, DataFormatError
 from cast.records import Answer, AnswerSentence, Conversation
-from cast.textfiles import utf8_lines
+from cast.textfiles import json_lines
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -97,13 +97,7 @@ def read_answers(path: str | Path) -> AnswersFile:
     answers: dict[str, Answer] = {}
     records: dict[str, dict[str, Any]] = {}
     duplicates: list[str] = []
-    for line_number, line in utf8_lines(path):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise DataFormatError(path, f"not a JSON object: {e}", line_number) from e
+    for line_number, record in json_lines(path):
         qid, answer = _answer_from_record(path, line_number, record)
         if qid in answers:
             duplicates.append(qid)
