@@ -4,7 +4,8 @@ While a run is in progress, each finished turn is appended to ``NAME.run.partial
 ``NAME.answers.jsonl.partial`` (run lines first, then the answers record, each flushed to disk). An interrupted run
 resumes from the turns whose answers record is complete, provided it answers the same turns with the same settings
 (:func:`resume_conflict`): otherwise the files would mix two experiments. When every turn is done, both files are
-rewritten in topic order and renamed into place, so a file without ``.partial`` is always complete.
+rewritten in topic order and renamed into place, so a file without ``.partial`` is always complete. A run holds
+``NAME.lock`` meanwhile (:meth:`RunOutputs.locked`), so that two runs never write the same files.
 """
 
 from __future__ import annotations

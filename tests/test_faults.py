@@ -532,7 +532,6 @@ def test_kill_9_in_the_middle_of_a_record_then_the_same_command_resumes(capsys, 
 
 def test_a_burst_of_uncached_turns_leaves_health_and_cached_turns_fast(core_index, tmp_path):
     import threading
-    import time
 
     import httpx
 
@@ -555,7 +554,7 @@ def test_a_burst_of_uncached_turns_leaves_health_and_cached_turns_fast(core_inde
             release.wait(timeout=60)
         return search_batch(queries, *args, **kwargs)
 
-    burst, statuses, refused = 6, [], threading.Semaphore(0)
+    burst, statuses, refused = 45, [], threading.Semaphore(0)  # the audit's burst
     with (
         BackgroundServer(create_app(explorer)) as server,
         httpx.Client(base_url=server.url, timeout=90) as client,
@@ -578,10 +577,9 @@ def test_a_burst_of_uncached_turns_leaves_health_and_cached_turns_fast(core_inde
             assert entered.wait(timeout=60)
             for _ in range(burst - 2):  # all but the running and the queued turn are refused at once
                 assert refused.acquire(timeout=60)
-            started = time.monotonic()
-            assert client.get("api/health").status_code == 200
-            assert client.post("api/answer", json=cached).json()["cached"] is True
-            assert time.monotonic() - started < 2.0  # 15 s before the fix, with 45 requests
+            # Before the fix, the waiting requests held every pool thread (40) and these waited for them.
+            assert client.get("api/health", timeout=10).status_code == 200
+            assert client.post("api/answer", json=cached, timeout=10).json()["cached"] is True
         finally:
             release.set()
             for asker in askers:
