@@ -48,6 +48,8 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         raise ConfigError(
             f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})"
         ) from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not a config: its YAML is nested too deeply") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)

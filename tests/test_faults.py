@@ -62,6 +62,12 @@ def test_deeply_nested_topics_file_is_a_format_error(tmp_path):
         load_topics(path)
 
 
+def test_deeply_nested_config_is_a_config_error(tmp_path):
+    path = write(tmp_path / "deep.yaml", "a: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(ConfigError, match="nested too deeply"):
+        load_config(path)
+
+
 def test_non_utf8_config_names_the_file(tmp_path):
     path = write(tmp_path / "latin.yaml", "tag: caf\xe9\n".encode("latin-1"))
     with pytest.raises(ConfigError, match=r"latin\.yaml: not UTF-8 text \(byte 0xe9"):
