@@ -106,8 +106,8 @@ class Cache:
 
     def _unusable(self, error: sqlite3.Error) -> CastError:
         return CastError(
-            f"cannot use the cache {self.path}: {error}; if another process holds it, wait for it, or set "
-            "cache_dir to another folder"
+            f"cannot use the cache {self.path}: {error}; set cache_dir to a folder you can write, or wait for the "
+            "process that holds it"
         )
 
     def _guarded(self, operation: Callable[[], Any]) -> Any:

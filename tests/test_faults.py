@@ -516,6 +516,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.slow  # a second process starts its own JVM: about 20 s
 def test_kill_9_in_the_middle_of_a_record_then_the_same_command_resumes(capsys, reference_run, tmp_path):
     import signal
     import subprocess
