@@ -197,6 +197,21 @@ def test_a_damaged_index_is_one_line_naming_it_and_the_rebuild(core_index, tmp_p
     assert f"cast index build --input FILES... --index {index} --overwrite" in message
 
 
+@pytest.mark.parametrize("damaged", ["embeddings.npy", "id_rows.npy"])
+def test_a_damaged_embedding_store_is_one_line_naming_it_and_the_rebuild(tmp_path, damaged):
+    from test_index_audit import SETTINGS, passage, toy_embed, write_jsonl
+
+    from cast.errors import CastError
+    from index.embeddings import PassageEmbeddings, build_embeddings
+
+    collection = write_jsonl(tmp_path / "c.jsonl", [passage(f"p{n}") for n in range(50)])
+    store = tmp_path / "ix.embeddings"
+    build_embeddings(collection, store, SETTINGS, toy_embed, 4, index_documents=50, progress=False)
+    truncate(store / damaged)
+    with pytest.raises(CastError, match=rf"store {store} is damaged .*`cast index embed --overwrite`"):
+        PassageEmbeddings.open(store)
+
+
 # --- 11. cache faults -------------------------------------------------------------------------------------------
 
 
