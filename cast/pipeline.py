@@ -158,17 +158,8 @@ class Pipeline:
     @classmethod
     def from_config(cls, config: dict[str, Any], resources: Resources | None = None) -> Pipeline:
         """Build every stage named in ``config`` (models load now, so a bad name fails before any turn)."""
-        from cast.registry import STAGES, check_section
-
         resources = resources or Resources(config)
-        missing = [k for k in STAGE_KINDS if k not in config]
-        if missing:
-            raise CastError(f"the config lacks the section(s): {', '.join(missing)}")
-        for kind in STAGES:  # every section, also those this pipeline builds later or not at all
-            if kind in config:
-                check_section(kind, config[kind])
-        if config.get("index"):
-            resources.stemmer  # noqa: B018  (checks it against the index now, not at the first search)
+        check_config(config, resources)
         stages = {kind: resources.stage(kind) for kind in STAGE_KINDS}
         return cls(**stages, config=config)
 
@@ -327,6 +318,21 @@ class Pipeline:
         finally:
             bar.close()
         return results
+
+
+def check_config(config: dict[str, Any], resources: Resources) -> None:
+    """A :class:`CastError` for a config that no pipeline can run: a missing section, an unknown stage or setting
+    in any section (also those a pipeline builds late or not at all), or a stemmer that is not the index's."""
+    from cast.registry import STAGES, check_section
+
+    missing = [k for k in STAGE_KINDS if k not in config]
+    if missing:
+        raise CastError(f"the config lacks the section(s): {', '.join(missing)}")
+    for kind in STAGES:
+        if kind in config:
+            check_section(kind, config[kind])
+    if config.get("index"):
+        resources.stemmer  # noqa: B018  (checks it against the index now, not at the first search)
 
 
 def merge_head(head: Sequence[ScoredPassage], ranking: Sequence[ScoredPassage]) -> list[ScoredPassage]:

@@ -113,12 +113,14 @@ def test_missing_base_names_the_referring_file(tmp_path):
     ],
 )
 def test_every_setting_is_checked_before_the_run(core_index, override, message):
+    from cast.explore.engine import Explorer
     from cast.pipeline import Pipeline
 
     config = load_config("offline", [f"index={core_index}", "selector.name=eg", override])
-    with pytest.raises(ConfigError) as caught:
-        Pipeline.from_config(config)
-    assert message in str(caught.value)
+    for start in (Pipeline.from_config, Explorer):  # cast run, answer and demo; cast explore
+        with pytest.raises(ConfigError) as caught:
+            start(config)
+        assert message in str(caught.value)
 
 
 def test_a_stemmer_other_than_the_indexs_is_refused(core_index):

@@ -28,7 +28,7 @@ from typing import Any
 from cast.errors import CastError
 from cast.explore import DEFAULT_TIME_LIMIT
 from cast.explore.views import SHOWN_PASSAGES, turn_view
-from cast.pipeline import STAGE_KINDS, Pipeline, TurnResult
+from cast.pipeline import STAGE_KINDS, Pipeline, TurnResult, check_config
 from cast.records import Conversation, Turn, to_dict
 from cast.registry import build_stage, stage_class
 from cast.resources import Resources
@@ -383,15 +383,13 @@ class Explorer:
         time_limit: float = DEFAULT_TIME_LIMIT,
         max_pending: int = MAX_PENDING_JOBS,
     ):
-        missing = [kind for kind in STAGE_KINDS if kind not in config]
-        if missing:
-            raise CastError(f"the config lacks the section(s): {', '.join(missing)}")
+        self.resources = Resources(config)
+        check_config(config, self.resources)
         self.config = config
         self.conversations = Conversations(conversations)
         self.qrels = qrels or {}
         self.time_limit = time_limit
         self.max_pending = max_pending
-        self.resources = Resources(config)
         self.results = LruCache(MAX_CACHED_TURNS)
         self._memo = LruCache(MAX_REMEMBERED_CALLS)
         self._scorer: Any = None
