@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cast.errors import CastError
-from cast.explore import DEFAULT_TIME_LIMIT
+from cast.explore import DEFAULT_MAX_PENDING, DEFAULT_TIME_LIMIT
 from cast.explore.views import SHOWN_PASSAGES, turn_view
 from cast.pipeline import STAGE_KINDS, Pipeline, TurnResult, check_config
 from cast.records import Conversation, Turn, to_dict
@@ -41,9 +41,6 @@ MAX_REMEMBERED_CALLS = 256
 MAX_KEPT_JOBS = 500
 MAX_USER_CONVERSATIONS = 200
 MAX_TURNS = 50
-# Turns being answered or waiting for the one worker: more are refused (HTTP 503) rather than queued without end,
-# so that a burst of requests cannot hold every server thread while health checks and cached turns wait.
-MAX_PENDING_JOBS = 8
 
 # The stages before selection, whose results do not depend on the selector or the generator.
 UPSTREAM_KINDS = ("rewriter", "first_stage", "reranker", "linker")
@@ -381,7 +378,7 @@ class Explorer:
         conversations: Sequence[Conversation] = (),
         qrels: dict[str, dict[str, int]] | None = None,
         time_limit: float = DEFAULT_TIME_LIMIT,
-        max_pending: int = MAX_PENDING_JOBS,
+        max_pending: int = DEFAULT_MAX_PENDING,
     ):
         self.resources = Resources(config)
         check_config(config, self.resources)
