@@ -280,6 +280,9 @@ class Job:
     error: Exception | None = None
     failed_stage: str | None = None
     finished: threading.Event = field(default_factory=threading.Event)
+    # Called once finished (a waiting request's wake-up): see when_finished.
+    _callbacks: list[Callable[[], None]] = field(default_factory=list, repr=False, compare=False)
+    _callbacks_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
     def deadline(self) -> float:
@@ -298,9 +301,6 @@ class Job:
                 f"there (or start the server with a larger --time-limit)"
             )
         self.stage = stage
-
-    _callbacks: list[Callable[[], None]] = field(default_factory=list)
-    _callbacks_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def finish(self, answered: Answered) -> None:
         self.answered, self.status, self.stage = answered, "done", None
