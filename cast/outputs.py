@@ -167,6 +167,12 @@ class RunOutputs:
 
     def append(self, qid: str, ranking: Sequence[ScoredPassage], record: dict[str, Any]) -> None:
         """Add one finished turn (its run lines, then its answers record)."""
+        spaced = next((p.id for p in ranking if not p.id or any(c.isspace() for c in p.id)), None)
+        if spaced is not None:  # an index built before ids were checked: stop now, not after the last turn
+            raise CastError(
+                f"the index returned passage id {spaced!r}, which a run file cannot hold (its columns are split on "
+                "whitespace); rebuild the index with `cast index build`, which refuses such ids"
+            )
         scored = zip((p.id for p in ranking), run_scores(ranking), strict=True)
         append_durably(self.run_partial, format_query(qid, scored, self.tag))
         append_durably(self.answers_partial, json.dumps(record, ensure_ascii=False) + "\n")

@@ -153,6 +153,17 @@ def test_passage_ids_are_checked_at_index_time(tmp_path, line, message):
         list(read_passages([path], "jsonl"))
 
 
+def test_an_id_with_whitespace_from_an_older_index_stops_the_run_at_its_first_turn(tmp_path):
+    from cast.errors import CastError
+    from cast.outputs import RunOutputs
+    from cast.records import Passage, ScoredPassage
+
+    outputs = RunOutputs(tmp_path / "r", "t")
+    with pytest.raises(CastError, match=r"passage id 'a b', which a run file cannot hold"):
+        outputs.append("1_1", [ScoredPassage(Passage("a b", "text"), score=1.0)], {"qid": "1_1"})
+    assert not outputs.run_partial.exists()
+
+
 def test_a_numeric_article_id_is_read_as_a_string(tmp_path):
     from index.collections import read_passages
 
