@@ -36,8 +36,9 @@ def parse_args() -> argparse.Namespace:
         default=str(DEV_2022_TOPICS),
         help="(default: the CAsT 2022 dev topics)",
     )
-    parser.add_argument("--config", default="offline", help="pipeline config (default: offline)")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config overrides")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="offline config overrides"
+    )
     parser.add_argument(
         "--burst", type=int, default=45, help="concurrent requests (default: 45, the audit's)"
     )
@@ -54,7 +55,7 @@ def main() -> int:
     from cast.topics import load_topics
 
     args = parse_args()
-    config = load_config(args.config, [f"index={args.index}", *args.set])
+    config = load_config("offline", [f"index={args.index}", *args.set])
     explorer = Explorer(config, load_topics(args.topics), time_limit=120)
     # Before issue 20 the explorer had no bound: the same script measures the old code too.
     bounded = "max_pending" in inspect.signature(Explorer).parameters
