@@ -7,6 +7,7 @@ Command modules import nothing heavy at module level, so ``cast --help`` is inst
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import logging
 import os
@@ -28,6 +29,10 @@ COMMAND_MODULES = [
     "entity.explain",
     "summarize.cli",
 ]
+
+
+# Write errors that name no file but need no traceback: the disk (or the user's quota or file-size limit) is full.
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     except (CastError, OSError) as e:
         # A file-system error on a path (an output folder that is a file, a read-only place) is the user's to fix,
         # not a bug to trace; -v shows where it came from. Other OSErrors keep their traceback.
-        if isinstance(e, OSError) and e.filename is None:
+        if isinstance(e, OSError) and e.filename is None and e.errno not in _DISK_FULL:
             raise
         if args.verbose:
             traceback.print_exc()
@@ -97,6 +102,8 @@ def _describe(error: Exception) -> str:
         return str(error)
     if error.filename2 is not None:
         return f"cannot move {error.filename} to {error.filename2}: {error.strerror}"
+    if error.filename is None:
+        return f"{error.strerror} (free some space, then run the same command again)"
     if isinstance(error, FileExistsError):  # from mkdir(exist_ok=True): a file where a folder should be
         return f"{error.filename} is a file, so it cannot be used as a folder"
     return f"{error.filename}: {error.strerror}"

@@ -24,16 +24,24 @@ DEFAULT_CONFIG = "offline"
 SETTINGS = ("index", "stemmer", "cache_dir", "device", "tag", "base", "history_responses")
 
 
-def config_path(name_or_path: str | Path) -> Path:
-    """The file for a config name (``offline``) or path (``configs/offline.yaml``)."""
+def config_path(name_or_path: str | Path, referrer: Path | None = None) -> Path:
+    """The file for a config name (``offline``) or path (``configs/offline.yaml``).
+
+    Args:
+        referrer: the config whose ``base:`` names this one: a relative path is then read from its folder,
+            and an error names it.
+    """
     candidate = Path(name_or_path).expanduser()
+    if referrer is not None and not candidate.is_absolute():
+        candidate = referrer.parent / candidate
     if candidate.is_file():
         return candidate
     named = CONFIG_DIR / f"{name_or_path}.yaml"
     if named.is_file():
         return named
     known = ", ".join(sorted(p.stem for p in CONFIG_DIR.glob("*.yaml")))
-    raise ConfigError(f"no config {str(name_or_path)!r}: give a YAML file or one of: {known}")
+    where = f"{referrer}: base: " if referrer is not None else ""
+    raise ConfigError(f"{where}no config {str(name_or_path)!r}: give a YAML file or one of: {known}")
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
@@ -41,6 +49,12 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})"
+        ) from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not a config: its YAML is nested too deeply") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
@@ -121,12 +135,14 @@ def load_config(name_or_path: str | Path = DEFAULT_CONFIG, overrides: list[str] 
     path = config_path(name_or_path)
     config = _read_yaml(path)
     seen = {path.resolve()}
+    referrer = path
     while "base" in config:
-        base_path = config_path(config.pop("base"))
+        base_path = config_path(config.pop("base"), referrer)
         if base_path.resolve() in seen:
-            raise ConfigError(f"{path}: config 'base' chain loops at {base_path}")
+            raise ConfigError(f"{referrer}: config 'base' chain loops at {base_path}")
         seen.add(base_path.resolve())
         config = merge(_read_yaml(base_path), config)
+        referrer = base_path
     config.setdefault("tag", path.stem)
     for assignment in overrides:
         keys, value = parse_override(assignment)

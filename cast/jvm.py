@@ -27,10 +27,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from cast.errors import CastError, IndexUnavailableError
+from cast.errors import CastError, IndexUnavailableError, excerpt
 
 _lock = threading.Lock()
 _started = False
+# Lucene's English analyzers (Pyserini's names); an index must be searched with the one it was built with.
+STEMMERS = ("krovetz", "porter", "none")
 
 
 def _java_major(java_home: Path) -> int | None:
@@ -140,7 +142,7 @@ def searcher(index_dir: str, stemmer: str = "krovetz") -> Any:
     try:
         found = LuceneSearcher(str(path))
     except Exception as e:  # jnius raises JavaException with Lucene's message
-        raise IndexUnavailableError(f"cannot open the index at {path}: {e}") from e
+        raise corrupt_index(path, e) from e
     found.set_analyzer(analyzer(stemmer))
     return found
 
@@ -152,7 +154,19 @@ def index_reader(index_dir: str) -> Any:
     start()
     from pyserini.index.lucene import LuceneIndexReader
 
-    return LuceneIndexReader(str(path))
+    try:
+        return LuceneIndexReader(str(path))
+    except Exception as e:  # a JavaException: a garbage segments file, a truncated one...
+        raise corrupt_index(path, e) from e
+
+
+def corrupt_index(path: str | Path, error: BaseException) -> IndexUnavailableError:
+    """The one-line error for an index Lucene cannot read (its Java stack trace cut to its first line)."""
+    said = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
+    return IndexUnavailableError(
+        f"cannot read the index at {path}, which looks damaged ({excerpt(said, 160)}); rebuild it with "
+        f"`cast index build --input FILES... --index {path} --overwrite`"
+    )
 
 
 def indexer(index_dir: str | Path, *, stemmer: str = "krovetz", threads: int = 2) -> Any:

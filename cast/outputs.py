@@ -4,22 +4,25 @@ While a run is in progress, each finished turn is appended to ``NAME.run.partial
 ``NAME.answers.jsonl.partial`` (run lines first, then the answers record, each flushed to disk). An interrupted run
 resumes from the turns whose answers record is complete, provided it answers the same turns with the same settings
 (:func:`resume_conflict`): otherwise the files would mix two experiments. When every turn is done, both files are
-rewritten in topic order and renamed into place, so a file without ``.partial`` is always complete.
+rewritten in topic order and renamed into place, so a file without ``.partial`` is always complete. A run holds
+``NAME.lock`` meanwhile (:meth:`RunOutputs.locked`), so that two runs never write the same files.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from cast.atomic import write_lines_atomic
+from cast.atomic import append_durably, write_lines_atomic
 from cast.errors import CastError
 from cast.records import ScoredPassage
-from cast.runfile import check_tag, format_query, read_run, write_run
+from cast.runfile import RUN_COLUMNS, check_tag, format_query, read_run, write_run
 
 
 def run_scores(ranking: Sequence[ScoredPassage]) -> list[float]:
@@ -84,39 +87,78 @@ class RunOutputs:
     def answers_partial(self) -> Path:
         return self.answers_path.with_name(self.answers_path.name + ".partial")
 
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold ``PREFIX.lock`` while writing: a second ``cast run`` on the same prefix would interleave its
+        turns with ours. The lock is the kernel's (``flock``), so one left by a killed run is free again."""
+        lock_path = self.run_path.with_name(self.run_path.name.removesuffix(".run") + ".lock")
+        self._refuse_links(lock_path)
+        while True:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+                os.close(fd)
+                raise CastError(
+                    f"another cast run (PID {holder}) is writing {self.run_path} and {self.answers_path} "
+                    f"(it holds {lock_path}); wait for it to finish, or choose another --output"
+                ) from None
+            if os.path.samestat(os.fstat(fd), os.stat(lock_path, follow_symlinks=False)):
+                break
+            os.close(fd)  # the run before us removed the file after we opened it: lock the new one
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+            yield
+        finally:
+            lock_path.unlink(missing_ok=True)
+            os.close(fd)
+
     def completed(self) -> dict[str, dict[str, Any]]:
-        """Answers records of turns finished by an earlier, interrupted run (and trims its run file to them).
+        """Answers records of turns finished by an earlier, interrupted run (and trims both files to them).
 
         A turn counts as finished when its answers record is whole; its run lines were written before it. Lines
-        of unfinished turns, including one cut short by the interruption, are dropped from both files.
+        of unfinished turns, including one cut short by the interruption, are dropped from both files, and so
+        are repeated records and run lines of one turn (left by two runs that shared the prefix).
         """
+        self._refuse_links(self.run_partial, self.answers_partial)
         if not self.answers_partial.exists():
             self.run_partial.unlink(missing_ok=True)
             return {}
         done: dict[str, dict[str, Any]] = {}
-        good_bytes = 0
-        with self.answers_partial.open("rb") as f:
-            for line in f:
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError:
-                    break  # a record cut short by the interruption: that turn is redone
-                if not line.endswith(b"\n"):
-                    break
+        kept_records: list[str] = []
+        for line in self.answers_partial.read_bytes().splitlines(keepends=True):
+            try:
+                record = json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                break  # a record cut short by the interruption: that turn is redone
+            if (
+                not line.endswith(b"\n")
+                or not isinstance(record, dict)
+                or not isinstance(record.get("qid"), str)
+            ):
+                break
+            if record["qid"] not in done:
                 done[record["qid"]] = record
-                good_bytes += len(line)
-        with self.answers_partial.open("r+b") as f:
-            f.truncate(good_bytes)
-        kept: list[str] = []
+                kept_records.append(line.decode("utf-8"))
+        write_lines_atomic(self.answers_partial, kept_records)
+        kept: dict[tuple[str, str], str] = {}
         if self.run_partial.exists():
-            with self.run_partial.open("rb") as f:
-                kept = [
-                    line.decode("utf-8")
-                    for line in f
-                    if line.endswith(b"\n") and line.split(b" ", 1)[0].decode("utf-8", "replace") in done
-                ]
-        write_lines_atomic(self.run_partial, kept)
+            for line in self.run_partial.read_bytes().splitlines(keepends=True):
+                fields = line.decode("utf-8", "replace").split()
+                if line.endswith(b"\n") and len(fields) == RUN_COLUMNS and fields[0] in done:
+                    kept.setdefault((fields[0], fields[2]), line.decode("utf-8", "replace"))
+        write_lines_atomic(self.run_partial, kept.values())
         return done
+
+    def _refuse_links(self, *paths: Path) -> None:
+        for path in paths:
+            if path.is_symlink():
+                raise CastError(
+                    f"{path} is a symbolic link, where cast run keeps its own file; remove it (cast run writes "
+                    "only regular files there)"
+                )
 
     def discard_partial(self) -> None:
         """Forget the turns of an interrupted run (to start over)."""
@@ -125,9 +167,15 @@ class RunOutputs:
 
     def append(self, qid: str, ranking: Sequence[ScoredPassage], record: dict[str, Any]) -> None:
         """Add one finished turn (its run lines, then its answers record)."""
+        spaced = next((p.id for p in ranking if not p.id or any(c.isspace() for c in p.id)), None)
+        if spaced is not None:  # an index built before ids were checked: stop now, not after the last turn
+            raise CastError(
+                f"the index returned passage id {spaced!r}, which a run file cannot hold (its columns are split on "
+                "whitespace); rebuild the index with `cast index build`, which refuses such ids"
+            )
         scored = zip((p.id for p in ranking), run_scores(ranking), strict=True)
-        _append_durably(self.run_partial, format_query(qid, scored, self.tag))
-        _append_durably(self.answers_partial, json.dumps(record, ensure_ascii=False) + "\n")
+        append_durably(self.run_partial, format_query(qid, scored, self.tag))
+        append_durably(self.answers_partial, json.dumps(record, ensure_ascii=False) + "\n")
 
     def finalize(self, qid_order: Sequence[str]) -> None:
         """Write both files in ``qid_order`` and move them into place."""
@@ -143,7 +191,12 @@ class RunOutputs:
         write_run(
             self.run_path, {qid: list(rankings[qid].items()) for qid in order if qid in rankings}, self.tag
         )
-        write_lines_atomic(self.answers_path, (json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+        try:
+            write_lines_atomic(self.answers_path, (json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+        except BaseException:
+            # Both or neither: a run file alone would look complete, and stop the resume that finishes it.
+            self.run_path.unlink(missing_ok=True)
+            raise
         self.discard_partial()
 
 
@@ -178,10 +231,3 @@ def _difference(old: Any, new: Any, key: str = "") -> str | None:
                 return found
         return None
     return None if old == new else f"{key or 'config'}: {old!r} -> {new!r}"
-
-
-def _append_durably(path: Path, text: str) -> None:
-    with path.open("a", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())

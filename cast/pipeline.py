@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cast.errors import CastError, ConfigError
+from cast.limits import bounded_history, bounded_ranking, bounded_turn
 from cast.records import (
     Answer,
     Conversation,
@@ -51,6 +52,8 @@ class TurnResult:
         passage_entities: the entities of each candidate passage, by passage id.
         unlinked_texts: the texts the linker could not link (its service failed): ``"query"`` and passage ids.
         timings: wall-clock seconds per stage.
+        input_limits: the bounds of :mod:`cast.limits` applied to this turn's inputs: ``{what: original size}``
+            (e.g. ``{"utterance": 1000000}``); empty when none was.
     """
 
     turn: Turn
@@ -62,6 +65,7 @@ class TurnResult:
     passage_entities: dict[str, tuple[EntityMention, ...]] = field(default_factory=dict)
     unlinked_texts: tuple[str, ...] = ()
     timings: dict[str, float] = field(default_factory=dict)
+    input_limits: dict[str, int] = field(default_factory=dict)
 
     @property
     def qid(self) -> str:
@@ -98,6 +102,7 @@ class TurnResult:
             "answer": to_dict(self.answer),
             "answer_source_ids": list(self.answer.source_ids),
             "timings": self.timings,
+            "input_limits": self.input_limits,
         }
 
 
@@ -157,9 +162,7 @@ class Pipeline:
     def from_config(cls, config: dict[str, Any], resources: Resources | None = None) -> Pipeline:
         """Build every stage named in ``config`` (models load now, so a bad name fails before any turn)."""
         resources = resources or Resources(config)
-        missing = [k for k in STAGE_KINDS if k not in config]
-        if missing:
-            raise CastError(f"the config lacks the section(s): {', '.join(missing)}")
+        check_config(config, resources)
         stages = {kind: resources.stage(kind) for kind in STAGE_KINDS}
         return cls(**stages, config=config)
 
@@ -181,6 +184,11 @@ class Pipeline:
         if not items:
             return []
         timings: dict[str, float] = {}
+        applied: list[dict[str, int]] = [{} for _ in items]
+        items = [
+            (bounded_history(list(history), limits), bounded_turn(turn, limits))
+            for (history, turn), limits in zip(items, applied, strict=True)
+        ]
 
         def timed(stage: str, fn: Callable[[], Any]) -> Any:
             start = time.perf_counter()
@@ -191,6 +199,7 @@ class Pipeline:
         rewrites = timed("rewrite", lambda: self.rewriter.rewrite_batch(items))
         queries = [r.query for r in rewrites]
         first = timed("first_stage", lambda: self.first_stage.search_batch(queries))
+        first = [bounded_ranking(ranking, limits) for ranking, limits in zip(first, applied, strict=True)]
         heads = timed(
             "rerank",
             lambda: self.reranker.rerank_batch(
@@ -240,8 +249,9 @@ class Pipeline:
                 passage_entities=p_ents,
                 unlinked_texts=not_linked,
                 timings=dict(timings),
+                input_limits=limits,
             )
-            for (_, turn), rewrite, ranking, selection, answer, q_ents, p_ents, not_linked in zip(
+            for (_, turn), rewrite, ranking, selection, answer, q_ents, p_ents, not_linked, limits in zip(
                 items,
                 rewrites,
                 rankings,
@@ -250,6 +260,7 @@ class Pipeline:
                 query_entities,
                 passage_entities,
                 unlinked,
+                applied,
                 strict=True,
             )
         ]
@@ -326,6 +337,21 @@ class Pipeline:
         finally:
             bar.close()
         return results
+
+
+def check_config(config: dict[str, Any], resources: Resources) -> None:
+    """A :class:`CastError` for a config that no pipeline can run: a missing section, an unknown stage or setting
+    in any section (also those a pipeline builds late or not at all), or a stemmer that is not the index's."""
+    from cast.registry import STAGES, check_section
+
+    missing = [k for k in STAGE_KINDS if k not in config]
+    if missing:
+        raise CastError(f"the config lacks the section(s): {', '.join(missing)}")
+    for kind in STAGES:
+        if kind in config:
+            check_section(kind, config[kind])
+    if config.get("index"):
+        resources.stemmer  # noqa: B018  (checks it against the index now, not at the first search)
 
 
 def merge_head(head: Sequence[ScoredPassage], ranking: Sequence[ScoredPassage]) -> list[ScoredPassage]:

@@ -73,7 +73,22 @@ def stage_class(kind: str, name: str) -> type[Stage]:
 
 def build_stage(kind: str, section: dict[str, Any], resources: Resources) -> Stage:
     """Build a stage from its config section (``{"name": ..., **settings}``)."""
+    cls, params = _section(kind, section)
+    return cls.from_config(params, resources)
+
+
+def check_section(kind: str, section: Any) -> None:
+    """Check a config section's stage name and settings without building it (for sections a pipeline may not
+    build, e.g. the knowledge base under the ``o`` or ``eg`` selector: a typo there must not pass unseen)."""
+    try:
+        cls, params = _section(kind, section)
+    except ImportError:  # a registered stage whose module cannot load here: building it, if ever, says why
+        return
+    cls.check_params(params)
+
+
+def _section(kind: str, section: Any) -> tuple[type[Stage], dict[str, Any]]:
     if not isinstance(section, dict) or "name" not in section:
         raise ConfigError(f"config section {kind!r} must be a mapping with a 'name' key, got {section!r}")
     params = {k: v for k, v in section.items() if k != "name"}
-    return stage_class(kind, section["name"]).from_config(params, resources)
+    return stage_class(kind, section["name"]), params

@@ -292,8 +292,12 @@ class BiEncoderReranker(Reranker):
         return self.rerank_batch([(query, passages)])[0]
 
     def rerank_batch(self, items: Sequence[tuple[str, Sequence[ScoredPassage]]]) -> list[list[ScoredPassage]]:
+        import numpy as np
+
         heads = [list(passages[: self.depth]) for _, passages in items]
-        queries = self.embed([q for q, _ in items])
+        # One query at a time: a batch is padded to its longest text, which moves an embedding by ~1e-7, and a
+        # turn's scores must not depend on the other conversations answered with it (e.g. when it is redone).
+        queries = np.concatenate([self.embed([q]) for q, _ in items])
         texts = [passage_text(p.passage, self.with_title) for head in heads for p in head]
         if not texts:
             return [[] for _ in items]

@@ -30,9 +30,23 @@ class Resources:
             raise ConfigError("no index configured: pass --index DIR or --set index=DIR")
         return Path(self.config["index"]).expanduser()
 
-    @property
+    @cached_property
     def stemmer(self) -> str:
-        return self.config.get("stemmer", "krovetz")
+        """The query analyzer's stemmer: the config's, which must be the one the index was built with (where
+        ``cast-build.json`` records it), since another one silently changes every query's terms."""
+        from cast.jvm import STEMMERS
+        from index.build import build_record
+
+        stemmer = self.config.get("stemmer", "krovetz")
+        if stemmer not in STEMMERS:
+            raise ConfigError(f"stemmer must be one of {', '.join(STEMMERS)}, got {stemmer!r}")
+        built = (build_record(self.index_dir) or {}).get("stemmer")
+        if built is not None and built != stemmer:
+            raise ConfigError(
+                f"stemmer {stemmer!r} does not match the index {self.index_dir}, built with {built!r} (its "
+                f"cast-build.json): set stemmer={built}, or rebuild the index with --stemmer {stemmer}"
+            )
+        return stemmer
 
     @cached_property
     def cache(self) -> Cache:

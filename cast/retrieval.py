@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from cast.errors import ConfigError, EmptyUtteranceError
+from cast.errors import CastError, ConfigError, EmptyUtteranceError
 from cast.records import Passage, ScoredPassage
 from cast.resources import Resources
 from cast.stages import FirstStage
@@ -64,11 +64,18 @@ class LuceneFirstStage(FirstStage):
                 raise EmptyUtteranceError("cannot search with an empty query")
         k = k or self.k
         qids = [str(i) for i in range(len(queries))]
-        if len(queries) == 1:
-            hits_by_qid = {"0": self.searcher.search(queries[0], k=k)}
-        else:
-            hits_by_qid = self.searcher.batch_search(list(queries), qids, k=k, threads=self.threads)
-        return [self._scored(hits_by_qid[qid]) for qid in qids]
+        try:
+            if len(queries) == 1:
+                hits_by_qid = {"0": self.searcher.search(queries[0], k=k)}
+            else:
+                hits_by_qid = self.searcher.batch_search(list(queries), qids, k=k, threads=self.threads)
+            return [self._scored(hits_by_qid[qid]) for qid in qids]
+        except CastError:
+            raise
+        except Exception as e:  # a JavaException from a file Lucene opens only when searching (.pos, .doc...)
+            from cast.jvm import corrupt_index
+
+            raise corrupt_index(self.resources.index_dir, e) from e
 
     @staticmethod
     def _scored(hits: Sequence[Any]) -> list[ScoredPassage]:

@@ -18,6 +18,7 @@ from types import TracebackType
 
 from cast.atomic import write_lines_atomic
 from cast.errors import DataFormatError, excerpt
+from cast.textfiles import utf8_lines
 
 RUN_COLUMNS = 6
 
@@ -97,36 +98,33 @@ def read_run(path: str | Path) -> dict[str, dict[str, float]]:
         raise DataFormatError(path, "no such run file")
     run: dict[str, dict[str, float]] = {}
     first_seen: dict[tuple[str, str], int] = {}
-    with path.open(encoding="utf-8") as f:
-        for line_number, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            parts = line.split()
-            if len(parts) != RUN_COLUMNS:
-                raise DataFormatError(
-                    path,
-                    f"expected 6 fields 'qid Q0 docid rank score tag', found {len(parts)} in {excerpt(line.strip())}",
-                    line_number,
-                )
-            qid, _, docid, _, score_text, _ = parts
-            try:
-                score = float(score_text)
-            except ValueError:
-                score = math.nan
-            if not math.isfinite(score):
-                raise DataFormatError(
-                    path, f"score {excerpt(score_text)} is not a finite number", line_number
-                )
-            key = (qid, docid)
-            if key in first_seen:
-                raise DataFormatError(
-                    path,
-                    f"docid {docid} appears twice for query {qid} (first on line {first_seen[key]}); trec_eval "
-                    "refuses such runs: keep one line per (query, docid)",
-                    line_number,
-                )
-            first_seen[key] = line_number
-            run.setdefault(qid, {})[docid] = score
+    for line_number, line in utf8_lines(path):
+        if not line.strip():
+            continue
+        parts = line.split()
+        if len(parts) != RUN_COLUMNS:
+            raise DataFormatError(
+                path,
+                f"expected 6 fields 'qid Q0 docid rank score tag', found {len(parts)} in {excerpt(line.strip())}",
+                line_number,
+            )
+        qid, _, docid, _, score_text, _ = parts
+        try:
+            score = float(score_text)
+        except ValueError:
+            score = math.nan
+        if not math.isfinite(score):
+            raise DataFormatError(path, f"score {excerpt(score_text)} is not a finite number", line_number)
+        key = (qid, docid)
+        if key in first_seen:
+            raise DataFormatError(
+                path,
+                f"docid {docid} appears twice for query {qid} (first on line {first_seen[key]}); trec_eval "
+                "refuses such runs: keep one line per (query, docid)",
+                line_number,
+            )
+        first_seen[key] = line_number
+        run.setdefault(qid, {})[docid] = score
     if not run:
         raise DataFormatError(path, "the run file is empty")
     return run

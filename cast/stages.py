@@ -47,11 +47,9 @@ class Stage:
     name: str = ""
 
     @classmethod
-    def from_config(cls, params: dict[str, Any], resources: Resources) -> Stage:
-        """Build the stage from its config section. Unknown keys are a :class:`ConfigError`."""
+    def check_params(cls, params: dict[str, Any]) -> None:
+        """A :class:`ConfigError` for an unknown setting or a value of the wrong type (nothing is built)."""
         accepted = inspect.signature(cls.__init__).parameters
-        if "resources" in accepted:
-            params = {**params, "resources": resources}
         unknown = sorted(set(params) - set(accepted))
         if unknown and not any(p.kind is p.VAR_KEYWORD for p in accepted.values()):
             allowed = sorted(k for k in accepted if k not in ("self", "resources"))
@@ -61,6 +59,13 @@ class Stage:
         for key, value in params.items():
             if key in accepted and key != "resources":
                 check_setting(f"{cls.kind}.{key}", value, accepted[key].annotation)
+
+    @classmethod
+    def from_config(cls, params: dict[str, Any], resources: Resources) -> Stage:
+        """Build the stage from its config section. Unknown keys are a :class:`ConfigError`."""
+        cls.check_params(params)
+        if "resources" in inspect.signature(cls.__init__).parameters:
+            params = {**params, "resources": resources}
         try:
             return cls(**params)
         except ModelUnavailableError as e:
@@ -84,6 +89,7 @@ def check_setting(setting: str, value: Any, annotation: Any) -> None:
 
     Only ``int``, ``float``, ``bool`` and ``str``, each optionally ``| None``, are checked (other annotations
     are left to the stage). An int is a float, but a bool is not an int: ``--set first_stage.k=true`` is a slip.
+    An int is a count or a length, so it must not be negative.
 
     Example:
         >>> check_setting("first_stage.mu", "abc", "float")
@@ -109,6 +115,9 @@ def check_setting(setting: str, value: Any, annotation: Any) -> None:
     if not fits:
         wanted = f"{names[0]} or null" if optional else names[0]
         raise ConfigError(f"{setting} must be {wanted}, got {value!r}")
+    if expected is int and value is not None and value < 0:
+        # Every int setting of a stage is a count or a length: Python's slicing would read -1 as "all but one".
+        raise ConfigError(f"{setting} must be at least 0, got {value!r}")
 
 
 class Rewriter(Stage):

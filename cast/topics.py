@@ -203,6 +203,8 @@ def _read_json(path: str | Path) -> Any:
         raise DataFormatError(
             path, f"not valid JSON: {error.msg} (column {error.colno})", error.lineno
         ) from None
+    except RecursionError:  # e.g. 100,000 nested brackets: no topics file nests that deep
+        raise DataFormatError(path, "not a topics file: its JSON is nested too deeply") from None
 
 
 def _detect_format(path: str | Path, data: Any) -> str:
@@ -222,6 +224,7 @@ def _read_cast(path: str | Path, data: Any) -> list[Conversation]:
     if not isinstance(data, list):
         raise DataFormatError(path, "a CAsT topics file is a JSON list of topics")
     conversations = []
+    first_place: dict[str, tuple[str, str]] = {}  # qid -> (where it first appears, its utterance)
     for index, topic in enumerate(data):
         where = f"topic #{index + 1}"
         if not isinstance(topic, dict) or not isinstance(topic.get("turn"), list) or not topic["turn"]:
@@ -232,6 +235,7 @@ def _read_cast(path: str | Path, data: Any) -> list[Conversation]:
             for position, turn in enumerate(topic["turn"])
         )
         _check_unique_turns(path, turns, f"topic {topic_id}")
+        _check_same_utterance(path, turns, f"topic #{index + 1}", first_place)
         conversations.append(
             Conversation(topic_id, turns, title=topic.get("title"), description=topic.get("description"))
         )
@@ -339,6 +343,22 @@ def _check_unique_turns(path: str | Path, turns: tuple[Turn, ...], where: str) -
     repeated = sorted({qid for qid in qids if qids.count(qid) > 1})
     if repeated:
         raise DataFormatError(path, f"{where} lists turns {repeated} more than once")
+
+
+def _check_same_utterance(
+    path: str | Path, turns: tuple[Turn, ...], where: str, first_place: dict[str, tuple[str, str]]
+) -> None:
+    """A qid in two topics must be the same turn (CAsT 2022 paths share turns); with another utterance, one of the
+    two would never be answered, since the pipeline answers each qid once."""
+    for turn in turns:
+        place = f"{where}, turn {turn.turn_id}"
+        earlier = first_place.setdefault(turn.qid, (place, turn.utterance))
+        if earlier[1] != turn.utterance:
+            raise DataFormatError(
+                path,
+                f"qid {turn.qid} is used for two different questions: {excerpt(earlier[1], 60)} ({earlier[0]}) "
+                f"and {excerpt(turn.utterance, 60)} ({place}); give the topics distinct numbers",
+            )
 
 
 def _check_not_empty(path: str | Path, turn: Turn) -> None:

@@ -8,13 +8,13 @@ top-ranked entities are labelled.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 from pathlib import Path
 from typing import Any
 
+from cast.atomic import atomic_path
 from cast.errors import CastError, DataFormatError
 from cast.text import entity_label
+from cast.textfiles import json_lines
 
 CHOSEN_COLOUR = "#d95f02"
 OTHER_COLOUR = "#a6cee3"
@@ -56,19 +56,12 @@ def read_selection(answers: Path, qid: str) -> dict[str, Any]:
     """The ``selection`` of turn ``qid`` in an answers file (one JSON record a line, with ``qid``)."""
     if not answers.is_file():
         raise CastError(f"answers file {answers} does not exist; write one with `cast run ... --out FILE`")
-    with answers.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataFormatError(answers, f"not JSON ({e.msg})", number) from e
-            if str(record.get("qid")) != qid:
-                continue
-            if not isinstance(record.get("selection"), dict):
-                raise DataFormatError(answers, f"turn {qid} has no 'selection' record", number)
-            return record["selection"]
+    for number, record in json_lines(answers):
+        if str(record.get("qid")) != qid:
+            continue
+        if not isinstance(record.get("selection"), dict):
+            raise DataFormatError(answers, f"turn {qid} has no 'selection' record", number)
+        return record["selection"]
     raise CastError(f"turn {qid!r} is not in {answers}; pick a qid from that file")
 
 
@@ -122,11 +115,8 @@ def render_entity_graph(selection: dict[str, Any], out: Path, title: str = "") -
     )
     axes.set_title(f"{title}\norange: entities of the chosen passages; black outline: query entities")
     axes.axis("off")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(f".{out.stem}.partial{out.suffix}")
     try:
-        figure.savefig(partial, bbox_inches="tight", dpi=120)
-        os.replace(partial, out)
+        with atomic_path(out) as partial:
+            figure.savefig(partial, bbox_inches="tight", dpi=120)
     finally:
         plt.close(figure)
-        partial.unlink(missing_ok=True)

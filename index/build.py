@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from cast.errors import CastError, DataFormatError
+from cast.jvm import STEMMERS
 from cast.records import Passage
 from index.collections import collection_formats, read_duplicates, read_passages
 
@@ -123,6 +124,8 @@ def build_index(
                 f"{target} holds files but no Lucene index, so --overwrite does not replace it; remove it "
                 "yourself or choose another --index path"
             )
+    if stemmer not in STEMMERS:
+        raise CastError(f"unknown stemmer {stemmer!r}; choose one of: {', '.join(STEMMERS)}")
     if threads < 1:
         raise CastError(f"--threads must be at least 1, got {threads}")
     if batch_size < 1:
@@ -162,7 +165,12 @@ def build_index(
             raise CastError(
                 f"no passage with text in {', '.join(map(str, files))} ({skipped:,} empty); nothing to index"
             )
-        record = {"documents": indexed, "empty": skipped, "inputs": [str(f.resolve()) for f in files]}
+        record = {
+            "documents": indexed,
+            "empty": skipped,
+            "inputs": [str(f.resolve()) for f in files],
+            "stemmer": stemmer,  # queries must be analysed alike: runs refuse another one
+        }
         if duplicates:
             record["duplicates"] = str(Path(duplicates).resolve())
             record["duplicates_left_out"] = len(left_out)

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from cast.errors import DataFormatError
+from cast.errors import DataFormatError, excerpt
 from cast.records import Passage
 
 FORMATS = ("jsonl", "msmarco", "car", "wapo")
@@ -136,17 +136,27 @@ def read_duplicates(path: str | Path) -> frozenset[str]:
 _Reader = Callable[[Path], Iterator[tuple[Passage, tuple[str, ...]]]]
 
 
+def passage_id(path: Path, value: Any, number: int, what: str = "record") -> str:
+    """A record's ``id`` as the string the run files will hold: a string or an integer, without whitespace
+    (a run-file line is split on whitespace, so ``"a b"`` would be indexed and then break every run's file)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str) or not value:
+        raise DataFormatError(path, f"{what} has no 'id' (a non-empty string or an integer)", number)
+    if any(character.isspace() for character in value):
+        raise DataFormatError(
+            path, f"{what} id {excerpt(value)} contains whitespace, which run files cannot hold", number
+        )
+    return value
+
+
 def _read_jsonl(path: Path) -> Iterator[tuple[Passage, tuple[str, ...]]]:
     for number, record in _json_lines(path):
-        docid, contents = record.get("id"), record.get("contents")
-        if not isinstance(docid, str | int) or str(docid) == "":
-            raise DataFormatError(path, "record has no 'id'", number)
+        docid, contents = passage_id(path, record.get("id"), number), record.get("contents")
         if not isinstance(contents, str):
             raise DataFormatError(path, "record has no text 'contents'", number)
         title = record.get("title")
-        passage = Passage(
-            id=str(docid), text=contents, title=title if isinstance(title, str) and title else None
-        )
+        passage = Passage(id=docid, text=contents, title=title if isinstance(title, str) and title else None)
         yield passage, (passage.id,)
 
 
@@ -157,8 +167,9 @@ def _read_msmarco(path: Path) -> Iterator[tuple[Passage, tuple[str, ...]]]:
             if not line:
                 continue
             pid, sep, text = line.partition("\t")
-            if not sep or not pid.strip():
+            if not sep:
                 raise DataFormatError(path, "expected 'pid<TAB>text'", number)
+            pid = passage_id(path, pid, number, "passage")
             yield Passage(id=f"MARCO_{pid}", text=text), (pid, f"MARCO_{pid}")
 
 
@@ -180,9 +191,7 @@ def _read_car(path: Path) -> Iterator[tuple[Passage, tuple[str, ...]]]:
 
 def _read_wapo(path: Path) -> Iterator[tuple[Passage, tuple[str, ...]]]:
     for number, record in _json_lines(path):
-        docid, blocks = record.get("id"), record.get("contents")
-        if not isinstance(docid, str) or not docid:
-            raise DataFormatError(path, "article has no 'id'", number)
+        docid, blocks = passage_id(path, record.get("id"), number, "article"), record.get("contents")
         if not isinstance(blocks, list):
             raise DataFormatError(path, "article 'contents' is not a list of blocks", number)
         title = record.get("title") if isinstance(record.get("title"), str) else None

@@ -96,10 +96,15 @@ class PassageEmbeddings:
     def __init__(self, path: Path, manifest: dict[str, Any]):
         self.path = path
         self.manifest = manifest
-        self.vectors = np.load(path / "embeddings.npy", mmap_mode="r")
-        self.text_hashes = np.load(path / "text_hashes.npy", mmap_mode="r")
-        self.id_hashes = np.load(path / "id_hashes.npy", mmap_mode="r")
-        self.id_rows = np.load(path / "id_rows.npy", mmap_mode="r")
+        try:
+            self.vectors = np.load(path / "embeddings.npy", mmap_mode="r")
+            self.text_hashes = np.load(path / "text_hashes.npy", mmap_mode="r")
+            self.id_hashes = np.load(path / "id_hashes.npy", mmap_mode="r")
+            self.id_rows = np.load(path / "id_rows.npy", mmap_mode="r")
+        except (OSError, ValueError) as e:  # a truncated or overwritten array file: numpy's own words
+            raise CastError(
+                f"the passage-embedding store {path} is damaged ({e}); rebuild it with `cast index embed --overwrite`"
+            ) from e
         sizes = {len(self.vectors), len(self.text_hashes), len(self.id_hashes), len(self.id_rows)}
         if sizes != {manifest["count"]}:
             raise CastError(

@@ -125,26 +125,16 @@ def _load_items(args: argparse.Namespace, config: dict[str, Any]) -> list[tuple[
 
 def read_selections(path: Path) -> list[tuple[str, Any]]:
     """(query, selection) of each record of an answers file (``cast run``'s ``*.answers.jsonl``)."""
-    import json
-
     from cast.records import Selection, from_dict
+    from cast.textfiles import json_lines
 
     if not path.is_file():
         raise DataFormatError(path, "no such answers file")
     items = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, record in json_lines(path):
         try:
-            record = json.loads(line)
-            selection = record["selection"]
-            items.append(
-                (
-                    record["query"],
-                    from_dict(Selection, selection),
-                )
-            )
-        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            items.append((record["query"], from_dict(Selection, record["selection"])))
+        except (KeyError, TypeError) as e:
             raise DataFormatError(
                 path, f"not an answers record with a query and a selection ({e})", number
             ) from e

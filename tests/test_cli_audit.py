@@ -191,13 +191,32 @@ def test_answer_arguments_are_checked_before_the_models_load(capsys, tmp_path, a
     assert message in one_error_line(err)
 
 
-def test_each_new_conversation_gets_the_next_number(capsys, monkeypatch, core_index):
-    monkeypatch.setattr(sys, "stdin", io.StringIO("Tell me about Glasgow.\n/new\nWhat is climate change?\n"))
+@pytest.mark.parametrize(
+    ("typed", "qids", "said"),
+    [
+        (
+            b"Tell me about Glasgow.\n/new\nWhat is climate change?\n",
+            ["user_1", "user2_1"],
+            "(new conversation)",
+        ),
+        # A line that is not UTF-8 is refused alone; it used to end the session (issue 20).
+        (
+            b"Tell me about Glasgow.\n\xff caf\xe9?\nWhat is climate change?\n",
+            ["user_1", "user_2"],
+            "(line 2 is not UTF-8",
+        ),
+    ],
+)
+def test_each_typed_line_is_a_turn_and_each_new_conversation_gets_the_next_number(
+    capsys, monkeypatch, core_index, typed, qids, said
+):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(typed), encoding="utf-8"))
     code, out, err = cast(
         capsys, "answer", "--index", core_index, *BASELINE, "--set", "rewriter.name=raw", "--json"
     )
     assert code == 0, err
-    assert [json.loads(line)["qid"] for line in out.splitlines()] == ["user_1", "user2_1"]
+    assert [json.loads(line)["qid"] for line in out.splitlines()] == qids
+    assert said in err
 
 
 # --- cast eval -------------------------------------------------------------------------------------------------

@@ -66,7 +66,8 @@ def test_the_shipped_configs_fit_their_stages_annotations():
 @pytest.mark.parametrize(
     "section, message",
     [
-        ({"name": "lmd", "k": -5}, "first_stage.k must be at least 1, got -5"),
+        ({"name": "lmd", "k": 0}, "first_stage.k must be at least 1, got 0"),
+        ({"name": "lmd", "k": -5}, "first_stage.k must be at least 0, got -5"),  # any int setting
         ({"name": "lmd", "threads": 0}, "first_stage.threads must be at least 1, got 0"),
         ({"name": "lmd", "mu": 0}, "first_stage.mu must be positive, got 0"),
         ({"name": "bm25", "k1": -0.1}, "first_stage.k1 must be at least 0, got -0.1"),

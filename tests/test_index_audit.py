@@ -115,7 +115,12 @@ def test_the_index_is_readable_as_the_umask_allows_and_killed_builds_are_removed
     finally:
         os.umask(mask)
     assert (tmp_path / "index").stat().st_mode & 0o777 == 0o755
-    assert build_record(tmp_path / "index") == {"documents": 1, "empty": 0, "inputs": [str(collection)]}
+    assert build_record(tmp_path / "index") == {
+        "documents": 1,
+        "empty": 0,
+        "inputs": [str(collection)],
+        "stemmer": "krovetz",
+    }
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["c.jsonl", "index", running.name])
 
 

@@ -86,8 +86,12 @@ def main(args: argparse.Namespace) -> int:
         return 0
     interactive = sys.stdin.isatty()
     conversation_number = 1
-    for line in _prompted_lines(sys.stdin, interactive):
-        utterance = line.strip()
+    for number, raw in enumerate(_prompted_lines(sys.stdin.buffer, interactive), start=1):
+        try:
+            utterance = raw.decode("utf-8").strip()
+        except UnicodeDecodeError:  # one mistyped line must not end the session
+            print(f"(line {number} is not UTF-8 text; type it again)", file=sys.stderr)
+            continue
         if utterance == QUIT:
             break
         if utterance == NEW_CONVERSATION:
@@ -122,7 +126,7 @@ def _check_utterances(history: list[str], utterance: str | None) -> None:
             )
 
 
-def _prompted_lines(stream, interactive: bool) -> Iterable[str]:
+def _prompted_lines(stream, interactive: bool) -> Iterable[bytes]:
     while True:
         if interactive:
             print("> ", end="", file=sys.stderr, flush=True)

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from cast.commands.common import add_config_arguments, config_from_args
-from cast.explore import DEFAULT_TIME_LIMIT
+from cast.explore import DEFAULT_MAX_PENDING, DEFAULT_TIME_LIMIT
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -31,11 +31,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         default=DEFAULT_TIME_LIMIT,
         help=f"seconds a request may take before it is stopped (default: {DEFAULT_TIME_LIMIT:g})",
     )
+    parser.add_argument(
+        "--max-pending",
+        type=int,
+        default=DEFAULT_MAX_PENDING,
+        help="turns answered or queued at once; requests for more get 503 with Retry-After "
+        f"(default: {DEFAULT_MAX_PENDING})",
+    )
     parser.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:
     from cast.commands.demo import SAMPLE_CONVERSATION, demo_index
+    from cast.errors import CastError
     from cast.explore.api import create_app
     from cast.explore.engine import Explorer
     from cast.explore.server import HOST, serve
@@ -46,7 +54,11 @@ def main(args: argparse.Namespace) -> int:
         config["index"] = str(demo_index(cache_dir(config)))
     conversations = load_topics(args.topics or SAMPLE_CONVERSATION)
     qrels = read_qrels(args.qrels) if args.qrels else None
-    explorer = Explorer(config, conversations, qrels, time_limit=args.time_limit)
+    if args.max_pending < 1:
+        raise CastError(f"--max-pending must be at least 1, got {args.max_pending}")
+    explorer = Explorer(
+        config, conversations, qrels, time_limit=args.time_limit, max_pending=args.max_pending
+    )
     print(f"loading the stages of {config.get('tag')} over {config['index']} ...", flush=True)
     explorer.warm_up()
     print(f"Conversation Explorer: http://{HOST}:{args.port}/  (Ctrl-C stops it)", flush=True)

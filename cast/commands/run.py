@@ -27,18 +27,26 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cast.errors import CastError
-    from cast.outputs import RunOutputs, resume_conflict
-    from cast.pipeline import Pipeline
+    from cast.outputs import RunOutputs
     from cast.topics import load_topics
 
     config = config_from_args(args)
     conversations = load_topics(args.topics, rewrites=args.rewrites)
     outputs = RunOutputs(args.output, args.tag or config["tag"], overwrite=args.overwrite)
+    with outputs.locked():
+        return _run(args, config, conversations, outputs)
+
+
+def _run(args: argparse.Namespace, config: dict, conversations: list, outputs) -> int:
+    from cast.errors import CastError
+    from cast.limits import bounded_turn
+    from cast.outputs import resume_conflict
+    from cast.pipeline import Pipeline
+
     pipeline = Pipeline.from_config(config)
     described = pipeline.describe()
     done = outputs.completed()
-    utterances = {t.qid: t.utterance for c in conversations for t in c.turns}
+    utterances = {t.qid: bounded_turn(t).utterance for c in conversations for t in c.turns}  # as recorded
     conflict = resume_conflict(done, utterances, described)
     if conflict is not None:
         # Resuming would mix two experiments in files that look complete.
@@ -56,13 +64,29 @@ def main(args: argparse.Namespace) -> int:
         done = {}
     if done:
         print(f"resuming: {len(done)} turn(s) already answered in {args.output}", file=sys.stderr)
+    written = len(done)
 
     def write(result) -> None:
-        outputs.append(result.qid, result.ranking, {**result.to_record(), "config": described})
+        nonlocal written
+        try:
+            outputs.append(result.qid, result.ranking, {**result.to_record(), "config": described})
+        except OSError as e:  # a full disk, most often: say what is safe, not where Python was
+            raise CastError(
+                f"cannot write turn {result.qid} to {outputs.answers_partial}: {e.strerror}; the {written} turn(s) "
+                "completed before it are kept there, and running the same command again resumes from them"
+            ) from e
+        written += 1
 
     pipeline.run(conversations, done=done, on_result=write, progress=True)
     qids = list(dict.fromkeys(t.qid for c in conversations for t in c.turns))
-    outputs.finalize(qids)
+    try:
+        outputs.finalize(qids)
+    except OSError as e:
+        raise CastError(
+            f"cannot write the finished outputs {outputs.run_path} and {outputs.answers_path}: {e.strerror}; all "
+            f"{len(qids)} turns are kept in {outputs.answers_partial}, and running the same command again "
+            "writes them"
+        ) from e
     linker_report = pipeline.linker.report()
     if linker_report:
         print(linker_report, file=sys.stderr)

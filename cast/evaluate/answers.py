@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from cast.errors import CastError, DataFormatError
 from cast.records import Answer, AnswerSentence, Conversation
 from cast.text import sentences, words
+from cast.textfiles import json_lines
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -82,20 +83,13 @@ def read_answers(path: str | Path) -> AnswersFile:
     answers: dict[str, Answer] = {}
     records: dict[str, dict[str, Any]] = {}
     duplicates: list[str] = []
-    with path.open(encoding="utf-8") as f:
-        for line_number, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataFormatError(path, f"not a JSON object: {e}", line_number) from e
-            qid, answer = _answer_from_record(path, line_number, record)
-            if qid in answers:
-                duplicates.append(qid)
-                continue
-            answers[qid] = answer
-            records[qid] = record
+    for line_number, record in json_lines(path):
+        qid, answer = _answer_from_record(path, line_number, record)
+        if qid in answers:
+            duplicates.append(qid)
+            continue
+        answers[qid] = answer
+        records[qid] = record
     if not answers:
         raise DataFormatError(path, "the answers file has no records")
     return AnswersFile(

@@ -15,3 +15,6 @@ Modules:
 
 # Seconds a request may spend answering a turn (and the turns before it) before it is stopped.
 DEFAULT_TIME_LIMIT = 300.0
+# Turns being answered or waiting for the one worker: more are refused (HTTP 503) rather than queued without end,
+# so that a burst of requests cannot hold every server thread while health checks and cached turns wait.
+DEFAULT_MAX_PENDING = 8

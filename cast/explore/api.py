@@ -12,6 +12,9 @@ Endpoints (the OpenAPI schema is at ``/openapi.json``; errors are JSON ``{"error
   (its ``stage`` says what is running; a failed job answers with the error's status).
 - ``POST /api/answer``: the same, waiting for the result (for scripts).
 
+At most ``max_pending`` turns (8) are answered or wait to be at once; a request for another uncached turn gets 503
+with ``Retry-After``, so that health checks and cached turns stay fast under a burst.
+
 A job is ``{"job_id", "status", "stage", "turn", "total_turns", "elapsed", "cached", "params", "ignored",
 "result"?}``: ``params`` are the settings the turn was answered with, ``ignored`` the requested ones the chosen
 stages do not take, and ``result`` the turn's view (:func:`cast.explore.views.turn_view`): ``utterance``,
@@ -32,6 +35,8 @@ text (never as HTML) and a Content-Security-Policy allows only this server's own
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -50,6 +55,7 @@ from cast.explore.engine import (
     MAX_TURNS,
     STAGE_CHOICES,
     STAGE_SETTINGS,
+    BusyError,
     Choice,
     Explorer,
     InvalidRequestError,
@@ -64,6 +70,7 @@ from cast.registry import STAGES
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 MAX_BODY_BYTES = 64 * 1024
+RETRY_AFTER_S = 2  # told to clients refused while the server is busy
 LOCAL_HOSTS = ("127.0.0.1", "localhost")
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
@@ -113,6 +120,7 @@ def error_status(error: Exception) -> int:
         (InvalidRequestError, 400),
         (TimeLimitError, 504),
         (ServiceUnavailableError, 503),
+        (BusyError, 503),
         (CastError, 422),
     ):
         if isinstance(error, kind):
@@ -254,7 +262,8 @@ def create_app(
 
     @app.exception_handler(CastError)
     async def cast_error(request: Request, error: CastError) -> JSONResponse:
-        return JSONResponse({"error": str(error)}, status_code=error_status(error))
+        headers = {"Retry-After": str(RETRY_AFTER_S)} if isinstance(error, BusyError) else None
+        return JSONResponse({"error": str(error)}, status_code=error_status(error), headers=headers)
 
     @app.exception_handler(Exception)
     async def unexpected_error(request: Request, error: Exception) -> JSONResponse:
@@ -278,8 +287,9 @@ def create_app(
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
+    # Async: answered on the event loop, never behind requests that wait in the thread pool.
     @app.get("/api/health", summary="Is the server up")
-    def health() -> dict[str, str]:
+    async def health() -> dict[str, str]:
         return {"status": "ok"}
 
     @app.get("/api/options", summary="Stage choices, their settings and the config's defaults")
@@ -340,10 +350,18 @@ def create_app(
     def poll(job_id: str) -> JSONResponse:
         return _job_response(explorer.job(job_id), grace)
 
-    @app.post("/api/answer", summary="Answer a turn and wait for the result (up to the time limit)")
-    def answer(body: TurnRequest) -> JSONResponse:
+    @app.post(
+        "/api/answer",
+        summary="Answer a turn and wait for the result (up to the time limit); 503 when too many are pending",
+    )
+    async def answer(body: TurnRequest) -> JSONResponse:
         job = explorer.submit(body.conversation_id, body.turn, Choice(**body.params.model_dump()))
-        job.finished.wait(explorer.time_limit + grace)
+        # Waits on the event loop, not in a pool thread: many waiting requests starve no other request.
+        loop = asyncio.get_running_loop()
+        finished = asyncio.Event()
+        job.when_finished(lambda: loop.call_soon_threadsafe(finished.set))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(finished.wait(), explorer.time_limit + grace)
         return _job_response(job, grace)
 
     return app

@@ -20,15 +20,15 @@ import threading
 import time
 import uuid
 from collections import Counter, OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cast.errors import CastError
-from cast.explore import DEFAULT_TIME_LIMIT
+from cast.explore import DEFAULT_MAX_PENDING, DEFAULT_TIME_LIMIT
 from cast.explore.views import SHOWN_PASSAGES, turn_view
-from cast.pipeline import STAGE_KINDS, Pipeline, TurnResult
+from cast.pipeline import STAGE_KINDS, Pipeline, TurnResult, check_config
 from cast.records import Conversation, Turn, to_dict
 from cast.registry import build_stage, stage_class
 from cast.resources import Resources
@@ -62,6 +62,10 @@ class NotFoundError(CastError):
 
 class InvalidRequestError(CastError):
     """A request the explorer cannot serve as asked (HTTP 400)."""
+
+
+class BusyError(CastError):
+    """Too many turns are being answered already (HTTP 503 with ``Retry-After``)."""
 
 
 class TimeLimitError(CastError):
@@ -276,6 +280,9 @@ class Job:
     error: Exception | None = None
     failed_stage: str | None = None
     finished: threading.Event = field(default_factory=threading.Event)
+    # Called once finished (a waiting request's wake-up): see when_finished.
+    _callbacks: list[Callable[[], None]] = field(default_factory=list, repr=False, compare=False)
+    _callbacks_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
     def deadline(self) -> float:
@@ -297,11 +304,26 @@ class Job:
 
     def finish(self, answered: Answered) -> None:
         self.answered, self.status, self.stage = answered, "done", None
-        self.finished.set()
+        self._set_finished()
 
     def fail(self, error: Exception) -> None:
         self.error, self.failed_stage, self.status = error, self.stage, "failed"
-        self.finished.set()
+        self._set_finished()
+
+    def when_finished(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (from the worker thread) once the job is done or failed; now if it is already."""
+        with self._callbacks_lock:
+            if not self.finished.is_set():
+                self._callbacks.append(callback)
+                return
+        callback()
+
+    def _set_finished(self) -> None:
+        with self._callbacks_lock:
+            self.finished.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
 
 
 class _JobStage:
@@ -346,6 +368,8 @@ class Explorer:
         conversations: the conversations to offer.
         qrels: relevance judgements by qid, for per-turn evaluation (optional).
         time_limit: seconds a request may take before it is stopped (at the next stage boundary).
+        max_pending: turns that may be answered or wait to be at once; a request for one more is refused
+            with :class:`BusyError`.
     """
 
     def __init__(
@@ -354,15 +378,15 @@ class Explorer:
         conversations: Sequence[Conversation] = (),
         qrels: dict[str, dict[str, int]] | None = None,
         time_limit: float = DEFAULT_TIME_LIMIT,
+        max_pending: int = DEFAULT_MAX_PENDING,
     ):
-        missing = [kind for kind in STAGE_KINDS if kind not in config]
-        if missing:
-            raise CastError(f"the config lacks the section(s): {', '.join(missing)}")
+        self.resources = Resources(config)
+        check_config(config, self.resources)
         self.config = config
         self.conversations = Conversations(conversations)
         self.qrels = qrels or {}
         self.time_limit = time_limit
-        self.resources = Resources(config)
+        self.max_pending = max_pending
         self.results = LruCache(MAX_CACHED_TURNS)
         self._memo = LruCache(MAX_REMEMBERED_CALLS)
         self._scorer: Any = None
@@ -426,10 +450,16 @@ class Explorer:
             self._keep(job)
             return job
         with self._jobs_lock:
-            for other in self._jobs.values():
-                if other.key == job.key and other.status in ("queued", "running"):
+            pending = [other for other in self._jobs.values() if other.status in ("queued", "running")]
+            for other in pending:
+                if other.key == job.key:
                     return other  # the same turn with the same settings is on its way already
-        self._keep(job)
+            if len(pending) >= self.max_pending:
+                raise BusyError(
+                    f"the server is answering {len(pending)} turns already (at most {self.max_pending} at once); "
+                    "ask again in a moment"
+                )
+            self._keep_locked(job)
         self._worker.submit(self._run, job, conversation, keys)
         return job
 
@@ -443,12 +473,15 @@ class Explorer:
 
     def _keep(self, job: Job) -> None:
         with self._jobs_lock:
-            self._jobs[job.id] = job
-            while len(self._jobs) > MAX_KEPT_JOBS:
-                oldest = next(iter(self._jobs))
-                if not self._jobs[oldest].finished.is_set():
-                    break
-                del self._jobs[oldest]
+            self._keep_locked(job)
+
+    def _keep_locked(self, job: Job) -> None:
+        self._jobs[job.id] = job
+        while len(self._jobs) > MAX_KEPT_JOBS:
+            oldest = next(iter(self._jobs))
+            if not self._jobs[oldest].finished.is_set():
+                break
+            del self._jobs[oldest]
 
     def _run(self, job: Job, conversation: Conversation, keys: Sequence[str]) -> None:
         job.status = "running"
