@@ -396,8 +396,16 @@ def find_candidates(
         span = doc[first:end]
         head = span[-1]
         words = end - first
-        longer = any((f <= first and e >= end and (f, e) != (first, end)) for (f, e) in raw if e - f > words)
-        shorter = any((f >= first and e <= end and (f, e) != (first, end)) for (f, e) in raw if e - f < words)
+        # Spans have at most MAX_WORDS words: the few spans around or inside this one are enumerated.
+        longer = any(
+            (f, e) in raw
+            for f in range(max(end - MAX_WORDS, 0), first + 1)
+            for e in range(end, f + MAX_WORDS + 1)
+            if e - f > words
+        )
+        shorter = any(
+            (f, e) in raw for f in range(first, end) for e in range(f + 1, end + 1) if e - f < words
+        )
         label = entity_spans.get((first, end)) or entity_tokens.get(head.i, "")
         inside_entity = all(i in entity_tokens for i in range(first, end))
         chunk = chunk_of.get(head.i)
