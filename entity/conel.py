@@ -63,9 +63,7 @@ class Scores(NamedTuple):
 def read_dialogues(path: str | Path) -> list[list[ConelTurn]]:
     """The dialogues of a ConEL-2 data file, each a list of turns in order."""
     path = Path(path)
-    data = _read_json(path)
-    if not isinstance(data, list):
-        raise DataFormatError(path, "expected a list of dialogues")
+    data = _read_list(path, "a list of dialogues")
     dialogues = []
     for number, dialogue in enumerate(data, 1):
         try:
@@ -89,9 +87,7 @@ def read_dialogues(path: str | Path) -> list[list[ConelTurn]]:
 def read_links(path: str | Path) -> list[Link]:
     """The rows of a ConEL run or gold file (``[dialogue_id, turn_number, mention, entity]``)."""
     path = Path(path)
-    data = _read_json(path)
-    if not isinstance(data, list):
-        raise DataFormatError(path, "expected a list of [dialogue_id, turn_number, mention, entity] rows")
+    data = _read_list(path, "a list of [dialogue_id, turn_number, mention, entity] rows")
     links = []
     for number, row in enumerate(data, 1):
         if not isinstance(row, list) or len(row) != 4:
@@ -139,10 +135,13 @@ def score(run: Iterable[Link], gold: Iterable[Link]) -> Scores:
     return Scores(precision, recall, f1, hits, len(found), len(expected))
 
 
-def _read_json(path: Path) -> Any:
+def _read_list(path: Path, what: str) -> list[Any]:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise DataFormatError(path, "no such file") from None
     except (ValueError, UnicodeDecodeError) as e:
         raise DataFormatError(path, f"not JSON ({e})") from None
+    if not isinstance(data, list):
+        raise DataFormatError(path, f"expected {what}")
+    return data
