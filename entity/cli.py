@@ -105,12 +105,13 @@ def main_link(args: argparse.Namespace) -> int:
 
 def main_related(args: argparse.Namespace) -> int:
     from cast.resources import Resources
-    from entity.linkers import entity_title, normalise_entity
+    from cast.text import entity_label
+    from entity.linkers import normalise_entity
 
     knowledge_base = Resources(config_from_args(args)).stage("knowledge_base")
     entities = [normalise_entity(e) for e in args.entities]
     matrix = knowledge_base.relatedness_matrix(entities, entities)
-    names = [entity_title(e) for e in entities]
+    names = [entity_label(e) for e in entities]
     width = max(len(n) for n in names)
     print(" " * width + "".join(f"  {n[:10]:>10}" for n in names))
     for name, row in zip(names, matrix, strict=True):

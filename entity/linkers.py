@@ -55,11 +55,6 @@ def normalise_entity(identifier: str, prefixes: dict[str, str] | None = None) ->
     return unquote(identifier)
 
 
-def entity_title(identifier: str) -> str:
-    """The article title of a DBpedia identifier (``.../Mercury_(planet)`` -> ``"Mercury (planet)"``)."""
-    return identifier.rsplit("/", 1)[-1].replace("_", " ")
-
-
 # --- text preparation: HTML remnants and long texts -------------------------------------------------------
 
 _HTML_REMNANT = re.compile(r"<[^<>]{0,200}>|&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")

@@ -9,6 +9,7 @@ import pytest
 
 from cast.cache import Cache
 from cast.errors import CastError, ConfigError, IndexUnavailableError
+from cast.text import entity_label
 from entity.dictionary import (
     DICTIONARY_FILE,
     DictionaryLinker,
@@ -22,7 +23,7 @@ from entity.dictionary import (
     title_aliases,
     usable_surface,
 )
-from entity.linkers import chunk_spans, clean_html, entity_title, entity_uri, locate, normalise_entity
+from entity.linkers import chunk_spans, clean_html, entity_uri, locate, normalise_entity
 
 # --- shared helpers -------------------------------------------------------------------------------------------
 
@@ -33,7 +34,7 @@ def test_entity_ids():
     assert normalise_entity("dbr:Zürich") == "http://dbpedia.org/resource/Zürich"
     assert normalise_entity("http://dbpedia.org/resource/Z%C3%BCrich") == "http://dbpedia.org/resource/Zürich"
     assert normalise_entity("Star Wars: Episode IV") == "http://dbpedia.org/resource/Star_Wars:_Episode_IV"
-    assert entity_title("http://dbpedia.org/resource/Mercury_(planet)") == "Mercury (planet)"
+    assert entity_label("http://dbpedia.org/resource/Mercury_(planet)") == "Mercury (planet)"
 
 
 def test_clean_html_keeps_a_way_back():
@@ -139,7 +140,7 @@ def linker(built: Path) -> DictionaryLinker:
 def test_longest_match_and_most_common_sense(linker: DictionaryLinker):
     text = "Mercury and Venus orbit the Sun, far from New York City and the state of New York."
     mentions = linker.link(text, kind="query")
-    assert [(m.surface, entity_title(m.entity), m.confidence) for m in mentions] == [
+    assert [(m.surface, entity_label(m.entity), m.confidence) for m in mentions] == [
         ("Mercury", "Mercury (planet)", 0.6),
         ("Venus", "Venus", 1.0),
         ("Sun", "Sun", 1.0),
@@ -219,7 +220,7 @@ def test_spacy_mentions(built: Path):
     linker = DictionaryLinker(mentions="spacy", resources=Resources(built.with_name("demo"), Cache(None)))
     texts = ["How far is Mercury from the Sun?", "Paris is lovely in spring.", ""]
     mentions = linker.link_batch(texts, kind="query")
-    assert [[(m.surface, entity_title(m.entity)) for m in ms] for ms in mentions] == [
+    assert [[(m.surface, entity_label(m.entity)) for m in ms] for ms in mentions] == [
         [("Mercury", "Mercury (planet)"), ("Sun", "Sun")],
         [("Paris", "Paris")],
         [],
@@ -267,7 +268,7 @@ def test_on_real_wikipedia_passages(shared_data: Path, tmp_path: Path):
     text = "Aristotle wrote about alchemy; Abraham Lincoln never read Animal Farm in Alabama."
     mentions = linker.link(text, kind="query")
     expected = ["Aristotle", "Alchemy", "Abraham Lincoln", "Animal Farm", "Alabama"]
-    assert [entity_title(m.entity) for m in mentions] == expected
+    assert [entity_label(m.entity) for m in mentions] == expected
 
 
 def test_resources_are_not_built_beside_a_missing_index(fixtures: Path, tmp_path: Path):
