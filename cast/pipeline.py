@@ -1,4 +1,4 @@
-"""The per-turn pipeline: rewrite -> first stage -> re-rank -> link entities -> select passages -> answer.
+"""The per-turn pipeline: (choose PTKB statements ->) rewrite -> first stage -> re-rank -> link entities -> select passages -> answer.
 
 Conversations are processed in lock-step: the i-th turns of all conversations form one batch, so that neural
 stages batch over independent conversations and Lucene searches them with its own threads. A turn whose qid was
@@ -13,12 +13,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cast.errors import CastError, ConfigError
+from cast.ptkb import NoPTKB, PTKBSelector
 from cast.records import (
     Answer,
     Conversation,
     EntityMention,
     Passage,
     PastTurn,
+    PTKBSelection,
+    PTKBStatement,
     Rewrite,
     ScoredPassage,
     Selection,
@@ -50,6 +53,7 @@ class TurnResult:
         ranking: the re-ranked head followed by the rest of the first-stage ranking.
         passage_entities: the entities of each candidate passage, by passage id.
         timings: wall-clock seconds per stage.
+        ptkb: the PTKB statements chosen for the turn and every statement's score (iKAT topics), if any.
     """
 
     turn: Turn
@@ -60,6 +64,7 @@ class TurnResult:
     query_entities: tuple[EntityMention, ...] = ()
     passage_entities: dict[str, tuple[EntityMention, ...]] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    ptkb: PTKBSelection | None = None
 
     @property
     def qid(self) -> str:
@@ -72,7 +77,7 @@ class TurnResult:
             turn=_with_response(
                 self.turn, self.answer.text, self.answer.no_answer_reason, answer_as_response
             ),
-            query=self.rewrite.query,
+            query=self.rewrite.inputs.get("rewritten_query", self.rewrite.query),
             top_passage=self.ranking[0].passage if self.ranking else None,
             query_entities=self.query_entities,
             focus_entity=self.selection.focus_entity,
@@ -95,6 +100,7 @@ class TurnResult:
             "answer": to_dict(self.answer),
             "answer_source_ids": list(self.answer.source_ids),
             "timings": self.timings,
+            **({"ptkb_provenance": to_dict(self.ptkb)} if self.ptkb and self.ptkb.scores else {}),
         }
 
 
@@ -104,7 +110,7 @@ def past_turn_from_record(turn: Turn, record: dict[str, Any], answer_as_response
     answer = record.get("answer") or {}
     return PastTurn(
         turn=_with_response(turn, answer.get("text"), answer.get("no_answer_reason"), answer_as_response),
-        query=record["query"],
+        query=(record.get("rewrite") or {}).get("inputs", {}).get("rewritten_query", record["query"]),
         top_passage=from_dict(Passage, top) if top else None,
         query_entities=tuple(from_dict(EntityMention, m) for m in record.get("query_entities", ())),
         focus_entity=(record.get("selection") or {}).get("focus_entity"),
@@ -134,6 +140,7 @@ class Pipeline:
         selector: PassageSelector,
         summarizer: Summarizer,
         config: dict[str, Any] | None = None,
+        ptkb: PTKBSelector | None = None,
     ):
         self.rewriter = rewriter
         self.first_stage = first_stage
@@ -141,6 +148,7 @@ class Pipeline:
         self.linker = linker
         self.selector = selector
         self.summarizer = summarizer
+        self.ptkb = ptkb if ptkb is not None else NoPTKB()
         self.config = config or {}
         history_responses = self.config.get("history_responses", "topics")
         if history_responses not in HISTORY_RESPONSES:
@@ -158,7 +166,9 @@ class Pipeline:
         if missing:
             raise CastError(f"the config lacks the section(s): {', '.join(missing)}")
         stages = {kind: resources.stage(kind) for kind in STAGE_KINDS}
-        return cls(**stages, config=config)
+        # Optional: only iKAT topics carry a PTKB.
+        ptkb = resources.stage("ptkb") if "ptkb" in config else None
+        return cls(**stages, config=config, ptkb=ptkb)
 
     @property
     def candidates(self) -> int:
@@ -167,16 +177,26 @@ class Pipeline:
 
     def describe(self) -> dict[str, Any]:
         stages = {kind: getattr(self, kind).describe() for kind in STAGE_KINDS}
+        if not isinstance(self.ptkb, NoPTKB):
+            stages["ptkb"] = self.ptkb.describe()
         return {**stages, "history_responses": "answers" if self.answers_as_responses else "topics"}
 
-    def answer_turn(self, history: Sequence[PastTurn], turn: Turn) -> TurnResult:
-        """Answer one turn given what came before it in its conversation."""
-        return self.answer_batch([(history, turn)])[0]
+    def answer_turn(
+        self, history: Sequence[PastTurn], turn: Turn, ptkb: Sequence[PTKBStatement] = ()
+    ) -> TurnResult:
+        """Answer one turn given what came before it in its conversation (and the user's PTKB, if any)."""
+        return self.answer_batch([(history, turn)], [ptkb])[0]
 
-    def answer_batch(self, items: Sequence[tuple[Sequence[PastTurn], Turn]]) -> list[TurnResult]:
-        """Answer turns of independent conversations together (one item per conversation)."""
+    def answer_batch(
+        self,
+        items: Sequence[tuple[Sequence[PastTurn], Turn]],
+        ptkbs: Sequence[Sequence[PTKBStatement]] | None = None,
+    ) -> list[TurnResult]:
+        """Answer turns of independent conversations together (one item per conversation; ``ptkbs``: each
+        conversation's PTKB statements, aligned with ``items``)."""
         if not items:
             return []
+        ptkbs = ptkbs if ptkbs is not None else [()] * len(items)
         timings: dict[str, float] = {}
 
         def timed(stage: str, fn: Callable[[], Any]) -> Any:
@@ -185,7 +205,15 @@ class Pipeline:
             timings[stage] = (time.perf_counter() - start) / len(items)
             return out
 
+        personal = timed(
+            "ptkb",
+            lambda: [
+                self.ptkb.select(statements, history, turn)
+                for (history, turn), statements in zip(items, ptkbs, strict=True)
+            ],
+        )
         rewrites = timed("rewrite", lambda: self.rewriter.rewrite_batch(items))
+        rewrites = [self.ptkb.personalise(r, p) for r, p in zip(rewrites, personal, strict=True)]
         queries = [r.query for r in rewrites]
         first = timed("first_stage", lambda: self.first_stage.search_batch(queries))
         heads = timed(
@@ -233,9 +261,18 @@ class Pipeline:
                 query_entities=q_ents,
                 passage_entities=p_ents,
                 timings=dict(timings),
+                ptkb=chosen if chosen.scores else None,
             )
-            for (_, turn), rewrite, ranking, selection, answer, q_ents, p_ents in zip(
-                items, rewrites, rankings, selections, answers, query_entities, passage_entities, strict=True
+            for (_, turn), rewrite, ranking, selection, answer, q_ents, p_ents, chosen in zip(
+                items,
+                rewrites,
+                rankings,
+                selections,
+                answers,
+                query_entities,
+                passage_entities,
+                personal,
+                strict=True,
             )
         ]
 
@@ -287,7 +324,10 @@ class Pipeline:
                         )
                     else:
                         batch[turn.qid] = (index, turn)
-                new = self.answer_batch([(list(histories[i]), turn) for i, turn in batch.values()])
+                new = self.answer_batch(
+                    [(list(histories[i]), turn) for i, turn in batch.values()],
+                    [conversations[i].ptkb for i, _ in batch.values()],
+                )
                 for result in new:
                     answered[result.qid] = result.past_turn(self.answers_as_responses)
                     results.append(result)
