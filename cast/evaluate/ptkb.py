@@ -46,7 +46,8 @@ def evaluate_ptkb(
     """Per judged turn (index ``qid``), nDCG@3 (graded gains), P@3 and R@3 (grade >= 1 relevant).
 
     Example:
-        >>> evaluate_ptkb({"9-1_1": {"5": 0.9, "1": 0.2}}, {"9-1_1": {"5": 1, "1": 0, "2": 1}}).loc["9-1_1", "R@3"]
+        >>> per_turn = evaluate_ptkb({"9-1_1": {"5": 0.9, "1": 0.2}}, {"9-1_1": {"5": 1, "1": 0, "2": 1}})
+        >>> float(per_turn.loc["9-1_1", "R@3"])
         0.5
     """
     import ir_measures
