@@ -27,6 +27,7 @@ COMMAND_MODULES = [
     "cast.evaluate.cli",
     "entity.explain",
     "summarize.cli",
+    "cast.commands.validate",
 ]
 
 
