@@ -60,18 +60,12 @@ def provenance_qrels(conversations: Sequence) -> dict[str, dict[str, int]]:
     }
 
 
-def stage(kind: str, spec: str, resources: Any) -> Any:
-    """A stage from ``NAME`` or ``NAME:KEY=VALUE,...`` (values read as YAML)."""
-    import yaml
-
+def stage(kind: str, spec: str, config: dict[str, Any], resources: Any) -> Any:
+    """A stage from ``NAME`` or ``NAME:KEY=VALUE,...``, on the config's section when it names the same stage."""
+    from bench.retrieval import stage_section
     from cast.registry import build_stage
 
-    name, _, settings = spec.partition(":")
-    section: dict[str, Any] = {"name": name}
-    for assignment in filter(None, settings.split(",")):
-        key, _, value = assignment.partition("=")
-        section[key.strip()] = yaml.safe_load(value)
-    return build_stage(kind, section, resources)
+    return build_stage(kind, stage_section(config, kind, spec), resources)
 
 
 def resources_for(index: Path, overrides: Sequence[str]) -> tuple[dict[str, Any], Any]:
@@ -106,12 +100,12 @@ def command_ptkb(args: argparse.Namespace) -> int:
         "train (ptkb_provenance)": (train, ptkb_qrels(train)),
         "test 9-14 (NIST)": (test, read_qrels(args.nist)),
     }
-    _, resources = resources_for(args.index, args.overrides)
-    raw = stage("rewriter", "raw", resources)
+    config, resources = resources_for(args.index, args.overrides)
+    raw = stage("rewriter", "raw", config, resources)
     print(f"{'selector':<36}" + "".join(f"{name:>34}" for name in judgements))
     print(f"{'':<36}" + "   nDCG@3     P@3     R@3  turns" * len(judgements))
     for spec in args.selectors:
-        selector = stage("ptkb", spec, resources)
+        selector = stage("ptkb", spec, config, resources)
         start = time.perf_counter()
         cells = []
         for conversations, qrels in judgements.values():
@@ -135,7 +129,7 @@ def command_retrieval(args: argparse.Namespace) -> int:
     conversations = load_dev(args.topics)
     qrels = provenance_qrels(conversations)
     config, resources = resources_for(args.index, args.overrides)
-    first_stage = stage("first_stage", "lmd", resources)
+    first_stage = stage("first_stage", "lmd", config, resources)
     rerankers = {"lmd": None}
     if not args.no_rerank:
         rerankers["lmd+biencoder"] = resources.stage("reranker")
@@ -143,8 +137,8 @@ def command_retrieval(args: argparse.Namespace) -> int:
     table: dict[tuple[str, str], dict[str, float]] = {}
     for spec in args.queries:
         rewriter_spec, _, ptkb_spec = spec.partition("+")
-        rewriter = stage("rewriter", rewriter_spec, resources)
-        ptkb = stage("ptkb", ptkb_spec or "none", resources)
+        rewriter = stage("rewriter", rewriter_spec, config, resources)
+        ptkb = stage("ptkb", ptkb_spec or "none", config, resources)
         queries = personal_queries(conversations, rewriter, ptkb)
         qids = list(queries)
         first = dict(zip(qids, first_stage.search_batch([queries[q][0].query for q in qids]), strict=True))
