@@ -258,17 +258,10 @@ def _validate_2023_2024(run: Any, fmt: str, problems: list[str]) -> list[str]:
         where = f"turn {turn['turn_id']}"
         turn_ids.append(turn["turn_id"])
         _check_turn_id(turn["turn_id"], where, problems)
-        responses = turn.get("responses")
-        if not isinstance(responses, list) or not responses:
-            problems.append(f"{where} has no 'responses'")
-            continue
         previous_rank = 0
-        for number, response in enumerate(responses):
-            here = f"{where}, responses[{number}]"
-            if not isinstance(response, dict):
-                problems.append(f"{here} is not an object")
-                continue
-            _unknown_keys(response, {"rank", "text", "passage_provenance", "ptkb_provenance"}, here, problems)
+        for here, response in _responses(
+            turn, where, {"rank", "text", "passage_provenance", "ptkb_provenance"}, problems
+        ):
             rank = response.get("rank")
             if not isinstance(rank, int) or isinstance(rank, bool) or rank <= previous_rank:
                 problems.append(f"{here}: 'rank' {rank!r} must be an integer above the previous response's")
@@ -293,12 +286,9 @@ def _check_passage_provenance(provenance: Any, fmt: str, where: str, problems: l
     _check_passage_ids(
         [item.get("id") if isinstance(item, dict) else None for item in provenance], where, problems
     )
-    for index, item in enumerate(provenance):
-        here = f"{where}, passage_provenance[{index}]"
-        if not isinstance(item, dict):
-            problems.append(f"{here} is not an object")
-            continue
-        _unknown_keys(item, {"id", "text", "score", "used"}, here, problems)
+    for here, item in _objects(
+        provenance, f"{where}, passage_provenance[{{}}]", {"id", "text", "score", "used"}, problems
+    ):
         score = item.get("score")
         if not _is_number(score):
             problems.append(f"{here}: 'score' {score!r} is not a number")
@@ -327,12 +317,9 @@ def _check_ptkb_provenance(provenance: Any, fmt: str, where: str, problems: list
             )
         return
     previous = float("inf")
-    for index, item in enumerate(provenance):
-        here = f"{where}, ptkb_provenance[{index}]"
-        if not isinstance(item, dict):
-            problems.append(f"{here} is not an object {{'id', 'text', 'score'}}")
-            continue
-        _unknown_keys(item, {"id", "text", "score"}, here, problems)
+    for here, item in _objects(
+        provenance, f"{where}, ptkb_provenance[{{}}]", {"id", "text", "score"}, problems
+    ):
         if not _is_statement_id(item.get("id")):
             problems.append(f"{here}: 'id' {item.get('id')!r} is not a statement id")
         if not isinstance(item.get("text"), str):
@@ -349,19 +336,15 @@ def _validate_2025(lines: Any, problems: list[str]) -> list[str]:
         problems.append("the run has no lines")
         return []
     turn_ids = []
-    for number, entry in enumerate(lines, start=1):
-        where = f"line {number}"
-        if not isinstance(entry, dict):
-            problems.append(f"{where} is not a JSON object")
-            continue
-        _unknown_keys(entry, {"metadata", "turn_id", "references", "responses"}, where, problems)
+    keys = {"metadata", "turn_id", "references", "responses"}
+    for where, entry in _objects(lines, "line {}", keys, problems, start=1):
         turn_id = entry.get("turn_id")
         if not isinstance(turn_id, str):
             problems.append(f"{where}: 'turn_id' is missing or not a string")
         else:
             turn_ids.append(turn_id)
             _check_turn_id(turn_id, where, problems)
-            where = f"line {number} (turn {turn_id})"
+            where = f"{where} (turn {turn_id})"
         metadata = entry.get("metadata")
         if not isinstance(metadata, dict):
             problems.append(f"{where}: 'metadata' must be an object")
@@ -381,14 +364,9 @@ def _validate_2025(lines: Any, problems: list[str]) -> list[str]:
         if len(references) > MAX_PASSAGES:
             problems.append(f"{where}: {len(references)} references, more than {MAX_PASSAGES}")
         _check_passage_ids(list(references), where, problems)
-        responses = entry.get("responses")
-        if not isinstance(responses, list) or not responses:
-            problems.append(f"{where}: 'responses' is missing or empty")
-            continue
         words = 0
-        for index, response in enumerate(responses):
-            here = f"{where}, responses[{index}]"
-            if not isinstance(response, dict) or not isinstance(response.get("text"), str):
+        for here, response in _responses(entry, where, {"text", "citations", "ptkb_provenance"}, problems):
+            if not isinstance(response.get("text"), str):
                 problems.append(f"{here}: 'text' is missing or not a string")
                 continue
             words += len(unicodedata.normalize("NFKC", response["text"]).split())
@@ -406,6 +384,31 @@ def _validate_2025(lines: Any, problems: list[str]) -> list[str]:
         if words > MAX_RESPONSE_WORDS_2025:
             problems.append(f"{where}: the responses have {words} words, more than {MAX_RESPONSE_WORDS_2025}")
     return turn_ids
+
+
+def _responses(item: dict, where: str, allowed: set[str], problems: list[str]) -> list[tuple[str, dict]]:
+    """Each response object of a turn with where it is; a missing list is a problem."""
+    responses = item.get("responses")
+    if not isinstance(responses, list) or not responses:
+        problems.append(f"{where}: 'responses' is missing or empty")
+        return []
+    return _objects(responses, f"{where}, responses[{{}}]", allowed, problems)
+
+
+def _objects(
+    items: Sequence[Any], where: str, allowed: set[str], problems: list[str], start: int = 0
+) -> list[tuple[str, dict]]:
+    """The JSON objects of ``items`` with where each is (``where`` formatted with its position), their unknown
+    fields reported; an item that is not an object is a problem."""
+    found = []
+    for position, item in enumerate(items, start=start):
+        here = where.format(position)
+        if not isinstance(item, dict):
+            problems.append(f"{here} is not a JSON object")
+            continue
+        _unknown_keys(item, allowed, here, problems)
+        found.append((here, item))
+    return found
 
 
 def _unknown_keys(item: dict, allowed: set[str], where: str, problems: list[str]) -> None:
