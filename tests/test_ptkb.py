@@ -134,3 +134,12 @@ def test_ptkb_measures_by_hand():
 def test_a_judged_turn_without_a_ranking_scores_zero():
     per_turn = evaluate_ptkb({}, {"9-1_1": {"1": 1, "2": 0}})
     assert per_turn.loc["9-1_1"].tolist() == [0.0, 0.0, 0.0]
+
+
+def test_a_selection_survives_the_answers_file_round_trip(tmp_path):
+    from cast.records import PTKBSelection, from_dict, to_dict
+
+    selection = stage(tmp_path, name="bm25", k=2).select(STATEMENTS, HISTORY, TURN)
+    assert from_dict(PTKBSelection, to_dict(selection)) == selection
+    turn = Turn("9-1_1", "9-1", "1", "a", ptkb_relevant=("2", "3"))
+    assert from_dict(Turn, to_dict(turn)) == turn
