@@ -20,7 +20,11 @@ PASSAGES = [
     ("clueweb22-en0020-69-12751", 1, "Lactose intolerant people can drink soy-free plant milks with a diet."),
     ("clueweb22-en0001-00-00001", 0, "Game of Thrones ended with a battle over the city of King's Landing."),
     ("clueweb22-en0001-00-00002", 3, "Android phones from several makers run Google's mobile system."),
-    ("clueweb22-en0002-00-00003", 0, "Obesity is measured with the BMI, the waist size and the body fat share."),
+    (
+        "clueweb22-en0002-00-00003",
+        0,
+        "Obesity is measured with the BMI, the waist size and the body fat share.",
+    ),
 ]
 OFFLINE_AND_QUICK = [
     "--set", "rewriter.name=raw",
@@ -73,7 +77,7 @@ def test_cast_run_writes_a_valid_ikat_run_with_the_ptkb_used_and_recorded(
     assert first["turn_id"] == "9-1_1"
 
 
-def test_cast_eval_ptkb_scores_the_recorded_rankings(capsys, tmp_path, fixtures, ikat_index):
+def test_cast_eval_scores_the_ptkb_rankings_and_the_responses(capsys, tmp_path, fixtures, ikat_index):
     topics = fixtures / "ikat" / "2023_test_topics.json"
     argv = ["run", "--config", "ikat", "--index", ikat_index, "--topics", topics, *OFFLINE_AND_QUICK]
     assert main([str(a) for a in [*argv, "--output", tmp_path / "x"]]) == 0
@@ -84,3 +88,10 @@ def test_cast_eval_ptkb_scores_the_recorded_rankings(capsys, tmp_path, fixtures,
     out = capsys.readouterr().out
     assert "nDCG@3" in out and "P@3" in out and "R@3" in out
     assert "4 turns with a relevant statement" in out  # 9-1_1..3 and 9-2_3 have ptkb_provenance
+    # Response measures against the written responses of the iKAT topics.
+    assert (
+        main(["eval", "answers", "--answers", str(tmp_path / "x.answers.jsonl"), "--topics", str(topics)])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "ROUGE-L" in out and "METEOR" in out
