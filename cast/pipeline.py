@@ -213,7 +213,15 @@ class Pipeline:
 
         # Timed only where chosen: CAsT runs' timings stay as they were.
         personal = choose() if isinstance(self.ptkb, NoPTKB) else timed("ptkb", choose)
-        rewrites = timed("rewrite", lambda: self.rewriter.rewrite_batch(items))
+        rewrites = timed(
+            "rewrite",
+            lambda: self.rewriter.rewrite_batch(
+                [
+                    (self.ptkb.rewriter_history(history, turn, chosen), turn)
+                    for (history, turn), chosen in zip(items, personal, strict=True)
+                ]
+            ),
+        )
         rewrites = [self.ptkb.personalise(r, p) for r, p in zip(rewrites, personal, strict=True)]
         queries = [r.query for r in rewrites]
         first = timed("first_stage", lambda: self.first_stage.search_batch(queries))

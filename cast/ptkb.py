@@ -16,7 +16,9 @@ reaches ``threshold``; every statement's score is recorded (``ptkb_provenance`` 
 files), so that the ranking can be evaluated (``cast eval ptkb``).
 
 ``rewrite: append`` (the organisers' baseline) puts the chosen statements after the rewritten query for
-retrieval; ``answer: true`` gives them to the answer generator too, in front of the question.
+retrieval; ``rewrite: context`` gives them to the rewriter as context instead, as if the user had just said them
+(the T5 rewriter reads them as the latest earlier turn, the one its input keeps longest; HQE takes keywords from
+them); ``answer: true`` gives them to the answer generator too, in front of the question.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from cast.records import PastTurn, PTKBSelection, PTKBStatement, Rewrite, Turn
 from cast.resources import Resources
 from cast.stages import Stage, check_setting
 
-REWRITE_USES = ("append", "none")
+REWRITE_USES = ("append", "context", "none")
 _WORD = re.compile(r"\w+")
 
 
@@ -45,7 +47,8 @@ class PTKBSelector(Stage):
         threshold: statements scoring below it are not chosen (``None``: no minimum).
         context_turns: how many earlier utterances of the conversation form the context.
         context_weight: the weight of the context's score, the utterance's being ``1 - context_weight``.
-        rewrite: ``append`` the chosen statements to the query for retrieval, or ``none``.
+        rewrite: ``append`` the chosen statements to the query for retrieval, give them to the rewriter as
+            ``context``, or ``none``.
         answer: give the chosen statements to the answer generator, in front of the question.
     """
 
@@ -129,6 +132,17 @@ class PTKBSelector(Stage):
     def scores(self, query: str, statements: Sequence[str]) -> list[float]:
         """The relevance of each statement to ``query`` (higher is better)."""
         raise NotImplementedError
+
+    def rewriter_history(
+        self, history: Sequence[PastTurn], turn: Turn, selection: PTKBSelection
+    ) -> Sequence[PastTurn]:
+        """The history the rewriter sees: with ``rewrite: context``, the chosen statements come last, as an
+        earlier turn of the user's."""
+        if self.rewrite != "context" or not selection.statements:
+            return history
+        said = " ".join(s.text for s in selection.statements)
+        statements = Turn(qid=f"{turn.topic_id}_ptkb", topic_id=turn.topic_id, turn_id="ptkb", utterance=said)
+        return [*history, PastTurn(turn=statements, query=said)]
 
     def personalise(self, rewrite: Rewrite, selection: PTKBSelection) -> Rewrite:
         """``rewrite`` with the chosen statements used as configured (``rewrite``, ``answer``)."""

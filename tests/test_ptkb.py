@@ -100,7 +100,7 @@ def test_statements_are_appended_to_the_query_but_not_to_the_question(tmp_path):
     [
         ({"name": "bm25", "kk": 3}, "ptkb bm25: unknown setting.*kk.*allowed: .*context_weight"),
         ({"name": "bm25", "k": "three"}, "ptkb.k must be int"),
-        ({"name": "all", "rewrite": "prepend"}, "ptkb.rewrite must be one of append, none"),
+        ({"name": "all", "rewrite": "prepend"}, "ptkb.rewrite must be one of append, context, none"),
         ({"name": "cross_encoder"}, "ptkb cross_encoder needs `model`"),
     ],
 )
@@ -143,3 +143,18 @@ def test_a_selection_survives_the_answers_file_round_trip(tmp_path):
     assert from_dict(PTKBSelection, to_dict(selection)) == selection
     turn = Turn("9-1_1", "9-1", "1", "a", ptkb_relevant=("2", "3"))
     assert from_dict(Turn, to_dict(turn)) == turn
+
+
+def test_as_context_the_statements_are_the_rewriters_latest_earlier_turn(tmp_path):
+    from cast.t5_rewriter import build_input
+
+    selector = stage(tmp_path, name="bm25", k=1, rewrite="context")
+    chosen = selector.select(STATEMENTS, HISTORY, TURN)
+    history = selector.rewriter_history(HISTORY, TURN, chosen)
+    assert [past.turn.utterance for past in history] == [EARLIER.utterance, "I'm allergic to peanuts."]
+    model_input = build_input(history, TURN.utterance, "paper")
+    assert model_input.history.endswith("[TURN] I'm allergic to peanuts.")
+    rewrite = selector.personalise(Rewrite(query="q", method="t5"), chosen)
+    assert rewrite.query == "q"  # not appended as well
+    appending = stage(tmp_path, name="bm25", k=1)
+    assert appending.rewriter_history(HISTORY, TURN, chosen) == HISTORY
