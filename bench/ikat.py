@@ -18,7 +18,7 @@ and NIST's ``2023_test_9-14.ptkb_rel_nist`` (test 9-14)::
 chosen statements appended to the query, the organisers' baseline), with LMD alone and LMD + the offline
 bi-encoder re-ranker, and each one's MRR as a share of the manual rewrites'::
 
-    .venv/bin/python bench/ikat.py retrieval --queries raw hqe hqe+biencoder manual
+    .venv/bin/python bench/ikat.py retrieval --queries raw hqe hqe+biencoder manual:fallback=raw
 
 ``files``: both topic files as one (``topics.json``) and the provenance qrels, for ``bench/answers.py`` (O vs
 EG answers) and ``cast eval``::
