@@ -28,6 +28,7 @@ COMMAND_MODULES = [
     "cast.evaluate.cli",
     "entity.explain",
     "summarize.cli",
+    "cast.commands.validate",
 ]
 
 

@@ -1,4 +1,4 @@
-"""The per-turn pipeline: rewrite -> first stage -> re-rank -> link entities -> select passages -> answer.
+"""The per-turn pipeline: (choose PTKB statements ->) rewrite -> first stage -> re-rank -> link entities -> select passages -> answer.
 
 Conversations are processed in lock-step: the i-th turns of all conversations form one batch, so that neural
 stages batch over independent conversations and Lucene searches them with its own threads. A turn whose qid was
@@ -14,12 +14,15 @@ from typing import Any
 
 from cast.errors import CastError, ConfigError
 from cast.limits import bounded_history, bounded_ranking, bounded_turn
+from cast.ptkb import NoPTKB, PTKBSelector
 from cast.records import (
     Answer,
     Conversation,
     EntityMention,
     Passage,
     PastTurn,
+    PTKBSelection,
+    PTKBStatement,
     Rewrite,
     ScoredPassage,
     Selection,
@@ -54,6 +57,7 @@ class TurnResult:
         timings: wall-clock seconds per stage.
         input_limits: the bounds of :mod:`cast.limits` applied to this turn's inputs: ``{what: original size}``
             (e.g. ``{"utterance": 1000000}``); empty when none was.
+        ptkb: the PTKB statements chosen for the turn and every statement's score (iKAT topics), if any.
     """
 
     turn: Turn
@@ -66,6 +70,7 @@ class TurnResult:
     unlinked_texts: tuple[str, ...] = ()
     timings: dict[str, float] = field(default_factory=dict)
     input_limits: dict[str, int] = field(default_factory=dict)
+    ptkb: PTKBSelection | None = None
 
     @property
     def qid(self) -> str:
@@ -78,7 +83,7 @@ class TurnResult:
             turn=_with_response(
                 self.turn, self.answer.text, self.answer.no_answer_reason, answer_as_response
             ),
-            query=self.rewrite.query,
+            query=self.rewrite.inputs.get("rewritten_query", self.rewrite.query),
             top_passage=self.ranking[0].passage if self.ranking else None,
             query_entities=self.query_entities,
             focus_entity=self.selection.focus_entity,
@@ -103,6 +108,7 @@ class TurnResult:
             "answer_source_ids": list(self.answer.source_ids),
             "timings": self.timings,
             "input_limits": self.input_limits,
+            **({"ptkb_provenance": to_dict(self.ptkb)} if self.ptkb and self.ptkb.scores else {}),
         }
 
 
@@ -112,7 +118,7 @@ def past_turn_from_record(turn: Turn, record: dict[str, Any], answer_as_response
     answer = record.get("answer") or {}
     return PastTurn(
         turn=_with_response(turn, answer.get("text"), answer.get("no_answer_reason"), answer_as_response),
-        query=record["query"],
+        query=(record.get("rewrite") or {}).get("inputs", {}).get("rewritten_query", record["query"]),
         top_passage=from_dict(Passage, top) if top else None,
         query_entities=tuple(from_dict(EntityMention, m) for m in record.get("query_entities", ())),
         focus_entity=(record.get("selection") or {}).get("focus_entity"),
@@ -142,6 +148,7 @@ class Pipeline:
         selector: PassageSelector,
         summarizer: Summarizer,
         config: dict[str, Any] | None = None,
+        ptkb: PTKBSelector | None = None,
     ):
         self.rewriter = rewriter
         self.first_stage = first_stage
@@ -149,6 +156,7 @@ class Pipeline:
         self.linker = linker
         self.selector = selector
         self.summarizer = summarizer
+        self.ptkb = ptkb if ptkb is not None else NoPTKB()
         self.config = config or {}
         history_responses = self.config.get("history_responses", "topics")
         if history_responses not in HISTORY_RESPONSES:
@@ -164,7 +172,9 @@ class Pipeline:
         resources = resources or Resources(config)
         check_config(config, resources)
         stages = {kind: resources.stage(kind) for kind in STAGE_KINDS}
-        return cls(**stages, config=config)
+        # Optional: only iKAT topics carry a PTKB.
+        ptkb = resources.stage("ptkb") if "ptkb" in config else None
+        return cls(**stages, config=config, ptkb=ptkb)
 
     @property
     def candidates(self) -> int:
@@ -173,16 +183,26 @@ class Pipeline:
 
     def describe(self) -> dict[str, Any]:
         stages = {kind: getattr(self, kind).describe() for kind in STAGE_KINDS}
+        if not isinstance(self.ptkb, NoPTKB):
+            stages["ptkb"] = self.ptkb.describe()
         return {**stages, "history_responses": "answers" if self.answers_as_responses else "topics"}
 
-    def answer_turn(self, history: Sequence[PastTurn], turn: Turn) -> TurnResult:
-        """Answer one turn given what came before it in its conversation."""
-        return self.answer_batch([(history, turn)])[0]
+    def answer_turn(
+        self, history: Sequence[PastTurn], turn: Turn, ptkb: Sequence[PTKBStatement] = ()
+    ) -> TurnResult:
+        """Answer one turn given what came before it in its conversation (and the user's PTKB, if any)."""
+        return self.answer_batch([(history, turn)], [ptkb])[0]
 
-    def answer_batch(self, items: Sequence[tuple[Sequence[PastTurn], Turn]]) -> list[TurnResult]:
-        """Answer turns of independent conversations together (one item per conversation)."""
+    def answer_batch(
+        self,
+        items: Sequence[tuple[Sequence[PastTurn], Turn]],
+        ptkbs: Sequence[Sequence[PTKBStatement]] | None = None,
+    ) -> list[TurnResult]:
+        """Answer turns of independent conversations together (one item per conversation; ``ptkbs``: each
+        conversation's PTKB statements, aligned with ``items``)."""
         if not items:
             return []
+        ptkbs = ptkbs if ptkbs is not None else [()] * len(items)
         timings: dict[str, float] = {}
         applied: list[dict[str, int]] = [{} for _ in items]
         items = [
@@ -196,7 +216,24 @@ class Pipeline:
             timings[stage] = (time.perf_counter() - start) / len(items)
             return out
 
-        rewrites = timed("rewrite", lambda: self.rewriter.rewrite_batch(items))
+        def choose() -> list[PTKBSelection]:
+            return [
+                self.ptkb.select(statements, history, turn)
+                for (history, turn), statements in zip(items, ptkbs, strict=True)
+            ]
+
+        # Timed only where chosen: CAsT runs' timings stay as they were.
+        personal = choose() if isinstance(self.ptkb, NoPTKB) else timed("ptkb", choose)
+        rewrites = timed(
+            "rewrite",
+            lambda: self.rewriter.rewrite_batch(
+                [
+                    (self.ptkb.rewriter_history(history, turn, chosen), turn)
+                    for (history, turn), chosen in zip(items, personal, strict=True)
+                ]
+            ),
+        )
+        rewrites = [self.ptkb.personalise(r, p) for r, p in zip(rewrites, personal, strict=True)]
         queries = [r.query for r in rewrites]
         first = timed("first_stage", lambda: self.first_stage.search_batch(queries))
         first = [bounded_ranking(ranking, limits) for ranking, limits in zip(first, applied, strict=True)]
@@ -250,8 +287,12 @@ class Pipeline:
                 unlinked_texts=not_linked,
                 timings=dict(timings),
                 input_limits=limits,
+                ptkb=chosen if chosen.scores else None,
             )
-            for (_, turn), rewrite, ranking, selection, answer, q_ents, p_ents, not_linked, limits in zip(
+            for (
+                _,
+                turn,
+            ), rewrite, ranking, selection, answer, q_ents, p_ents, not_linked, limits, chosen in zip(
                 items,
                 rewrites,
                 rankings,
@@ -261,6 +302,7 @@ class Pipeline:
                 passage_entities,
                 unlinked,
                 applied,
+                personal,
                 strict=True,
             )
         ]
@@ -324,7 +366,10 @@ class Pipeline:
                         )
                     else:
                         batch[turn.qid] = (index, turn)
-                new = self.answer_batch([(list(histories[i]), turn) for i, turn in batch.values()])
+                new = self.answer_batch(
+                    [(list(histories[i]), turn) for i, turn in batch.values()],
+                    [conversations[i].ptkb for i, _ in batch.values()],
+                )
                 for result in new:
                     answered[result.qid] = result.past_turn(self.answers_as_responses)
                     results.append(result)

@@ -22,6 +22,8 @@ class Turn:
         automatic_rewrite: the topic file's automatic rewrite, if given.
         response: the canonical response passage text (2021) or written response (2022), if given.
         response_ids: canonical result / provenance passage ids, if given.
+        ptkb_relevant: iKAT: the ids of the conversation's PTKB statements judged relevant to this turn
+            (``ptkb_provenance``, 2025 ``relevant_ptkbs``), if given.
     """
 
     qid: str
@@ -32,16 +34,47 @@ class Turn:
     automatic_rewrite: str | None = None
     response: str | None = None
     response_ids: tuple[str, ...] = ()
+    ptkb_relevant: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PTKBStatement:
+    """A statement of the user's personal text knowledge base (TREC iKAT), e.g. ``I'm vegetarian.``
+
+    Attributes:
+        id: its number in the topic file, as a string (``"1"``...; 2025 lists are numbered from 1 in order).
+        text: the statement.
+    """
+
+    id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class PTKBSelection:
+    """The PTKB statements chosen for one turn, best first, and the score of every statement.
+
+    Attributes:
+        statements: the chosen statements, best first.
+        scores: the selector's score of every statement of the PTKB, by statement id (its scale depends on the
+            method: BM25, cosine, cross-encoder logit; 1.0 for ``all``).
+        method: the selector's name.
+    """
+
+    statements: tuple[PTKBStatement, ...]
+    scores: dict[str, float]
+    method: str
 
 
 @dataclass(frozen=True)
 class Conversation:
-    """A conversation (a CAsT topic, or one path through a 2022 topic tree)."""
+    """A conversation (a CAsT topic, or one path through a 2022 topic tree); iKAT ones carry the user's PTKB."""
 
     topic_id: str
     turns: tuple[Turn, ...]
     title: str | None = None
     description: str | None = None
+    ptkb: tuple[PTKBStatement, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -191,7 +224,19 @@ def from_dict(cls: type, data: dict[str, Any]) -> Any:
 
 
 def _turn(d: dict) -> Turn:
-    return Turn(**{**d, "response_ids": tuple(d.get("response_ids", ()))})
+    return Turn(
+        **{
+            **d,
+            "response_ids": tuple(d.get("response_ids", ())),
+            "ptkb_relevant": tuple(d.get("ptkb_relevant", ())),
+        }
+    )
+
+
+def _ptkb_selection(d: dict) -> PTKBSelection:
+    return PTKBSelection(
+        statements=tuple(PTKBStatement(**s) for s in d["statements"]), scores=d["scores"], method=d["method"]
+    )
 
 
 def _passage(d: dict | None) -> Passage | None:
@@ -245,4 +290,5 @@ _RECORD_READERS = {
     Answer: _answer,
     Selection: _selection,
     Rewrite: lambda d: Rewrite(**d),
+    PTKBSelection: _ptkb_selection,
 }

@@ -23,6 +23,13 @@ STAGES: dict[str, dict[str, str]] = {
         "hqe": "cast.hqe:HQERewriter",
         "t5": "cast.t5_rewriter:T5Rewriter",
     },
+    "ptkb": {
+        "none": "cast.ptkb:NoPTKB",
+        "all": "cast.ptkb:AllPTKB",
+        "bm25": "cast.ptkb:BM25PTKB",
+        "biencoder": "cast.ptkb:BiEncoderPTKB",
+        "cross_encoder": "cast.ptkb:CrossEncoderPTKB",
+    },
     "first_stage": {
         "lmd": "cast.retrieval:LMDFirstStage",
         "bm25": "cast.retrieval:BM25FirstStage",

@@ -42,6 +42,8 @@ topic 81 (``81_6``), so its turn numbers 81_6 to 81_9 do not match the 2020 qrel
 and ``response_ids`` (a list of passage ids); any other key is an error, so that a misspelt key does not pass
 unnoticed.
 
+``"ikat"``: the TREC iKAT 2023-2025 topic files, with each conversation's PTKB; see :mod:`cast.ikat`.
+
 ``rewrites=`` takes a TSV file of ``qid TAB rewrite`` lines (or a ``{qid: rewrite}`` mapping); its rewrites
 become the turns' ``manual_rewrite``, replacing any in the topic file; ``automatic_rewrites=`` does the same
 for ``automatic_rewrite``. Rewrites of topics the file does not hold are ignored (so that a topics file cut
@@ -67,9 +69,10 @@ from pathlib import Path
 from typing import Any
 
 from cast.errors import DataFormatError, EmptyUtteranceError, excerpt
+from cast.ikat import is_ikat, read_ikat_topics
 from cast.records import Conversation, Turn
 
-FORMATS = ("cast", "sample")
+FORMATS = ("cast", "sample", "ikat")
 
 # Topic numbers and turn numbers ("3", or "1-3" for a CAsT 2022 tree path) as they appear in official qids.
 _CAST_NUMBER = re.compile(r"\d+(-\d+)?")
@@ -93,7 +96,7 @@ def load_topics(
         rewrites: a ``qid TAB rewrite`` TSV file, or a ``{qid: rewrite}`` mapping, whose rewrites become the
             turns' ``manual_rewrite`` (e.g. 2019's ``evaluation_topics_annotated_resolved_v1.0.tsv``).
         automatic_rewrites: the same, for the turns' ``automatic_rewrite``.
-        fmt: ``"cast"`` or ``"sample"``; recognised from the file's structure when not given.
+        fmt: ``"cast"``, ``"sample"`` or ``"ikat"``; recognised from the file's structure when not given.
 
     Returns:
         The conversations in file order (for CAsT 2022, one per path through a topic tree).
@@ -114,7 +117,8 @@ def load_topics(
         raise ValueError(f"unknown topics format {fmt!r}; expected one of {', '.join(FORMATS)}")
     data = _read_json(path)
     fmt = fmt or _detect_format(path, data)
-    conversations = _read_cast(path, data) if fmt == "cast" else _read_sample(path, data)
+    readers = {"cast": _read_cast, "sample": _read_sample, "ikat": read_ikat_topics}
+    conversations = readers[fmt](path, data)
     for field_name, given in (("manual_rewrite", rewrites), ("automatic_rewrite", automatic_rewrites)):
         if given is not None:
             conversations = _with_rewrites(conversations, given, field_name)
@@ -208,6 +212,8 @@ def _read_json(path: str | Path) -> Any:
 
 
 def _detect_format(path: str | Path, data: Any) -> str:
+    if is_ikat(data):
+        return "ikat"
     items = data if isinstance(data, list) else [data]
     if items and all(isinstance(item, dict) and "turn" in item for item in items):
         return "cast"

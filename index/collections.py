@@ -8,6 +8,9 @@ Formats (``fmt`` names):
 * ``car``: TREC CAR paragraph CBOR (``dedup.articles-paragraphs.cbor``); ids become ``CAR_<paraid>``.
 * ``wapo``: Washington Post JSONL (v2 format: ``id``, ``title``, ``contents`` a list of typed blocks); each
   ``sanitized_html`` block is a passage with id ``WAPO_<docid>-<n>``, ``n`` counting those blocks from 1.
+* ``ikat``: TREC iKAT passage texts (the ``*_psg_text.jsonl`` provenance files: ``doc_id``, ``passage_id``,
+  ``passage_text``); ids are ClueWeb22 passage ids ``<doc_id>:<passage_id>``, as iKAT qrels write them. The
+  organisers' passage collection (``id`` already ``doc:passage``, ``contents``) is read as ``jsonl``.
 
 A directory is read file by file in name order. CAsT's duplicate lists (lines ``docid:dup1,dup2,...``) name
 passages to drop; see :func:`read_duplicates`.
@@ -29,7 +32,7 @@ from typing import IO, Any
 from cast.errors import DataFormatError, excerpt
 from cast.records import Passage
 
-FORMATS = ("jsonl", "msmarco", "car", "wapo")
+FORMATS = ("jsonl", "msmarco", "car", "wapo", "ikat")
 
 _TAG = re.compile(r"<[^>]+>")
 _SPACE = re.compile(r"\s+")
@@ -105,6 +108,8 @@ def detect_format(path: str | Path) -> str:
         if first is None:
             return "jsonl"
         record = _json_object(path, first, 1)
+        if "passage_text" in record:
+            return "ikat"
         return "wapo" if isinstance(record.get("contents"), list) else "jsonl"
     raise DataFormatError(
         path, f"cannot tell the collection format from the file name; pass --format ({', '.join(FORMATS)})"
@@ -208,6 +213,27 @@ def _read_wapo(path: Path) -> Iterator[tuple[Passage, tuple[str, ...]]]:
             )
 
 
+def _read_ikat(path: Path) -> Iterator[tuple[Passage, tuple[str, ...]]]:
+    for number, record in _json_lines(path):
+        docid, passage_number, text = (
+            record.get("doc_id"),
+            record.get("passage_id"),
+            record.get("passage_text"),
+        )
+        if not isinstance(docid, str) or not docid:
+            raise DataFormatError(path, "record has no 'doc_id'", number)
+        if (
+            not isinstance(passage_number, str | int)
+            or isinstance(passage_number, bool)
+            or passage_number == ""
+        ):
+            raise DataFormatError(path, "record has no 'passage_id'", number)
+        if not isinstance(text, str):
+            raise DataFormatError(path, "record has no text 'passage_text'", number)
+        pid = f"{docid}:{passage_number}"
+        yield Passage(id=pid, text=text.strip()), (docid, pid)
+
+
 def html_text(fragment: str) -> str:
     """The visible text of an HTML fragment: tags removed, entities decoded, white space collapsed."""
     return _SPACE.sub(" ", html.unescape(_TAG.sub(" ", fragment))).strip()
@@ -218,6 +244,7 @@ _READERS: dict[str, _Reader] = {
     "msmarco": _read_msmarco,
     "car": _read_car,
     "wapo": _read_wapo,
+    "ikat": _read_ikat,
 }
 
 

@@ -23,6 +23,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--overwrite", action="store_true", help="replace complete outputs that already exist"
     )
+    ikat = parser.add_argument_group("TREC iKAT run files")
+    ikat.add_argument(
+        "--format",
+        choices=("ikat2023", "ikat2024", "ikat2025"),
+        help="also write OUTPUT.FORMAT.json (2025: .jsonl), the iKAT run file of that year",
+    )
+    ikat.add_argument("--run-type", default="automatic", help="the iKAT run type (default: automatic)")
+    ikat.add_argument("--team-id", default="", help="the team id (iKAT 2025 metadata)")
     parser.set_defaults(func=main)
 
 
@@ -91,4 +99,18 @@ def _run(args: argparse.Namespace, config: dict, conversations: list, outputs) -
     if linker_report:
         print(linker_report, file=sys.stderr)
     print(f"wrote {outputs.run_path} and {outputs.answers_path} ({len(qids)} turns)")
+    if args.format:
+        _write_ikat(args, outputs, args.tag or config["tag"])
     return 0
+
+
+def _write_ikat(args: argparse.Namespace, outputs, run_name: str) -> None:
+    from cast.ikat_runs import ikat_run_path, write_ikat_run
+
+    path = ikat_run_path(args.output, args.format)
+    problems = write_ikat_run(
+        path, outputs.run_path, outputs.answers_path, args.format, run_name, args.run_type, args.team_id
+    )
+    print(f"wrote {path}")
+    for problem in problems[:5]:
+        print(f"{path}: not a valid {args.format} submission: {problem}", file=sys.stderr)

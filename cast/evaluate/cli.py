@@ -31,6 +31,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     _add_table_options(answers)
     answers.set_defaults(func=main_answers)
 
+    ptkb = commands.add_parser("ptkb", help="nDCG@3, P@3, R@3 of the PTKB statement rankings (TREC iKAT)")
+    ptkb.add_argument("--answers", nargs="+", required=True, metavar="FILE", help="answers JSONL file(s)")
+    ptkb.add_argument("--topics", required=True, type=Path, help="the iKAT topics (their ptkb_provenance)")
+    ptkb.add_argument(
+        "--qrels", type=Path, help="statement qrels instead (e.g. 2023_test_9-14.ptkb_rel_nist)"
+    )
+    _add_table_options(ptkb)
+    ptkb.set_defaults(func=main_ptkb)
+
     report = commands.add_parser("report", help="a Markdown + CSV report with tables and PNG figures")
     report.add_argument("--runs", nargs="*", default=[], metavar="RUN", help="TREC run file(s)")
     report.add_argument("--answers", nargs="*", default=[], metavar="FILE", help="answers JSONL file(s)")
@@ -141,6 +150,22 @@ def main_answers(args: argparse.Namespace) -> int:
 
     evaluations = evaluate_answer_files(args.answers, **answer_options(args))
     _print_comparison({n: e.per_turn for n, e in evaluations.items()}, args, _notes(evaluations))
+    return 0
+
+
+def main_ptkb(args: argparse.Namespace) -> int:
+    from cast.evaluate.answers import read_answers
+    from cast.evaluate.experiment import unique_names
+    from cast.evaluate.ptkb import evaluate_ptkb, ptkb_qrels, ptkb_rankings
+    from cast.topics import load_topics, read_qrels
+
+    qrels = read_qrels(args.qrels) if args.qrels else ptkb_qrels(load_topics(args.topics))
+    per_turn = {
+        name: evaluate_ptkb(ptkb_rankings(read_answers(path).records.values()), qrels)
+        for name, path in zip(unique_names(args.answers), args.answers, strict=True)
+    }
+    judged = len(next(iter(per_turn.values())))
+    _print_comparison(per_turn, args, [f"{judged} turns with a relevant statement; others are not judged"])
     return 0
 
 

@@ -1,0 +1,270 @@
+"""PTKB statement selection (TREC iKAT): which of the user's personal statements matter at this turn.
+
+Selectors (config section ``ptkb``, by ``name``):
+
+* ``none``: no statement (the default where a config has no ``ptkb`` section; CAsT topics have no PTKB).
+* ``all``: every statement, in file order.
+* ``bm25``: BM25 over the conversation's statements (idf from its own PTKB), the utterance as the query.
+* ``biencoder``: cosine of MiniLM embeddings (the bundled all-MiniLM-L6-v2, or ``model``) with the utterance.
+* ``cross_encoder``: a local sequence-pair checkpoint reading (utterance, statement), e.g. the
+  ``cross-encoder/ms-marco-MiniLM-L-6-v2`` the iKAT 2023 organisers' baseline used; scores are probabilities.
+
+Every selector but ``none`` and ``all`` scores the utterance and, with weight ``context_weight``, the earlier
+utterances of the conversation (``context_turns`` of them): a statement about the conversation's subject stays
+relevant when the user says "Which one is cheaper?". The chosen statements are the best ``k`` whose score
+reaches ``threshold``; every statement's score is recorded (``ptkb_provenance`` in the answers and iKAT run
+files), so that the ranking can be evaluated (``cast eval ptkb``).
+
+``rewrite: append`` (the organisers' baseline) puts the chosen statements after the rewritten query for
+retrieval; ``rewrite: context`` gives them to the rewriter as context instead, as if the user had just said them
+(the T5 rewriter reads them as the latest earlier turn, the one its input keeps longest; HQE takes keywords from
+them); ``answer: true`` gives them to the answer generator too, in front of the question.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from cast.errors import ConfigError
+from cast.records import PastTurn, PTKBSelection, PTKBStatement, Rewrite, Turn
+from cast.resources import Resources
+from cast.stages import Stage, check_setting
+
+REWRITE_USES = ("append", "context", "none")
+_WORD = re.compile(r"\w+")
+
+
+class PTKBSelector(Stage):
+    """Chooses the PTKB statements that matter at a turn (see the module docstring).
+
+    Args:
+        k: at most this many statements are chosen.
+        threshold: statements scoring below it are not chosen (``None``: no minimum).
+        context_turns: how many earlier utterances of the conversation form the context.
+        context_weight: the weight of the context's score, the utterance's being ``1 - context_weight``.
+        rewrite: ``append`` the chosen statements to the query for retrieval, give them to the rewriter as
+            ``context``, or ``none``.
+        answer: give the chosen statements to the answer generator, in front of the question.
+    """
+
+    kind = "ptkb"
+
+    def __init__(
+        self,
+        k: int = 3,
+        threshold: float | None = None,
+        context_turns: int = 3,
+        context_weight: float = 0.0,
+        rewrite: str = "append",
+        answer: bool = False,
+    ):
+        if rewrite not in REWRITE_USES:
+            raise ConfigError(f"ptkb.rewrite must be one of {', '.join(REWRITE_USES)}, got {rewrite!r}")
+        if not 0.0 <= context_weight <= 1.0:
+            raise ConfigError(f"ptkb.context_weight must be in [0, 1], got {context_weight!r}")
+        if k < 0 or context_turns < 0:
+            raise ConfigError("ptkb.k and ptkb.context_turns must not be negative")
+        self.k = k
+        self.threshold = threshold
+        self.context_turns = context_turns
+        self.context_weight = context_weight
+        self.rewrite = rewrite
+        self.answer = answer
+
+    @classmethod
+    def from_config(cls, params: dict[str, Any], resources: Resources) -> Stage:
+        """As :meth:`Stage.from_config`, the settings of every selector (``k``, ``threshold``...) included."""
+        accepted = {
+            **inspect.signature(PTKBSelector.__init__).parameters,
+            **inspect.signature(cls.__init__).parameters,
+        }
+        allowed = sorted(set(accepted) - {"self", "resources", "settings"})
+        unknown = sorted(set(params) - set(allowed))
+        if unknown:
+            raise ConfigError(
+                f"ptkb {cls.name}: unknown setting(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}"
+            )
+        for key, value in params.items():
+            check_setting(f"ptkb.{key}", value, accepted[key].annotation)
+        return super().from_config(params, resources)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "k": self.k,
+            "threshold": self.threshold,
+            "context_turns": self.context_turns,
+            "context_weight": self.context_weight,
+            "rewrite": self.rewrite,
+            "answer": self.answer,
+        }
+
+    def select(
+        self, statements: Sequence[PTKBStatement], history: Sequence[PastTurn], turn: Turn
+    ) -> PTKBSelection:
+        """The chosen statements, best first (ties in file order), and every statement's score."""
+        if not statements:
+            return PTKBSelection(statements=(), scores={}, method=self.name)
+        texts = [s.text for s in statements]
+        scores = self.scores(turn.utterance, texts)
+        context = " ".join(
+            past.turn.utterance for past in history[-self.context_turns :] if self.context_turns
+        )
+        if self.context_weight and context:
+            context_scores = self.scores(context, texts)
+            scores = [
+                (1 - self.context_weight) * own + self.context_weight * around
+                for own, around in zip(scores, context_scores, strict=True)
+            ]
+        order = sorted(range(len(statements)), key=lambda i: (-scores[i], i))
+        chosen = [i for i in order if self.threshold is None or scores[i] >= self.threshold][: self.k]
+        return PTKBSelection(
+            statements=tuple(statements[i] for i in chosen),
+            scores={s.id: float(score) for s, score in zip(statements, scores, strict=True)},
+            method=self.name,
+        )
+
+    def scores(self, query: str, statements: Sequence[str]) -> list[float]:
+        """The relevance of each statement to ``query`` (higher is better)."""
+        raise NotImplementedError
+
+    def rewriter_history(
+        self, history: Sequence[PastTurn], turn: Turn, selection: PTKBSelection
+    ) -> Sequence[PastTurn]:
+        """The history the rewriter sees: with ``rewrite: context``, the chosen statements come last, as an
+        earlier turn of the user's."""
+        if self.rewrite != "context" or not selection.statements:
+            return history
+        said = " ".join(s.text for s in selection.statements)
+        statements = Turn(qid=f"{turn.topic_id}_ptkb", topic_id=turn.topic_id, turn_id="ptkb", utterance=said)
+        return [*history, PastTurn(turn=statements, query=said)]
+
+    def personalise(self, rewrite: Rewrite, selection: PTKBSelection) -> Rewrite:
+        """``rewrite`` with the chosen statements used as configured (``rewrite``, ``answer``)."""
+        if not selection.statements:
+            return rewrite
+        personal = " ".join(s.text for s in selection.statements)
+        query = f"{rewrite.query} {personal}" if self.rewrite == "append" else rewrite.query
+        question = f"{personal} {rewrite.answer_question}" if self.answer else rewrite.answer_question
+        # Later turns' rewriters read this turn's query without the statements (see TurnResult.past_turn).
+        inputs = {
+            **rewrite.inputs,
+            "ptkb": [s.id for s in selection.statements],
+            "rewritten_query": rewrite.query,
+        }
+        return Rewrite(query=query, method=rewrite.method, inputs=inputs, question=question)
+
+
+class NoPTKB(PTKBSelector):
+    """Chooses no statement."""
+
+    def select(
+        self, statements: Sequence[PTKBStatement], history: Sequence[PastTurn], turn: Turn
+    ) -> PTKBSelection:
+        return PTKBSelection(statements=(), scores={}, method=self.name or "none")
+
+
+class AllPTKB(PTKBSelector):
+    """Chooses every statement (``k`` and ``threshold`` still apply)."""
+
+    def __init__(self, k: int = 1000, **settings: Any):
+        super().__init__(k=k, **settings)
+
+    def scores(self, query: str, statements: Sequence[str]) -> list[float]:
+        return [1.0] * len(statements)
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def bm25_scores(query: str, documents: Sequence[str], k1: float = 1.2, b: float = 0.75) -> list[float]:
+    """Okapi BM25 of ``query`` over ``documents``, idf ``ln(1 + (N - df + 0.5) / (df + 0.5))`` within them.
+
+    Example:
+        >>> [round(s, 3) for s in bm25_scores("peanuts", ["I am allergic to peanuts.", "I live here."])]
+        [0.629, 0.0]
+    """
+    bags = [Counter(words(d)) for d in documents]
+    average = sum(sum(bag.values()) for bag in bags) / len(bags) if bags else 0.0
+    df = Counter(term for bag in bags for term in bag)
+    scores = []
+    for bag in bags:
+        length = sum(bag.values())
+        score = 0.0
+        for term in set(words(query)):
+            tf = bag.get(term, 0)
+            if tf:
+                idf = math.log(1.0 + (len(bags) - df[term] + 0.5) / (df[term] + 0.5))
+                score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / (average or 1.0)))
+        scores.append(score)
+    return scores
+
+
+class BM25PTKB(PTKBSelector):
+    """Lexical selection: BM25 over the conversation's statements."""
+
+    def __init__(self, k1: float = 1.2, b: float = 0.75, **settings: Any):
+        super().__init__(**settings)
+        self.k1 = k1
+        self.b = b
+
+    def scores(self, query: str, statements: Sequence[str]) -> list[float]:
+        return bm25_scores(query, statements, self.k1, self.b)
+
+
+class BiEncoderPTKB(PTKBSelector):
+    """Cosine of sentence embeddings (default the bundled all-MiniLM-L6-v2), kept in the shared cache."""
+
+    def __init__(
+        self, resources: Resources, model: str | None = None, max_seq_length: int = 128, **settings: Any
+    ):
+        super().__init__(**settings)
+        self.encoder = resources.sentence_encoder(model, max_seq_length)
+        self.cache = resources.cache
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "model": self.encoder.model_id}
+
+    def scores(self, query: str, statements: Sequence[str]) -> list[float]:
+        vectors = self.encoder.cached_embeddings([query, *statements], self.cache)
+        return [float(v) for v in vectors[1:] @ vectors[0]]
+
+
+class CrossEncoderPTKB(PTKBSelector):
+    """A sequence-pair classifier reads (utterance, statement); scores are probabilities of relevance.
+
+    Args:
+        model: a local cross-encoder folder (or a cached Hugging Face id), e.g. ms-marco-MiniLM-L-6-v2.
+        max_length: pairs are truncated to this many tokens.
+        allow_download: let Hugging Face download the model if it is not cached (off: runs are offline).
+    """
+
+    def __init__(
+        self,
+        resources: Resources,
+        model: str | None = None,
+        max_length: int = 256,
+        allow_download: bool = False,
+        **settings: Any,
+    ):
+        from cast.rerank import CrossEncoderReranker
+
+        if model is None:
+            raise ConfigError("ptkb cross_encoder needs `model`: a cross-encoder folder or Hugging Face id")
+        super().__init__(**settings)
+        self.model_name = model
+        self.scorer = CrossEncoderReranker(
+            resources, model=model, max_length=max_length, with_title=False, allow_download=allow_download
+        )
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "model": self.model_name}
+
+    def scores(self, query: str, statements: Sequence[str]) -> list[float]:
+        return self.scorer.score_pairs([(query, s) for s in statements])
