@@ -16,7 +16,7 @@ from cast.errors import ConfigError
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 DEFAULT_CONFIG = "offline"
 # Top-level keys besides the stage sections (cast.registry.STAGES).
-SETTINGS = ("index", "stemmer", "cache_dir", "device", "tag", "base", "history_responses")
+SETTINGS = ("index", "stemmer", "cache_dir", "device", "tag", "base", "history_responses", "encoder")
 
 
 def config_path(name_or_path: str | Path) -> Path:
