@@ -407,7 +407,9 @@ def runtime_session(model_file: Path, settings: EncoderSettings) -> tuple[Any, l
         import openvino
 
         core = openvino.Core()
-        config = {"PERFORMANCE_HINT": "LATENCY"}
+        # float32 throughout: on CPUs with bfloat16 units OpenVINO would compute in bfloat16 (cosine ~0.99998 to
+        # torch), and the cache shares exact backends' embeddings
+        config = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32"}
         if settings.threads:
             config["INFERENCE_NUM_THREADS"] = settings.threads
         compiled = core.compile_model(core.read_model(str(model_file)), "CPU", config)
