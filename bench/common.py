@@ -8,6 +8,7 @@ with ``sys.exit(run(main))``.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +29,11 @@ def existing_path(value: str) -> Path:
     if not path.exists():
         raise argparse.ArgumentTypeError(f"no such file or folder: {path}")
     return path
+
+
+def load_average() -> str:
+    """The machine's load average (other jobs share it), to print beside timings."""
+    return "load average " + " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def run(main: Callable[[], int]) -> int:

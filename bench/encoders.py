@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import os
 import statistics
 import sys
 import time
@@ -31,7 +30,15 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from bench.common import DEFAULT_INDEX, DEV_2022_QRELS, DEV_2022_TOPICS, WIKI, existing_path, run  # noqa: E402
+from bench.common import (  # noqa: E402
+    DEFAULT_INDEX,
+    DEV_2022_QRELS,
+    DEV_2022_TOPICS,
+    WIKI,
+    existing_path,
+    load_average,
+    run,
+)
 
 
 def backend_settings(spec: str) -> dict[str, Any]:
@@ -39,10 +46,6 @@ def backend_settings(spec: str) -> dict[str, Any]:
     name, _, threads = spec.partition("@")
     backend, _, quantize = name.partition("-")
     return {"backend": backend, "quantize": quantize or "none", "threads": int(threads) if threads else None}
-
-
-def load() -> str:
-    return "load average " + " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def cosines(vectors: Any, reference: Any) -> str:
@@ -66,7 +69,7 @@ def command_speed(args: argparse.Namespace) -> int:
     print(
         f"{len(texts)} passages of {args.input.name} from #{args.offset} ({words:.1f} words), batch {args.batch_size}"
     )
-    print(f"torch threads {args.torch_threads}; {load()}")
+    print(f"torch threads {args.torch_threads}; {load_average()}")
     encoders = {
         spec: SentenceEncoder(
             None, "cpu", args.max_seq_length, EncoderSettings(**backend_settings(spec)), args.exports
@@ -81,7 +84,11 @@ def command_speed(args: argparse.Namespace) -> int:
             start = time.perf_counter()
             vectors[spec] = encoders[spec].embed(texts, args.batch_size)
             rates[spec].append(len(texts) / (time.perf_counter() - start))
-        print(f"round {number + 1}: " + ", ".join(f"{s} {rates[s][-1]:.1f}/s" for s in specs) + f"; {load()}")
+        print(
+            f"round {number + 1}: "
+            + ", ".join(f"{s} {rates[s][-1]:.1f}/s" for s in specs)
+            + f"; {load_average()}"
+        )
     print(f"\n{'backend':<16}{'passages/s (median)':>20}{'x torch (median of rounds)':>28}   faithfulness")
     for spec in specs:
         ratio = (
@@ -138,7 +145,7 @@ def command_rerank(args: argparse.Namespace) -> int:
         # An in-memory cache per backend (cache_dir none): each encodes every passage itself.
         backend_resources = Resources({**config, "cache_dir": None, "encoder": backend_settings(spec)})
         reranker = build_stage("reranker", section, backend_resources)
-        before = load()
+        before = load_average()
         start = time.perf_counter()
         vectors = np.asarray(reranker.cached_embeddings(texts))
         rate = len(texts) / (time.perf_counter() - start)
