@@ -140,7 +140,7 @@ class SentenceEncoder:
         model: a sentence-transformers model folder; ``None`` for the bundled all-MiniLM-L6-v2.
         device: ``cpu`` or ``cuda``.
         max_seq_length: texts are truncated to this many tokens.
-        settings: the backend (:class:`EncoderSettings`, already resolved for ``device``).
+        settings: how it runs (:class:`EncoderSettings`; ``auto`` is resolved here for ``device``).
         export_root: where exported models are kept (``None``: a temporary folder for this process).
     """
 
@@ -171,15 +171,14 @@ class SentenceEncoder:
         """Whether the embeddings are the model's own (to float rounding): not so with quantised weights."""
         return self.settings.quantize == "none"
 
-    def describe(self) -> dict[str, Any]:
-        return {"backend": self.settings.backend, "quantize": self.settings.quantize}
-
     def embed(self, texts: Sequence[str], batch_size: int = 64) -> Any:
         """Unit-length embeddings of ``texts`` (a float32 numpy array ``[len(texts), dimension]``)."""
         import numpy as np
 
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
+        if isinstance(self.model, ExportedEncoder):
+            return self.model.encode(list(texts), batch_size)
         return self.model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True)
 
     def cached_embeddings(self, texts: Sequence[str], cache: Cache | None, batch_size: int = 64) -> Any:
@@ -251,7 +250,8 @@ class ExportedEncoder:
         }
         return {name: inputs[name] for name in self.input_names}
 
-    def encode(self, texts: list[str], batch_size: int, normalize_embeddings: bool = True) -> Any:
+    def encode(self, texts: list[str], batch_size: int) -> Any:
+        """Unit-length float32 embeddings of ``texts``, in their order."""
         import numpy as np
 
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
