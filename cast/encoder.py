@@ -228,7 +228,10 @@ class ExportedEncoder:
 
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.enable_truncation(max_seq_length)
-        self.tokenizer.enable_padding(pad_id=self.tokenizer.token_to_id("[PAD]") or 0)
+        pad_token = tokenizer_setting(folder, "pad_token") or "[PAD]"
+        if (pad_id := self.tokenizer.token_to_id(pad_token)) is None:
+            raise ModelUnavailableError(model_id, f"its tokenizer has no padding token {pad_token!r}")
+        self.tokenizer.enable_padding(pad_id=pad_id, pad_token=pad_token)
         if root is None:
             self._temporary = tempfile.TemporaryDirectory(prefix="cast-encoders-")
             root = Path(self._temporary.name)
@@ -270,6 +273,13 @@ class ExportedEncoder:
                 if number + 1 < len(batches):
                     pending = pool.submit(self.features, [texts[i] for i in batches[number + 1]])
                 yield self.run(features)
+
+
+def tokenizer_setting(folder: Path, name: str) -> str | None:
+    """A token named in ``tokenizer_config.json`` (a string, or a dict with ``content``), if it names one."""
+    path = folder / "tokenizer_config.json"
+    value = json.loads(path.read_text(encoding="utf-8")).get(name) if path.is_file() else None
+    return value.get("content") if isinstance(value, dict) else value
 
 
 def check_exportable(folder: Path, model_id: str) -> None:
