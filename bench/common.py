@@ -35,6 +35,11 @@ def existing_path(value: str) -> Path:
     return path
 
 
+def load_average() -> str:
+    """The machine's load average (other jobs share it), to print beside timings."""
+    return "load average " + " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def run(main: Callable[[], int]) -> int:
     """``main()``'s exit status; a :class:`~cast.errors.CastError` is printed as one line (status 1), and an
     interruption as ``interrupted`` (status 130), without a traceback."""

@@ -42,7 +42,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from bench.common import DEFAULT_INDEX, DEV_2022_TOPICS, run  # noqa: E402
+from bench.common import DEFAULT_INDEX, DEV_2022_TOPICS, load_average, run  # noqa: E402
 
 
 def summary(name: str, seconds: Sequence[float]) -> str:
@@ -131,6 +131,7 @@ def command_offline(args: argparse.Namespace) -> int:
 
     stages = {"rewrite": rewrite, "first_stage": search, "rerank": rerank}
     print(f"offline profile: {rewriter.describe()} / {first_stage.describe()} / {reranker.describe()}")
+    print(f"sentence encoder: {reranker.encoder.settings}; {load_average()}")
     print(
         f"{len(items)} turns of {args.topics.name}, {args.threads} torch threads, re-rank depth {args.depth}"
     )
@@ -141,6 +142,7 @@ def command_offline(args: argparse.Namespace) -> int:
     )
     report("cold embedding cache", time_turns(stages, items, time.perf_counter))
     report("warm embedding cache (same turns again)", time_turns(stages, items, time.perf_counter))
+    print(load_average())
     return 0
 
 

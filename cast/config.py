@@ -21,7 +21,7 @@ CONFIG_DIR = (
 )
 DEFAULT_CONFIG = "offline"
 # Top-level keys besides the stage sections (cast.registry.STAGES).
-SETTINGS = ("index", "stemmer", "cache_dir", "device", "tag", "base", "history_responses")
+SETTINGS = ("index", "stemmer", "cache_dir", "device", "tag", "base", "history_responses", "encoder")
 
 
 def config_path(name_or_path: str | Path, referrer: Path | None = None) -> Path:

@@ -75,13 +75,19 @@ class Resources:
 
     def sentence_encoder(self, model: str | None, max_seq_length: int) -> Any:
         """The :class:`cast.encoder.SentenceEncoder` for ``model`` (``None``: the bundled all-MiniLM-L6-v2),
-        loaded once and shared by the stages that ask for the same model and length limit."""
+        loaded once and shared by the stages that ask for the same model and length limit; it runs on the
+        backend of the config's ``encoder`` section, exported into ``cache_dir/encoders``."""
         key = (model, max_seq_length)
         if key not in self._encoders:
-            from cast.encoder import SentenceEncoder
+            from cast.encoder import EncoderSettings, SentenceEncoder
             from cast.models import resolve_device
 
-            self._encoders[key] = SentenceEncoder(model, resolve_device(self.device), max_seq_length)
+            settings = EncoderSettings.from_config(self.config.get("encoder"))
+            cache_dir = self.config.get("cache_dir")
+            exports = None if cache_dir is None else Path(cache_dir).expanduser() / "encoders"
+            self._encoders[key] = SentenceEncoder(
+                model, resolve_device(self.device), max_seq_length, settings, exports
+            )
         return self._encoders[key]
 
     def stage(self, kind: str) -> Any:

@@ -1,0 +1,209 @@
+"""The sentence encoder's backends (``encoder.backend``: torch, onnx, onnx int8, openvino) side by side: speed
+and faithfulness to torch.
+
+``speed``: passages embedded per second by each backend on the same slice of the collection, in rounds that
+rotate which backend goes first (the machine is shared: each round's ratio to torch is taken under the same
+load), and each backend's cosine to torch's embeddings (min / mean)::
+
+    .venv/bin/python bench/encoders.py speed --passages 1000 --rounds 3
+    .venv/bin/python bench/encoders.py speed --passages 20000 --rounds 1 --backends onnx-int8   # a store's rate
+
+A backend is ``torch``, ``onnx``, ``onnx-int8`` or ``openvino``, optionally with ``@THREADS`` (``onnx-int8@1``).
+
+``rerank``: the offline profile's bi-encoder re-ranking (fused with LMD) of the top ``--depth`` LMD passages of
+the CAsT 2022 dev turns (manual rewrites by default), once per backend: MRR and nDCG@3 against torch's, Kendall
+tau of each turn's re-ranked order against torch's, and the cosine of every passage's embedding to torch's::
+
+    .venv/bin/python bench/encoders.py rerank --backends torch onnx-int8
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from bench.common import (  # noqa: E402
+    DEFAULT_INDEX,
+    DEV_2022_QRELS,
+    DEV_2022_TOPICS,
+    WIKI,
+    existing_path,
+    load_average,
+    run,
+)
+
+
+def backend_settings(spec: str) -> dict[str, Any]:
+    """The ``encoder`` section for a backend spec: ``onnx-int8@1`` -> onnx, int8, 1 thread."""
+    name, _, threads = spec.partition("@")
+    backend, _, quantize = name.partition("-")
+    return {"backend": backend, "quantize": quantize or "none", "threads": int(threads) if threads else None}
+
+
+def cosines(vectors: Any, reference: Any) -> str:
+    values = (vectors * reference).sum(axis=1)
+    return f"cosine to torch min {values.min():.4f} mean {values.mean():.5f}"
+
+
+def command_speed(args: argparse.Namespace) -> int:
+    import torch
+
+    from cast.encoder import EncoderSettings, SentenceEncoder
+    from cast.rerank import passage_text
+    from index.collections import read_passages
+
+    torch.set_num_threads(args.torch_threads)
+    passages = itertools.islice(
+        (p for p in read_passages(args.input) if p.text.strip()), args.offset, args.offset + args.passages
+    )
+    texts = [passage_text(p, True) for p in passages]
+    words = statistics.mean(len(t.split()) for t in texts)
+    print(
+        f"{len(texts)} passages of {args.input.name} from #{args.offset} ({words:.1f} words), batch {args.batch_size}"
+    )
+    print(f"torch threads {args.torch_threads}; {load_average()}")
+    encoders = {
+        spec: SentenceEncoder(
+            None, "cpu", args.max_seq_length, EncoderSettings(**backend_settings(spec)), args.exports
+        )
+        for spec in args.backends
+    }
+    rates: dict[str, list[float]] = {spec: [] for spec in encoders}
+    vectors: dict[str, Any] = {}
+    specs = list(encoders)
+    for number in range(args.rounds):
+        for spec in specs[number % len(specs) :] + specs[: number % len(specs)]:
+            start = time.perf_counter()
+            vectors[spec] = encoders[spec].embed(texts, args.batch_size)
+            rates[spec].append(len(texts) / (time.perf_counter() - start))
+        print(
+            f"round {number + 1}: "
+            + ", ".join(f"{s} {rates[s][-1]:.1f}/s" for s in specs)
+            + f"; {load_average()}"
+        )
+    print(f"\n{'backend':<16}{'passages/s (median)':>20}{'x torch (median of rounds)':>28}   faithfulness")
+    for spec in specs:
+        ratio = (
+            f"{statistics.median(r / t for r, t in zip(rates[spec], rates['torch'], strict=True)):.2f}"
+            if "torch" in rates
+            else "-"
+        )
+        faith = cosines(vectors[spec], vectors["torch"]) if "torch" in vectors else ""
+        print(f"{spec:<16}{statistics.median(rates[spec]):>20.1f}{ratio:>28}   {faith}")
+    return 0
+
+
+def kendall_tau(order: Sequence[str], reference: Sequence[str]) -> float:
+    from scipy.stats import kendalltau
+
+    position = {docid: rank for rank, docid in enumerate(reference)}
+    return float(kendalltau(range(len(order)), [position[d] for d in order]).statistic)
+
+
+def command_rerank(args: argparse.Namespace) -> int:
+    import ir_measures
+    import numpy as np
+    import torch
+    from ir_measures import RR, nDCG
+
+    from bench.retrieval import build_resources, load_conversations, ranked_run, rewrite_all, stage_section
+    from cast.pipeline import merge_head
+    from cast.registry import build_stage
+    from cast.rerank import passage_text
+    from cast.resources import Resources
+    from cast.topics import read_qrels
+
+    torch.set_num_threads(args.torch_threads)
+    config, resources = build_resources(args.index, args.overrides)
+    rewriter = build_stage("rewriter", stage_section(config, "rewriter", args.rewriter), resources)
+    rewrites = rewrite_all(rewriter, load_conversations(args.topics))
+    qids = list(rewrites)
+    first_stage = build_stage("first_stage", config["first_stage"], resources)
+    first = dict(zip(qids, first_stage.search_batch([rewrites[q].query for q in qids]), strict=True))
+    items = [(rewrites[q].query, first[q][: args.depth]) for q in qids]
+    section = {**config["reranker"], "depth": args.depth, "embeddings": "none"}
+    texts = list(
+        dict.fromkeys(passage_text(p.passage, section.get("with_title", True)) for _, h in items for p in h)
+    )
+    qrels = read_qrels(args.qrels)
+    measures = [RR(rel=args.rel), nDCG @ 3]
+    print(
+        f"{len(qids)} turns ({args.rewriter} rewrites), {len(texts)} distinct passages in the LMD top {args.depth}"
+    )
+    print(f"re-ranker {section}; torch threads {args.torch_threads}")
+
+    reference: dict[str, Any] = {}
+    for spec in args.backends:
+        # An in-memory cache per backend (cache_dir none): each encodes every passage itself.
+        backend_resources = Resources({**config, "cache_dir": None, "encoder": backend_settings(spec)})
+        reranker = build_stage("reranker", section, backend_resources)
+        before = load_average()
+        start = time.perf_counter()
+        vectors = np.asarray(reranker.cached_embeddings(texts))
+        rate = len(texts) / (time.perf_counter() - start)
+        heads = reranker.rerank_batch(items)
+        rankings = {q: merge_head(h, first[q]) for q, h in zip(qids, heads, strict=True)}
+        scores = ir_measures.calc_aggregate(measures, qrels, ranked_run(rankings))
+        orders = {q: [p.id for p in h] for q, h in zip(qids, heads, strict=True)}
+        if not reference:
+            reference = {"spec": spec, "vectors": vectors, "orders": orders, "scores": scores}
+        taus = [kendall_tau(orders[q], reference["orders"][q]) for q in qids if len(orders[q]) > 1]
+        print(
+            f"{spec:<14} "
+            + "  ".join(f"{m} {scores[m]:.4f} ({scores[m] - reference['scores'][m]:+.4f})" for m in measures)
+            + f"  Kendall tau to {reference['spec']} mean {statistics.mean(taus):.4f} min {min(taus):.4f}"
+            + f"  {cosines(vectors, reference['vectors'])}  {rate:.1f} passages/s ({before})",
+            flush=True,
+        )
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    speed = commands.add_parser("speed", help="passages per second per backend, side by side")
+    speed.add_argument(
+        "--input", type=existing_path, default=str(WIKI), help="collection (default: %(default)s)"
+    )
+    speed.add_argument(
+        "--passages", type=int, default=1000, help="passages embedded per round (default 1000)"
+    )
+    speed.add_argument("--offset", type=int, default=0, help="passages skipped first (default 0)")
+    speed.add_argument(
+        "--rounds", type=int, default=3, help="rounds, each backend once per round (default 3)"
+    )
+    speed.add_argument("--batch-size", type=int, default=64, help="texts per forward pass (default 64)")
+    speed.add_argument("--max-seq-length", type=int, default=256, help="tokens per text (default 256)")
+    speed.add_argument(
+        "--exports",
+        type=Path,
+        default=Path("~/.cache/cast-toolkit/encoders").expanduser(),
+        help="where exported models are kept (default: %(default)s)",
+    )
+    speed.set_defaults(func=command_speed)
+    rerank = commands.add_parser("rerank", help="re-ranking faithfulness per backend on CAsT 2022 dev")
+    rerank.add_argument("--topics", type=existing_path, default=str(DEV_2022_TOPICS))
+    rerank.add_argument("--qrels", type=existing_path, default=str(DEV_2022_QRELS))
+    rerank.add_argument("--index", type=existing_path, default=DEFAULT_INDEX)
+    rerank.add_argument("--rewriter", default="manual", help="rewriter of the turns (default manual)")
+    rerank.add_argument("--depth", type=int, default=100, help="re-rank depth (default 100)")
+    rerank.add_argument("--rel", type=int, default=1, help="lowest grade counted relevant by MRR (default 1)")
+    rerank.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    rerank.set_defaults(func=command_rerank)
+    for command in (speed, rerank):
+        command.add_argument("--backends", nargs="+", default=["torch", "onnx", "onnx-int8", "openvino"])
+        command.add_argument("--torch-threads", type=int, default=2, help="torch CPU threads (default 2)")
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(run(main))
