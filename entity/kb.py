@@ -8,7 +8,7 @@ original casing; :class:`entity.wikipedia.WikipediaLinker` adds those where the 
 article, and learns when a name is a link from ConEL-2.
 
 **Build.** ``cast entity kb`` (:func:`build_kb`) reads the package's files as data (``ast.literal_eval``, never
-imported: importing them costs gigabytes) and writes ``wikipedia-kb.sqlite`` (about 300 MB) with two tables:
+imported: importing them costs gigabytes) and writes ``wikipedia-kb.sqlite`` (about 200 MB) with two tables:
 ``titles(form)`` and ``redirects(form, target)``, forms lower-cased with words joined by single spaces. It
 takes a few minutes with a progress bar and writes to a temporary file renamed at the end, so an interrupted
 build leaves nothing that looks complete.
@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
@@ -211,9 +211,6 @@ class WikipediaKB:
         titles = self._present("titles", unique)
         redirects = self._present("redirects", unique)
         return [KBEntry(form, form in titles, redirects.get(form)) for form in forms]
-
-    def __iter__(self) -> Iterator[str]:
-        yield from (form for (form,) in self._db().execute("SELECT form FROM titles"))
 
 
 @lru_cache(maxsize=2)

@@ -8,15 +8,17 @@ It decides as TagMe and WAT do, with what is available offline:
    (:mod:`entity.kb`), a redirect to one, or one after lemmatising its last word ("sports" -> Sport); and it
    names each sense the collection's entity dictionary gives it (titles with qualifiers such as
    ``Anthrax (American band)``, with their commonness).
-3. **Features** (:func:`candidate_features`): how the candidate was found, how common the mention is as an
+3. **Features** (:func:`find_candidates`, :class:`Anchors`): how the candidate was found, how common the mention is as an
    English word (``wordfreq``), its part of speech and capitalisation, whether spaCy sees a named entity or a noun
    chunk there, whether a longer candidate covers it ("burger king" over "king"), whether the conversation so far
    uses the name or the words of the article's qualifier ("band" for the band), how much of the article title
-   the mention covers (a surname alone), and the collection's evidence (commonness, how many passages mention it).
+   the mention covers (a surname alone), the collection's evidence (commonness, how many passages mention it), and
+   how often ConEL-2 train's annotators linked the form (link probability and commonness, as TagMe's anchors).
 4. **Decision.** A gradient-boosted tree ensemble learnt on ConEL-2 train (``entity/data/wikipedia-linker.json``,
-   retrained by ``bench/entity_linking.py --train``) gives each candidate a probability; each mention keeps its
-   best candidate, overlapping mentions keep the more probable, and links under the threshold chosen on ConEL-2
-   val are dropped.
+   retrained by ``bench/entity_linking.py --train``) gives each candidate a probability; the
+   :func:`context_rules` let the conversation override it (a sense whose qualifier it names; a surname alone);
+   each mention keeps its best candidate, overlapping mentions keep the more probable, and links under the
+   threshold chosen on ConEL-2 val are dropped.
 
 Identifiers: the collection's title where it has the article (its casing), else the knowledge base's lower-cased
 title in Wikipedia's sentence case, or in the mention's own casing where the mention is a capitalised name.
@@ -105,7 +107,6 @@ FEATURES = (
     "anchor_link_probability",
     "anchor_commonness",
 )
-ANCHOR_FEATURES = ("anchor_known", "anchor_link_probability", "anchor_commonness")
 
 
 @dataclass
