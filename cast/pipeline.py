@@ -183,6 +183,9 @@ class Pipeline:
 
     def describe(self) -> dict[str, Any]:
         stages = {kind: getattr(self, kind).describe() for kind in STAGE_KINDS}
+        # The knowledge base is built by the selector that needs it; its settings change ER's scores.
+        if self.config.get("knowledge_base") is not None:
+            stages["knowledge_base"] = self.config["knowledge_base"]
         if not isinstance(self.ptkb, NoPTKB):
             stages["ptkb"] = self.ptkb.describe()
         return {**stages, "history_responses": "answers" if self.answers_as_responses else "topics"}

@@ -141,6 +141,7 @@ class CrossEncoderReranker(Reranker):
         self.batch_size = batch_size
         self.max_length = max_length
         self.relevant_label = relevant_label
+        self.tokenizer_name = tokenizer
         self.with_title = self.titles_by_default if with_title is None else with_title
         self.device = resolve_device(resources.device)
         self.tokenizer = load_tokenizer(tokenizer or model, allow_download=allow_download)
@@ -153,6 +154,8 @@ class CrossEncoderReranker(Reranker):
             "depth": self.depth,
             "max_length": self.max_length,
             "with_title": self.with_title,
+            "tokenizer": self.tokenizer_name,
+            "relevant_label": self.relevant_label,
             "dtype": str(self.model.dtype).removeprefix("torch."),
             "first_stage_weight": self.first_stage_weight,
             "normalisation": self.normalisation,
@@ -264,6 +267,10 @@ class BiEncoderReranker(Reranker):
             "name": self.name,
             "model": self.encoder.model_id,
             "depth": self.depth,
+            "max_seq_length": self.encoder.max_seq_length,
+            "with_title": self.with_title,
+            # int8 weights move scores: a run resumed with another backend would mix two re-rankers.
+            "encoder": {"backend": self.encoder.settings.backend, "quantize": self.encoder.settings.quantize},
             "first_stage_weight": self.first_stage_weight,
             "normalisation": self.normalisation,
         }

@@ -173,6 +173,7 @@ class T5Rewriter(Rewriter):
             "name": self.name,
             "model": self.model_name,
             "input_format": self.input_format,
+            "history_query": self.history_query,
             "num_beams": self.num_beams,
             "max_input_length": self.max_input_length,
             "max_output_length": self.max_output_length,

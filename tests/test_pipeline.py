@@ -257,3 +257,14 @@ def test_existing_outputs_are_not_overwritten(tmp_path):
     with pytest.raises(CastError, match="already exists.*--overwrite"):
         RunOutputs(tmp_path / "r", "t")
     RunOutputs(tmp_path / "r", "t", overwrite=True)
+
+
+def test_the_knowledge_base_settings_are_part_of_the_run_description(pipeline):
+    stages = {kind: getattr(pipeline, kind) for kind in STAGE_KINDS}
+    described = [
+        Pipeline(**stages, config={"knowledge_base": {"name": "collection", **extra}}).describe()[
+            "knowledge_base"
+        ]
+        for extra in ({}, {"entities_dir": "/elsewhere"})
+    ]
+    assert described[0] == {"name": "collection"} and described[0] != described[1]

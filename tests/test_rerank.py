@@ -186,3 +186,19 @@ def test_special_token_wrap_of_a_bert_tokenizer(tiny_bert):
 
     tokenizer = load_tokenizer(str(tiny_bert))
     assert special_token_wrap(tokenizer) == ([tokenizer.cls_token_id], [tokenizer.sep_token_id])
+
+
+def test_every_setting_that_changes_scores_is_in_describe(tiny_bert):
+    """describe() is what a resumed run is compared with: two settings must not resume into one file."""
+    shared = resources()
+    biencoder = {"name": "biencoder", "embeddings": "none"}
+    described = [
+        build_stage("reranker", {**biencoder, **change}, shared).describe()
+        for change in ({}, {"with_title": False}, {"max_seq_length": 128})
+    ]
+    assert described[0] != described[1] and described[0] != described[2]
+    assert {"backend", "quantize"} <= set(described[0]["encoder"])
+    cross = {"name": "cross_encoder", "model": str(tiny_bert)}
+    plain = build_stage("reranker", cross, shared).describe()
+    for change in ({"relevant_label": 0}, {"tokenizer": str(tiny_bert)}, {"with_title": False}):
+        assert build_stage("reranker", {**cross, **change}, shared).describe() != plain

@@ -161,6 +161,8 @@ def test_generate_records_the_model_input_and_batches_like_single_turns(tiny_t5)
     )
     assert first.inputs["history_turns"] == 2 and first.inputs["history_tokens_cut"] == 0
     assert rewriter.describe()["model"] == str(tiny_t5)
+    assert rewriter.describe()["history_query"] == "utterance"
+    assert build_t5(tiny_t5, history_query="rewrite").describe()["history_query"] == "rewrite"
 
 
 def test_static_decoding_gives_the_rewrites_of_plain_decoding(tiny_t5):
