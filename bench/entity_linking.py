@@ -45,15 +45,15 @@ def feature_rows(items, candidates):
     import numpy as np
 
     from entity.conel import mention_key
-    from entity.wikipedia import FEATURES
+    from entity.wikipedia import feature_matrix
 
-    rows, labels = [], []
+    labels = []
     for (turn, _), found in zip(items, candidates, strict=True):
         gold = {(mention_key(m), e.lower()) for m, e in turn.links}
-        for c in found:
-            rows.append([c.features[name] for name in FEATURES])
-            labels.append(int((mention_key(c.surface), c.entity.rsplit("/", 1)[-1].lower()) in gold))
-    return np.array(rows).reshape(len(rows), len(FEATURES)), np.array(labels)
+        labels.extend(
+            int((mention_key(c.surface), c.entity.rsplit("/", 1)[-1].lower()) in gold) for c in found
+        )
+    return feature_matrix([c for found in candidates for c in found]), np.array(labels)
 
 
 def cross_fitted_anchors(items, candidates, folds=5):
@@ -141,6 +141,7 @@ def main() -> int:
     print(
         f"{'linker':<22} {'P':>6} {'R':>6} {'F1':>6} {'ms/query':>9} {'CPU ms':>7} {'passages/s':>11} {'CPU':>6}"
     )
+    texts = [json.loads(line)["contents"] for line in args.passages.read_text().splitlines() if line.strip()]
     for name in args.linkers:
         settings = {"name": name}
         if name == "wikipedia":
@@ -155,9 +156,6 @@ def main() -> int:
             linked = [[_span(m) for m in mentions] for mentions in linked]
         per_query = (time.perf_counter() - started) / len(val) * 1000
         cpu_per_query = (time.process_time() - cpu) / len(val) * 1000
-        texts = [
-            json.loads(line)["contents"] for line in args.passages.read_text().splitlines() if line.strip()
-        ]
         started, cpu = time.perf_counter(), time.process_time()
         linker.link_batch(texts, kind="passage")
         per_second = len(texts) / (time.perf_counter() - started)
@@ -218,15 +216,9 @@ def train(args, val, gold) -> None:
     )
 
     data = export(model)
-    ensemble = TreeEnsemble(data["trees"], data["init"], data["rate"])
+    learnt = LinkerModel(TreeEnsemble(data["trees"], data["init"], data["rate"]), FEATURES, 0.0, {}, anchors)
     val_candidates = finder.candidates([(t.utterance, c) for t, c in val])
-    probabilities = []
-    for found in val_candidates:
-        anchors.add_features(found)
-        rows_val = np.array([[c.features[n] for n in FEATURES] for c in found]).reshape(
-            len(found), len(FEATURES)
-        )
-        probabilities.append(ensemble.probabilities(rows_val))
+    probabilities = [learnt.probabilities(found) for found in val_candidates]
     best = (0.0, 0.5, None)
     for threshold in np.arange(0.05, 0.95, 0.01):
         run_rows = [

@@ -74,7 +74,7 @@ _NOT_ENTITIES = ("List of ", "Lists of ", "Index of ", "Outline of ")
 # A name-derived alias must occur in at least this share of its article's passages (and in two).
 ALIAS_EVIDENCE = 0.25
 # spaCy entity labels that are amounts, not things with an article.
-_NUMERIC_LABELS = frozenset({"DATE", "TIME", "PERCENT", "MONEY", "QUANTITY", "ORDINAL", "CARDINAL"})
+NUMERIC_LABELS = frozenset({"DATE", "TIME", "PERCENT", "MONEY", "QUANTITY", "ORDINAL", "CARDINAL"})
 
 
 def entities_dir(index_dir: str | Path) -> Path:
@@ -174,7 +174,7 @@ def name_alias(title: str) -> str | None:
 
 
 @lru_cache(maxsize=1)
-def _stop_words() -> frozenset[str]:
+def stop_words() -> frozenset[str]:
     from spacy.lang.en.stop_words import STOP_WORDS
 
     return frozenset(STOP_WORDS)
@@ -185,7 +185,7 @@ def usable_surface(key: str) -> bool:
     tokens = key.split()
     if not tokens or len(key) < 2:
         return False
-    return not all(t in _stop_words() or t.isdigit() for t in tokens)
+    return not all(t in stop_words() or t.isdigit() for t in tokens)
 
 
 class SurfaceMatcher:
@@ -668,7 +668,7 @@ class DictionaryLinker(SpanLinker):
 
 def mention_regions(doc: Any) -> list[tuple[int, int]]:
     """Character spans of a spaCy doc's named entities (not amounts) and noun chunks, overlaps merged."""
-    spans = [(e.start_char, e.end_char) for e in doc.ents if e.label_ not in _NUMERIC_LABELS]
+    spans = [(e.start_char, e.end_char) for e in doc.ents if e.label_ not in NUMERIC_LABELS]
     if doc.has_annotation("DEP"):
         spans.extend((c.start_char, c.end_char) for c in doc.noun_chunks)
     merged: list[list[int]] = []

@@ -39,6 +39,7 @@ import numpy as np
 
 from cast.errors import ConfigError, DataFormatError
 from cast.models import load_spacy
+from entity.dictionary import NUMERIC_LABELS, stop_words, words
 from entity.kb import DEFAULT_KB, form_of, load_kb
 from entity.linkers import LinkedSpan, SpanLinker, entity_uri
 
@@ -48,7 +49,6 @@ if TYPE_CHECKING:
 
 MAX_WORDS = 5
 MODEL_FILE = Path(__file__).parent / "data" / "wikipedia-linker.json"
-_WORD = re.compile(r"\w+")
 _QUALIFIER = re.compile(r"\(([^()]*)\)\s*$")
 _ENTITY_GROUPS = {
     "PERSON": "person",
@@ -62,7 +62,6 @@ _ENTITY_GROUPS = {
     "EVENT": "work",
     "LANGUAGE": "group",
 }
-_NUMERIC_LABELS = frozenset({"DATE", "TIME", "PERCENT", "MONEY", "QUANTITY", "ORDINAL", "CARDINAL"})
 
 FEATURES = (
     "words",
@@ -216,9 +215,15 @@ class LinkerModel:
         return model
 
     def probabilities(self, candidates: Sequence[Candidate]) -> np.ndarray:
+        """P(link) of each candidate (its anchor features are added first)."""
         self.anchors.add_features(candidates)
-        rows = np.array([[c.features[name] for name in self.features] for c in candidates], dtype=np.float64)
-        return self.ensemble.probabilities(rows.reshape(len(candidates), len(self.features)))
+        return self.ensemble.probabilities(feature_matrix(candidates))
+
+
+def feature_matrix(candidates: Sequence[Candidate]) -> np.ndarray:
+    """The candidates' :data:`FEATURES`, one row each."""
+    rows = [[c.features[name] for name in FEATURES] for c in candidates]
+    return np.array(rows, dtype=np.float64).reshape(len(candidates), len(FEATURES))
 
 
 @lru_cache(maxsize=2)
@@ -228,9 +233,8 @@ def load_model(path: str) -> LinkerModel:
 
 @lru_cache(maxsize=1)
 def _stop_words() -> frozenset[str]:
-    from spacy.lang.en.stop_words import STOP_WORDS
-
-    return frozenset(STOP_WORDS | {"'s", "n't"})
+    # spaCy splits "McDonald's" and "didn't": their pieces are function words too.
+    return stop_words() | {"'s", "n't"}
 
 
 @lru_cache(maxsize=200_000)
@@ -242,8 +246,8 @@ def _zipf(text: str) -> float:
 
 def context_words(texts: Sequence[str]) -> frozenset[str]:
     """The lower-cased words of the conversation so far, plural words also without their ``s``."""
-    words = {word for text in texts for word in _WORD.findall(text.lower())}
-    return frozenset(words | {word[:-1] for word in words if len(word) > 3 and word.endswith("s")})
+    words_said = {word for text in texts for word in words(text)}
+    return frozenset(words_said | {w[:-1] for w in words_said if len(w) > 3 and w.endswith("s")})
 
 
 def sentence_case(title_form: str) -> str:
@@ -268,7 +272,7 @@ class CollectionSenses:
         return cls(load_dictionary(folder), np.diff(np.asarray(offsets)))
 
     def senses(self, form: str) -> list[tuple[str, float]]:
-        key = " ".join(_WORD.findall(form))
+        key = " ".join(words(form))
         return [(self.dictionary.entities[e], c) for e, c in self.dictionary.senses.get(key, [])[:3]]
 
     def passages(self, uri: str) -> int:
@@ -396,23 +400,23 @@ def find_candidates(
     for (first, end), found in raw.items():
         span = doc[first:end]
         head = span[-1]
-        words = end - first
+        length = end - first
         # Spans have at most MAX_WORDS words: the few spans around or inside this one are enumerated.
         longer = any(
             (f, e) in raw
             for f in range(max(end - MAX_WORDS, 0), first + 1)
             for e in range(end, f + MAX_WORDS + 1)
-            if e - f > words
+            if e - f > length
         )
         shorter = any(
-            (f, e) in raw for f in range(first, end) for e in range(f + 1, end + 1) if e - f < words
+            (f, e) in raw for f in range(first, end) for e in range(f + 1, end + 1) if e - f < length
         )
         label = entity_spans.get((first, end)) or entity_tokens.get(head.i, "")
         inside_entity = all(i in entity_tokens for i in range(first, end))
         chunk = chunk_of.get(head.i)
-        surface_words = _WORD.findall(span.text.lower())
+        surface_words = words(span.text)
         features_common = {
-            "words": float(words),
+            "words": float(length),
             "zipf": _zipf(span.text.lower()),
             "zipf_head": _zipf(head.lower_),
             "capitalised": float(all(t.text[:1].isupper() for t in span if t.is_alpha)),
@@ -425,7 +429,7 @@ def find_candidates(
             "has_propn": float(any(t.pos_ == "PROPN" for t in span)),
             "entity_exact": float((first, end) in entity_spans),
             "entity_inside": float(inside_entity),
-            "entity_numeric": float(label in _NUMERIC_LABELS),
+            "entity_numeric": float(label in NUMERIC_LABELS),
             "chunk_exact": float((first, end) in chunks),
             "chunk_root": float(chunk is not None and chunks[chunk] == head.i),
             "chunk_inside": float(chunk is not None and chunk[0] <= first and end <= chunk[1]),
@@ -442,7 +446,7 @@ def find_candidates(
             features_common[f"entity_{name}"] = float(group == name)
         for title, how in found.items():
             qualifier = _QUALIFIER.search(title)
-            bare_words = _WORD.findall(_QUALIFIER.sub("", title))
+            bare_words = words(_QUALIFIER.sub("", title))
             uri = _identifier(title, span, collection)
             features = dict(features_common)
             features.update(
@@ -456,7 +460,7 @@ def find_candidates(
                 title_coverage=len(surface_words) / max(len(bare_words), 1),
                 qualified=float(qualifier is not None),
                 qualifier_in_context=float(
-                    qualifier is not None and bool(set(_WORD.findall(qualifier.group(1))) & context)
+                    qualifier is not None and bool(set(words(qualifier.group(1))) & context)
                 ),
                 entity_seen_before=float(bool(history_lower) and " ".join(bare_words) in history_lower),
             )
@@ -469,9 +473,9 @@ def find_candidates(
 def _related_forms(form: str, title: str) -> float:
     """The share of the form's words that begin (four letters) a word of the title: "sports" -> "sport" 1,
     "music" -> "multiple signal classification" 0."""
-    title_words = {w[:4] for w in _WORD.findall(title)}
-    words = _WORD.findall(form)
-    return sum(w[:4] in title_words for w in words) / max(len(words), 1)
+    title_words = {w[:4] for w in words(title)}
+    form_words = words(form)
+    return sum(w[:4] in title_words for w in form_words) / max(len(form_words), 1)
 
 
 def _identifier(title: str, span: Any, collection: CollectionSenses | None) -> str:
@@ -605,8 +609,7 @@ class WikipediaLinker(SpanLinker):
     ) -> list[list[LinkedSpan]]:
         """Links in each text given what was said before it (``contexts``, e.g. the earlier turns joined)."""
         threshold = self.model.threshold if threshold is None else threshold
-        found = self._link_cached(list(zip(texts, contexts, strict=True)), threshold)
-        return [[span for span in spans if span.confidence >= threshold] for spans in found]
+        return self._link_cached(list(zip(texts, contexts, strict=True)), threshold)
 
     def _link_cached(self, items: list[tuple[str, str]], least: float) -> list[list[LinkedSpan]]:
         inputs = [
@@ -640,7 +643,7 @@ class WikipediaLinker(SpanLinker):
         for candidates in found:
             p = probabilities[position : position + len(candidates)]
             position += len(candidates)
-            kept = decide(candidates, p, least) if candidates else []
+            kept = decide(candidates, p, least)
             out.append([[c.start_char, c.end_char, c.entity, round(q, 6)] for c, q in kept])
         return out
 
