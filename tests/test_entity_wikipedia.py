@@ -25,6 +25,7 @@ from entity.wikipedia import (
     decide,
     load_model,
     sentence_case,
+    share_by_length,
 )
 
 REPO = Path(__file__).resolve().parent.parent
@@ -93,8 +94,13 @@ def test_a_model_for_other_features_is_refused(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def finder(tmp_path_factory):
-    kb = load_kb(str(build_kb(tmp_path_factory.mktemp("kb") / "kb.sqlite", source=FIXTURE, progress=False)))
+def kb_file(tmp_path_factory):
+    return str(build_kb(tmp_path_factory.mktemp("kb") / "kb.sqlite", source=FIXTURE, progress=False))
+
+
+@pytest.fixture(scope="module")
+def finder(kb_file):
+    kb = load_kb(kb_file)
     titles = ["Anthrax", "Anthrax (American band)", "Burger King", "Marie Curie", "Pierre Curie"]
     entities = [entity_uri(t) for t in titles]
     senses = {
@@ -160,6 +166,51 @@ def test_empty_and_long_texts(finder):
     assert finder.candidates([("", ""), ("   ", "")]) == [[], []]
     long_text = "We had lunch at burger king today. " * 300  # ~10k characters, one spaCy doc
     assert len(finder.candidates([(long_text, "")])[0]) >= 300
+
+
+# --- helper processes ----------------------------------------------------------------------------------------
+
+PASSAGES = [
+    "Anthrax is an American thrash metal band from New York City.",
+    "Burger King is a fast food chain; Marie Curie won two Nobel prizes.",
+    "",
+    "Heavy metal music developed in the United Kingdom and the United States.",
+    "Pierre Curie and Marie Curie studied radioactivity in Paris. " * 4,
+    "The symptoms of anthrax depend on the infection.",
+]
+
+
+def test_helper_processes_link_as_this_process_does(kb_file):
+    alone = WikipediaLinker(kb_path=kb_file, entities_dir="none", processes=1)
+    shared = WikipediaLinker(kb_path=kb_file, entities_dir="none", processes=2)
+    try:
+        assert shared.link_batch(PASSAGES) == alone.link_batch(PASSAGES)
+        assert len(shared.helpers._helpers) == 1  # the batch was shared
+        assert any(shared.link_batch(PASSAGES[::-1]))
+    finally:
+        shared.helpers.close()
+
+
+def test_a_helper_that_dies_is_replaced_by_this_process(kb_file):
+    shared = WikipediaLinker(kb_path=kb_file, entities_dir="none", processes=2)
+    shared.link_batch(PASSAGES)
+    helper = shared.helpers._helpers[0].process
+    helper.kill()
+    helper.wait()
+    with pytest.warns(UserWarning, match="helper process died"):
+        found = shared.link_batch(PASSAGES[1:])
+    assert found == WikipediaLinker(kb_path=kb_file, entities_dir="none", processes=1).link_batch(
+        PASSAGES[1:]
+    )
+    assert shared.helpers.processes == 1 and not shared.helpers._helpers
+
+
+def test_share_by_length_keeps_every_item_once():
+    shares = share_by_length([5, 1, 9, 3, 3, 7, 2], 3)
+    assert sorted(n for share in shares for n in share) == list(range(7))
+    totals = [sum([5, 1, 9, 3, 3, 7, 2][n] for n in share) for share in shares]
+    assert totals == sorted(totals) and max(totals) - min(totals) <= 2
+    assert share_by_length([4], 2) == [[0]]
 
 
 # --- the shipped model ---------------------------------------------------------------------------------------
