@@ -155,7 +155,11 @@ def main() -> int:
     for name in args.linkers:
         settings = {"name": name}
         if name == "wikipedia":
-            chosen = (("kb_path", args.kb), ("model_path", args.model), ("processes", args.processes))
+            chosen = (
+                ("kb_path", args.kb),
+                ("model_path", args.model and str(args.model)),
+                ("processes", args.processes),
+            )
             settings.update({k: v for k, v in chosen if v})
         config = {**load_config("offline", [f"index={args.index}"]), "linker": settings, "cache_dir": None}
         linker = Resources(config).stage("linker")
