@@ -54,6 +54,7 @@ import numpy as np
 from cast.errors import CastError, ConfigError, DataFormatError, IndexUnavailableError
 from cast.models import load_spacy
 from cast.records import Passage
+from entity.helpers import HelperProcesses, Rebuild
 from entity.linkers import LinkedSpan, SpanLinker, entity_uri
 from index.collections import read_passages
 
@@ -566,6 +567,9 @@ class DictionaryLinker(SpanLinker):
         entities_dir: the entity resources folder; by default the one beside the configured index.
         max_chars: longer texts are linked in chunks of at most this many characters.
         batch_size: texts per spaCy batch.
+        processes: processes sharing a batch of texts with ``mentions: spacy`` (this one and ``processes - 1``
+            helpers, started on the first batch of at least four texts: :mod:`entity.helpers`); 1 links
+            everything in this process.
     """
 
     name = "dictionary"
@@ -580,9 +584,12 @@ class DictionaryLinker(SpanLinker):
         entities_dir: str | None = None,
         max_chars: int = 10_000,
         batch_size: int = 32,
+        processes: int = 2,
         resources: Resources | None = None,
     ):
         super().__init__(query_confidence, passage_confidence, max_chars)
+        if processes < 1:
+            raise ConfigError(f"linker dictionary: processes must be at least 1, got {processes}")
         if mentions not in MENTIONS:
             raise ConfigError(
                 f"linker dictionary: mentions must be one of {', '.join(MENTIONS)}, got {mentions!r}"
@@ -597,6 +604,17 @@ class DictionaryLinker(SpanLinker):
         self.model = model
         self.batch_size = batch_size
         self.cache = resources.cache if resources is not None else None
+        settings = {
+            "entities_dir": str(self.folder),
+            "mentions": mentions,
+            "model": model,
+            "batch_size": batch_size,
+        }
+        # Matching without spaCy is fast: nothing to share.
+        shared = processes if mentions == "spacy" else 1
+        self.helpers = HelperProcesses(
+            Rebuild("entity.dictionary:DictionaryLinker", settings, "find_here"), shared
+        )
 
     def link_pieces(self, pieces: Sequence[str], kind: str) -> list[list[LinkedSpan]]:
         inputs = [
@@ -638,6 +656,10 @@ class DictionaryLinker(SpanLinker):
         return least <= 0 or self.link_specificity(surface, entity) >= least
 
     def _find(self, texts: Sequence[str]) -> list[list[list]]:
+        return self.helpers.share(texts, [len(text) for text in texts], self.find_here)
+
+    def find_here(self, texts: Sequence[str]) -> list[list[list]]:
+        """Each text's links ``[start, end, entity, commonness]``, found in this process."""
         if self.mentions == "all":
             regions = [[(0, len(text))] for text in texts]
         else:

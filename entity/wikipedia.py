@@ -29,8 +29,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import warnings
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -42,6 +40,7 @@ import numpy as np
 from cast.errors import ConfigError, DataFormatError
 from cast.models import load_spacy
 from entity.dictionary import NUMERIC_LABELS, stop_words, words
+from entity.helpers import HelperProcesses, Rebuild
 from entity.kb import DEFAULT_KB, form_of, load_kb
 from entity.linkers import LinkedSpan, SpanLinker, entity_uri
 
@@ -50,8 +49,6 @@ if TYPE_CHECKING:
     from entity.dictionary import EntityDictionary
 
 MAX_WORDS = 5
-# Fewer texts than this are linked in this process: a helper would cost more than it saves (a query, a few passages).
-PARALLEL_FROM = 4
 MODEL_FILE = Path(__file__).parent / "data" / "wikipedia-linker.json"
 _QUALIFIER = re.compile(r"\(([^()]*)\)\s*$")
 _ENTITY_GROUPS = {
@@ -641,113 +638,6 @@ class CandidateFinder:
         ]
 
 
-@dataclass(frozen=True)
-class LinkingSetup:
-    """Where a process finds what it links with (picklable: a helper process builds its own from it)."""
-
-    kb_path: str
-    entities_dir: str | None
-    model_path: str
-    spacy_model: str
-    batch_size: int
-
-    def build(self) -> tuple[CandidateFinder, LinkerModel]:
-        collection = CollectionSenses.load(Path(self.entities_dir)) if self.entities_dir else None
-        kb = load_kb(self.kb_path)
-        return CandidateFinder(kb, collection, self.spacy_model, self.batch_size), load_model(self.model_path)
-
-
-def link_items(
-    finder: CandidateFinder, model: LinkerModel, items: Sequence[tuple[str, str]], least: float
-) -> list[list[list]]:
-    """Each ``(text, context)``'s links ``[start, end, entity, probability]`` of probability >= ``least``."""
-    found = finder.candidates(items)
-    flat = [c for candidates in found for c in candidates]
-    probabilities = model.probabilities(flat) if flat else np.zeros(0)
-    out, position = [], 0
-    for candidates in found:
-        p = probabilities[position : position + len(candidates)]
-        position += len(candidates)
-        kept = decide(candidates, p, least)
-        out.append([[c.start_char, c.end_char, c.entity, round(q, 6)] for c, q in kept])
-    return out
-
-
-def share_by_length(lengths: Sequence[int], parts: int) -> list[list[int]]:
-    """The item numbers of each of at most ``parts`` shares of about equal total length, lightest share first
-    (longest item first to the lightest share so far).
-
-    >>> share_by_length([10, 10, 10, 40], 2)
-    [[0, 1, 2], [3]]
-    """
-    shares: list[list[int]] = [[] for _ in range(parts)]
-    totals = [0] * parts
-    for number in sorted(range(len(lengths)), key=lambda n: -lengths[n]):
-        lightest = totals.index(min(totals))
-        shares[lightest].append(number)
-        totals[lightest] += lengths[number]
-    order = sorted(range(parts), key=lambda share: totals[share])
-    return [sorted(shares[share]) for share in order if shares[share]]
-
-
-class HelperProcesses:
-    """Processes that link part of each large batch, so a turn's passages use every core (spaCy holds the GIL).
-
-    Each helper is a fresh interpreter (``python -m entity.link_helper``: never a fork, as the parent may run a
-    JVM, and never a re-run of the caller's script) started on the first large batch; it builds its own knowledge
-    base, collection senses, spaCy and model from the :class:`LinkingSetup` and answers requests over its pipes.
-    A helper that dies is replaced by linking in this process, with a warning.
-    """
-
-    def __init__(self, setup: LinkingSetup, processes: int):
-        self.setup = setup
-        self.processes = processes
-        self._helpers: list[Any] = []
-        # Stopped with their owner: a helper would otherwise wait until this process ends.
-        weakref.finalize(self, _stop, self._helpers)
-
-    def link(
-        self, items: Sequence[tuple[str, str]], least: float, here: Callable[[Sequence[tuple[str, str]]], Any]
-    ) -> list[list[list]]:
-        """Links of ``items``, shared out by :func:`share_by_length`: ``here`` (this process) links one share
-        while the helpers link the others."""
-        # This process also cleans, caches and decides: it takes the lightest share.
-        mine, *others = share_by_length([len(text) for text, _ in items], self.processes)
-        helpers = self._started()
-        sent = [
-            helper.send([items[n] for n in share], least)
-            for helper, share in zip(helpers, others, strict=False)
-        ]
-        links: dict[int, list] = dict(zip(mine, here([items[n] for n in mine]), strict=True))
-        for helper, share, ok in zip(helpers, others, sent, strict=False):
-            answer = helper.receive() if ok else None
-            if answer is None:
-                warnings.warn(
-                    "a linking helper process died; linking in this process from now on", stacklevel=2
-                )
-                self.close()
-                self.processes = 1
-                answer = here([items[n] for n in share])
-            links.update(zip(share, answer, strict=True))
-        return [links[n] for n in range(len(items))]
-
-    def _started(self) -> list[Any]:
-        from entity.link_helper import Helper
-
-        while len(self._helpers) < self.processes - 1:
-            self._helpers.append(Helper.start(self.setup))
-        return self._helpers
-
-    def close(self) -> None:
-        _stop(self._helpers)
-
-
-def _stop(helpers: list[Any]) -> None:
-    for helper in helpers:
-        helper.stop()
-    helpers.clear()
-
-
 class WikipediaLinker(SpanLinker):
     """Links names and concepts to Wikipedia-scale vocabulary with a learnt decision (see the module docstring).
 
@@ -762,8 +652,8 @@ class WikipediaLinker(SpanLinker):
         spacy_model: the spaCy pipeline.
         max_chars: longer texts are linked in chunks of at most this many characters.
         batch_size: texts per spaCy batch.
-        processes: processes sharing a batch of passages (this one and ``processes - 1`` helpers, started on the
-            first batch of at least :data:`PARALLEL_FROM` texts); 1 links everything in this process.
+        processes: processes sharing a batch of texts (this one and ``processes - 1`` helpers, started on the
+            first batch of at least four texts: :mod:`entity.helpers`); 1 links everything in this process.
     """
 
     name = "wikipedia"
@@ -799,8 +689,15 @@ class WikipediaLinker(SpanLinker):
         self.collection, self.entities_dir = collection_senses(entities_dir, resources)
         self.spacy_model = spacy_model
         self.finder = CandidateFinder(self.kb, self.collection, spacy_model, batch_size)
-        setup = LinkingSetup(self.kb_path, self.entities_dir, model_file, spacy_model, batch_size)
-        self.helpers = HelperProcesses(setup, processes)
+        settings = {"kb_path": self.kb_path, "entities_dir": self.entities_dir, "model_path": model_file}
+        self.helpers = HelperProcesses(
+            Rebuild(
+                "entity.wikipedia:WikipediaLinker",
+                {**settings, "spacy_model": spacy_model, "batch_size": batch_size},
+                "link_here",
+            ),
+            processes,
+        )
         self.cache = resources.cache if resources is not None else None
 
     def link_pieces(self, pieces: Sequence[str], kind: str) -> list[list[LinkedSpan]]:
@@ -838,12 +735,23 @@ class WikipediaLinker(SpanLinker):
         return [[LinkedSpan(*span) for span in spans] for spans in found]
 
     def _link(self, items: Sequence[tuple[str, str]], least: float) -> list[list[list]]:
-        def here(run: Sequence[tuple[str, str]]) -> list[list[list]]:
-            return link_items(self.finder, self.model, run, least)
+        return self.helpers.share(
+            items, [len(text) for text, _ in items], lambda mine: self.link_here(mine, least), least
+        )
 
-        if len(items) < PARALLEL_FROM or self.helpers.processes == 1:
-            return here(items)
-        return self.helpers.link(items, least, here)
+    def link_here(self, items: Sequence[tuple[str, str]], least: float) -> list[list[list]]:
+        """Each ``(text, context)``'s links ``[start, end, entity, probability]`` of probability >= ``least``,
+        found in this process."""
+        found = self.finder.candidates(items)
+        flat = [c for candidates in found for c in candidates]
+        probabilities = self.model.probabilities(flat) if flat else np.zeros(0)
+        out, position = [], 0
+        for candidates in found:
+            p = probabilities[position : position + len(candidates)]
+            position += len(candidates)
+            kept = decide(candidates, p, least)
+            out.append([[c.start_char, c.end_char, c.entity, round(q, 6)] for c, q in kept])
+        return out
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -227,6 +227,26 @@ def test_spacy_mentions(built: Path):
     ]
 
 
+def test_a_helper_process_links_as_this_process_does(built: Path):
+    texts = [
+        "How far is Mercury from the Sun?",
+        "Paris is lovely in spring.",
+        "",
+        "New York City and Venus.",
+    ] * 2
+    alone, shared = (
+        DictionaryLinker(processes=n, resources=Resources(built.with_name("demo"), Cache(None)))
+        for n in (1, 2)
+    )
+    try:
+        assert shared.link_batch(texts, kind="passage") == alone.link_batch(texts, kind="passage")
+        assert len(shared.helpers._helpers) == 1
+    finally:
+        shared.helpers.close()
+    with pytest.raises(ConfigError, match="processes must be at least 1"):
+        DictionaryLinker(processes=0, resources=Resources(built.with_name("demo"), Cache(None)))
+
+
 def test_cli_builds_links_and_relates(fixtures: Path, tmp_path: Path, capsys):
     import argparse
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from entity.dictionary import EntityDictionary
+from entity.helpers import share_by_length
 from entity.kb import build_kb, load_kb
 from entity.linkers import entity_uri
 from entity.wikipedia import (
@@ -25,7 +26,6 @@ from entity.wikipedia import (
     decide,
     load_model,
     sentence_case,
-    share_by_length,
 )
 
 REPO = Path(__file__).resolve().parent.parent
