@@ -18,7 +18,7 @@ given store::
 
 ``paper-shapes``: the paper profile's models with random weights and the published shapes (T5-base for the
 rewriter, BERT-large for monoBERT), saved to a temporary folder with a synthetic 30k-word tokenizer and run
-through the real stages (:class:`cast.t5_rewriter.T5Rewriter`, :class:`cast.rerank.MonoBERTReranker`). Needs
+through the real stages (:class:`cast.rewrite.t5.T5Rewriter`, :class:`cast.rank.rerank.MonoBERTReranker`). Needs
 only torch and transformers (no index, no download), so it runs on a bare GPU machine::
 
     .venv/bin/python bench/latency.py paper-shapes --device cpu --threads 2 --turns 2

@@ -42,7 +42,7 @@ PUBLISHED_TABLE3: dict[str, tuple[float, float]] = {}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    from cast.evaluate.cli import add_answer_options
+    from cast.commands.evaluate import add_answer_options
     from cast.evaluate.significance import CORRECTIONS
 
     parser = argparse.ArgumentParser(
@@ -122,8 +122,8 @@ def format_table(
 
 
 def main(argv: list[str] | None = None) -> int:
+    from cast.commands.evaluate import answer_options
     from cast.evaluate.answers import read_answers
-    from cast.evaluate.cli import answer_options
     from cast.evaluate.experiment import evaluate_answer_files
     from cast.evaluate.report import compare
 

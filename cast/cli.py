@@ -23,11 +23,11 @@ COMMAND_MODULES = [
     "cast.commands.run",
     "cast.commands.answer",
     "cast.commands.explore",
-    "index.cli",
-    "entity.cli",
-    "cast.evaluate.cli",
-    "entity.explain",
-    "summarize.cli",
+    "cast.commands.index",
+    "cast.commands.entity",
+    "cast.commands.evaluate",
+    "cast.commands.explain",
+    "cast.commands.summarize",
     "cast.commands.validate",
 ]
 

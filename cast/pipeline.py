@@ -14,7 +14,6 @@ from typing import Any
 
 from cast.errors import CastError, ConfigError
 from cast.limits import bounded_history, bounded_ranking, bounded_turn
-from cast.ptkb import NoPTKB, PTKBSelector
 from cast.records import (
     Answer,
     Conversation,
@@ -31,6 +30,7 @@ from cast.records import (
     to_dict,
 )
 from cast.resources import Resources
+from cast.rewrite.ptkb import NoPTKB, PTKBSelector
 from cast.stages import (
     EntityLinker,
     FirstStage,

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cast.errors import CastError, ConfigError
-from cast.fusion import interpolate
+from cast.rank.fusion import interpolate
 from cast.records import EntityMention, Passage, ScoredPassage, Selection
 from cast.stages import PassageSelector, SelectionInput
 from cast.text import count_words, split_sentences

@@ -34,7 +34,7 @@ import numpy as np
 
 from cast.atomic import atomic_path, write_lines_atomic, write_text_atomic
 from cast.errors import CastError, ConfigError
-from cast.rerank import passage_text
+from cast.rank.rerank import passage_text
 from index.collections import collection_formats, read_duplicates, read_passages
 
 log = logging.getLogger(__name__)
@@ -152,7 +152,7 @@ class PassageEmbeddings:
 
         Args:
             docids: passage ids.
-            texts: the text the re-ranker embeds for each (:func:`cast.rerank.passage_text`); a passage whose
+            texts: the text the re-ranker embeds for each (:func:`cast.rank.rerank.passage_text`); a passage whose
                 stored text fingerprint differs is reported not found.
 
         Returns:
@@ -258,7 +258,7 @@ def build_embeddings(
             :func:`index.collections.read_passages`).
         store_dir: the store folder (:func:`store_path` of the index).
         settings: the encoder's settings, recorded in the manifest; the text embedded is
-            :func:`cast.rerank.passage_text` with ``settings.with_title``.
+            :func:`cast.rank.rerank.passage_text` with ``settings.with_title``.
         embed: unit-length float32 embeddings ``[len(texts), dimension]`` of a list of texts.
         dimension: the embedding dimension.
         fmt: the input format (``None``: detected per file).

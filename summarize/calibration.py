@@ -4,7 +4,7 @@ The paper tunes each model's ``min_length`` so that its answers average 50 (or 7
 average words against ``min_length``). :func:`calibrate_min_length` sweeps a grid of minimum lengths, then bisects
 between the two grid points that bracket the target, and keeps the evaluated value whose average is closest to
 it. The search only needs a function from a minimum length to an average word count, so it is tested with a fake
-generator; ``cast calibrate`` (``summarize.cli``) plugs in a real one.
+generator; ``cast calibrate`` (``cast.commands.summarize``) plugs in a real one.
 """
 
 from __future__ import annotations

@@ -250,7 +250,7 @@ def test_a_helper_process_links_as_this_process_does(built: Path):
 def test_cli_builds_links_and_relates(fixtures: Path, tmp_path: Path, capsys):
     import argparse
 
-    from entity import cli
+    from cast.commands import entity as cli
 
     parser = argparse.ArgumentParser(prog="cast")
     cli.add_parser(parser.add_subparsers(dest="command"))

@@ -198,8 +198,8 @@ def truncated_postings(index: Path) -> None:
 def test_a_damaged_index_is_one_line_naming_it_and_the_rebuild(core_index, tmp_path, damage):
     from cast import jvm
     from cast.errors import IndexUnavailableError
+    from cast.rank.first_stage import LMDFirstStage
     from cast.resources import Resources
-    from cast.retrieval import LMDFirstStage
 
     index = damaged_copy(core_index, tmp_path, damage)
     with pytest.raises(IndexUnavailableError) as caught:
@@ -669,9 +669,9 @@ def test_every_per_turn_input_is_bounded_and_the_turn_says_so(core_index):
 
 
 def test_a_turns_reranking_scores_do_not_depend_on_its_batch(core_index, one_torch_thread):
+    from cast.rank.first_stage import LMDFirstStage
     from cast.registry import build_stage
     from cast.resources import Resources
-    from cast.retrieval import LMDFirstStage
 
     resources = Resources({"index": str(core_index)})
     first_stage = LMDFirstStage(resources)

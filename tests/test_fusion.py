@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cast.fusion import interpolate, normalise
+from cast.rank.fusion import interpolate, normalise
 
 
 def test_minmax_maps_to_the_unit_interval():

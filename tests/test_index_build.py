@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from cast.commands import index as cli
 from cast.errors import CastError, DataFormatError
+from cast.rank.first_stage import LMDFirstStage
 from cast.records import Passage
 from cast.resources import Resources
-from cast.retrieval import LMDFirstStage
-from index import cli
 from index.build import IndexSummary, _read_ahead, build_index, index_stats, raw_document
 
 # The fixture's five non-empty passages hold 38 tokens after analysis (stop words removed, Krovetz stems);

@@ -14,9 +14,9 @@ import pytest
 
 from cast.cli import main as cast_main
 from cast.errors import CastError, ConfigError
+from cast.rank.rerank import passage_text
 from cast.records import Passage, ScoredPassage
 from cast.registry import build_stage
-from cast.rerank import passage_text
 from cast.resources import Resources
 from index.build import build_index
 from index.collections import read_passages

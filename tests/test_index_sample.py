@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from cast.rank.first_stage import LMDFirstStage
 from cast.resources import Resources
-from cast.retrieval import LMDFirstStage
 from index.build import build_index
 from index.collections import read_passages
 

@@ -7,7 +7,7 @@ CRASHED_BEFORE = """
 import numpy as np
 from cast import jvm
 from cast.resources import Resources
-from cast.retrieval import LMDFirstStage
+from cast.rank.first_stage import LMDFirstStage
 
 LMDFirstStage(Resources({"index": sys.argv[1]})).search("glasgow")
 matrix = np.random.default_rng(0).random((300, 300)) + 300 * np.eye(300)
@@ -28,7 +28,7 @@ def test_numpy_linear_algebra_survives_a_running_jvm(core_index):
 def test_searching_writes_no_java_warnings(core_index):
     # Java 23+ warned on stderr about Lucene's sun.misc.Unsafe use and its MMapDirectory on every command.
     code = (
-        "import sys\nfrom cast.resources import Resources\nfrom cast.retrieval import LMDFirstStage\n"
+        "import sys\nfrom cast.resources import Resources\nfrom cast.rank.first_stage import LMDFirstStage\n"
         "print(len(LMDFirstStage(Resources({'index': sys.argv[1]})).search('glasgow')))"
     )
     proc = subprocess.run(

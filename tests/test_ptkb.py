@@ -7,10 +7,10 @@ import tiny_models
 
 from cast.errors import ConfigError
 from cast.evaluate.ptkb import evaluate_ptkb, ptkb_qrels, ptkb_rankings
-from cast.ptkb import bm25_scores
 from cast.records import Conversation, PastTurn, PTKBStatement, Rewrite, Turn
 from cast.registry import build_stage
 from cast.resources import Resources
+from cast.rewrite.ptkb import bm25_scores
 
 STATEMENTS = (
     PTKBStatement("1", "I live in the Netherlands."),
@@ -146,7 +146,7 @@ def test_a_selection_survives_the_answers_file_round_trip(tmp_path):
 
 
 def test_as_context_the_statements_are_the_rewriters_latest_earlier_turn(tmp_path):
-    from cast.t5_rewriter import build_input
+    from cast.rewrite.t5 import build_input
 
     selector = stage(tmp_path, name="bm25", k=1, rewrite="context")
     chosen = selector.select(STATEMENTS, HISTORY, TURN)

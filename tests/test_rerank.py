@@ -9,9 +9,9 @@ import pytest
 import tiny_models
 
 from cast.errors import ConfigError, ModelUnavailableError
+from cast.rank.rerank import passage_text, rank_head, relevance_probability, reorder
 from cast.records import Passage, ScoredPassage
 from cast.registry import build_stage
-from cast.rerank import passage_text, rank_head, relevance_probability, reorder
 from cast.resources import Resources
 
 

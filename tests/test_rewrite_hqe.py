@@ -8,7 +8,10 @@ import math
 import pytest
 
 from cast.errors import ConfigError, ModelUnavailableError
-from cast.hqe import (
+from cast.records import PastTurn, Turn
+from cast.registry import build_stage
+from cast.resources import Resources
+from cast.rewrite.hqe import (
     Keyword,
     bm25_idf,
     expansion_keywords,
@@ -16,9 +19,6 @@ from cast.hqe import (
     salient_keywords,
     split_keywords,
 )
-from cast.records import PastTurn, Turn
-from cast.registry import build_stage
-from cast.resources import Resources
 
 # Document frequencies in the fixture (N = 20): throat 1, lung 1, treatable 2, symptoms 2, cancer 5, disease 10.
 FIXTURE_PASSAGES = [

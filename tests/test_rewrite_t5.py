@@ -12,7 +12,7 @@ from cast.errors import ConfigError, ModelUnavailableError
 from cast.records import Passage, PastTurn, Turn
 from cast.registry import build_stage
 from cast.resources import Resources
-from cast.t5_rewriter import ModelInput, build_input, keep_newest
+from cast.rewrite.t5 import ModelInput, build_input, keep_newest
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -235,7 +235,7 @@ def test_paper_format_with_a_castorini_checkpoint_warns_at_start_up(tiny_t5, tmp
     import shutil
 
     canard = shutil.copytree(tiny_t5, tmp_path / "t5-base-canard")
-    with caplog.at_level("WARNING", logger="cast.t5_rewriter"):
+    with caplog.at_level("WARNING", logger="cast.rewrite.t5"):
         build_t5(canard, input_format="castorini")
         assert not caplog.records
         build_t5(canard, input_format="paper")

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
+from cast.commands import explain
 from cast.errors import CastError, DataFormatError
 from cast.records import EntityMention, Passage, ScoredPassage, to_dict
 from cast.stages import SelectionInput
-from entity import explain
 from entity.selection import EntityGraphSelector, OriginalOrderSelector
 
 DBPEDIA = "http://dbpedia.org/resource/"

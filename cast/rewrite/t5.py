@@ -26,7 +26,7 @@ from typing import Any
 from cast.errors import ConfigError
 from cast.records import PastTurn, Rewrite, Turn
 from cast.resources import Resources
-from cast.rewrite import require_text
+from cast.rewrite.baselines import require_text
 from cast.stages import Rewriter
 
 INPUT_FORMATS = ("castorini", "paper")

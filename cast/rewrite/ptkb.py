@@ -253,7 +253,7 @@ class CrossEncoderPTKB(PTKBSelector):
         allow_download: bool = False,
         **settings: Any,
     ):
-        from cast.rerank import CrossEncoderReranker
+        from cast.rank.rerank import CrossEncoderReranker
 
         if model is None:
             raise ConfigError("ptkb cross_encoder needs `model`: a cross-encoder folder or Hugging Face id")

@@ -1,6 +1,6 @@
 """Baseline query formulations: the raw utterance, the manual rewrite (oracle), the topic file's automatic one.
 
-Learned rewriters live in :mod:`cast.t5_rewriter` and :mod:`cast.hqe`.
+Learned rewriters live in :mod:`cast.rewrite.t5` and :mod:`cast.rewrite.hqe`.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from cast.errors import ConfigError, ModelUnavailableError
 from cast.models import load_spacy
 from cast.records import PastTurn, Rewrite, Turn
 from cast.resources import Resources
-from cast.rewrite import require_text
+from cast.rewrite.baselines import require_text
 from cast.stages import Rewriter
 from cast.text import word_tokens
 

@@ -10,7 +10,7 @@
 pipeline appends the first-stage rest below it. Ties keep the first-stage order.
 
 Every re-ranker can also interpolate its score with the first stage's (``first_stage_weight`` > 0: linear fusion
-of per-query normalised scores, :func:`cast.fusion.interpolate`). Lexical and dense scores fail on different
+of per-query normalised scores, :func:`cast.rank.fusion.interpolate`). Lexical and dense scores fail on different
 passages, so the fusion beats both alone; the offline profile uses it (see bench/RESULTS.md, issue 3).
 """
 
@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from cast.errors import ConfigError
-from cast.fusion import NORMALISATIONS, interpolate
+from cast.rank.fusion import NORMALISATIONS, interpolate
 from cast.records import Passage, ScoredPassage
 from cast.resources import Resources
 from cast.stages import Reranker

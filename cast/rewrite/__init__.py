@@ -1,0 +1,2 @@
+"""Stages before retrieval: PTKB statement selection and query rewriting (raw, manual, automatic, HQE,
+T5)."""
