@@ -9,6 +9,9 @@ load), and each backend's cosine to torch's embeddings (min / mean)::
     .venv/bin/python bench/encoders.py speed --passages 20000 --rounds 1 --backends onnx-int8   # a store's rate
 
 A backend is ``torch``, ``onnx``, ``onnx-int8`` or ``openvino``, optionally with ``@THREADS`` (``onnx-int8@1``).
+Several ``--batch-size`` values put every backend at every size into the rotation::
+
+    .venv/bin/python bench/encoders.py speed --passages 500 --rounds 4 --backends onnx-int8 --batch-size 8 16 32 64 128
 
 ``rerank``: the offline profile's bi-encoder re-ranking (fused with LMD) of the top ``--depth`` LMD passages of
 the CAsT 2022 dev turns (manual rewrites by default), once per backend: MRR and nDCG@3 against torch's, Kendall
@@ -67,7 +70,8 @@ def command_speed(args: argparse.Namespace) -> int:
     texts = [passage_text(p, True) for p in passages]
     words = statistics.mean(len(t.split()) for t in texts)
     print(
-        f"{len(texts)} passages of {args.input.name} from #{args.offset} ({words:.1f} words), batch {args.batch_size}"
+        f"{len(texts)} passages of {args.input.name} from #{args.offset} ({words:.1f} words), "
+        f"batch {' / '.join(map(str, args.batch_size))}"
     )
     print(f"torch threads {args.torch_threads}; {load_average()}")
     encoders = {
@@ -76,14 +80,21 @@ def command_speed(args: argparse.Namespace) -> int:
         )
         for spec in args.backends
     }
-    rates: dict[str, list[float]] = {spec: [] for spec in encoders}
+    # Several batch sizes: each backend at each size is one contestant of the rotation ("onnx-int8/b16").
+    contestants = {
+        (spec if len(args.batch_size) == 1 else f"{spec}/b{size}"): (spec, size)
+        for spec in encoders
+        for size in args.batch_size
+    }
+    rates: dict[str, list[float]] = {label: [] for label in contestants}
     vectors: dict[str, Any] = {}
-    specs = list(encoders)
+    specs = list(contestants)
     for number in range(args.rounds):
-        for spec in specs[number % len(specs) :] + specs[: number % len(specs)]:
+        for label in specs[number % len(specs) :] + specs[: number % len(specs)]:
+            spec, size = contestants[label]
             start = time.perf_counter()
-            vectors[spec] = encoders[spec].embed(texts, args.batch_size)
-            rates[spec].append(len(texts) / (time.perf_counter() - start))
+            vectors[label] = encoders[spec].embed(texts, size)
+            rates[label].append(len(texts) / (time.perf_counter() - start))
         print(
             f"round {number + 1}: "
             + ", ".join(f"{s} {rates[s][-1]:.1f}/s" for s in specs)
@@ -180,7 +191,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     speed.add_argument(
         "--rounds", type=int, default=3, help="rounds, each backend once per round (default 3)"
     )
-    speed.add_argument("--batch-size", type=int, default=64, help="texts per forward pass (default 64)")
+    speed.add_argument(
+        "--batch-size",
+        type=int,
+        nargs="+",
+        default=[64],
+        help="texts per forward pass (default 64; several: compared)",
+    )
     speed.add_argument("--max-seq-length", type=int, default=256, help="tokens per text (default 256)")
     speed.add_argument(
         "--exports",
