@@ -36,3 +36,26 @@ def test_sharded_entity_dictionary_equals_the_local_one(
     )
     for name in (dictionary.DICTIONARY_FILE, dictionary.OFFSETS_FILE, dictionary.PASSAGES_FILE):
         assert (sharded / name).read_bytes() == (local / name).read_bytes(), name
+
+
+@pytest.mark.slow
+def test_embeddings_built_on_ray_equal_the_local_ones(
+    ray_runtime, fixtures: Path, tmp_path: Path, monkeypatch
+):
+    from cast.cli import main as cast_main
+    from index.build import build_index
+    from index.embeddings import store_path
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    collection = fixtures / "index" / "passages.jsonl"  # 7 passages, 2 without text: 4 chunks
+    stores = []
+    for name, ray in (("local", []), ("ray", ["--ray", "--ray-workers", "2"])):
+        index = tmp_path / name / "ix"
+        build_index([collection], index, threads=1, progress=False)
+        argv = ["index", "embed", "--index", str(index), "--input", str(collection), "--chunk-size", "2"]
+        assert cast_main([*argv, "--device", "cpu", *ray]) == 0
+        stores.append(store_path(index))
+    local, sharded = stores
+    assert sorted(p.name for p in sharded.iterdir()) == sorted(p.name for p in local.iterdir())
+    for file in local.iterdir():
+        assert (sharded / file.name).read_bytes() == file.read_bytes(), file.name
