@@ -108,6 +108,7 @@ def connect(options: RayOptions) -> Any:
         if options.address == "local":
             ray.init(include_dashboard=False, log_to_driver=True)
         else:
+            _check_reachable(options.address)  # Ray itself retries an unreachable head for minutes
             ray.init(address=options.address, log_to_driver=True)
     except (ConnectionError, RuntimeError, ValueError, TimeoutError) as e:
         raise CastError(
@@ -116,6 +117,17 @@ def connect(options: RayOptions) -> Any:
             "pass --ray auto on one of them (or --ray HEAD:6379), or run on this machine alone with --ray local"
         ) from e
     return ray
+
+
+def _check_reachable(address: str, seconds: float = 5.0) -> None:
+    """A ConnectionError unless something listens at a ``HOST:PORT`` or ``ray://HOST:PORT`` address."""
+    host, colon, port = address.removeprefix("ray://").rpartition(":")
+    if not colon or not port.isdigit():
+        return  # `auto`, or a form Ray resolves itself
+    try:
+        socket.create_connection((host, int(port)), timeout=seconds).close()
+    except OSError as e:
+        raise ConnectionError(f"nothing answers at {host}:{port}: {e.strerror or e}") from e
 
 
 def require_path(path: str | Path, what: str, setting: str) -> Path:
@@ -176,8 +188,9 @@ class WorkerPool:
             max_restarts=RETRIES,
             max_task_retries=RETRIES,
         )
-        worker_ref = self.ray.put(worker)  # shipped once, not once per actor
-        self.actors = [actor.remote(worker_ref) for _ in range(options.workers)]
+        # Shipped once, not once per actor; held for as long as the pool, since a restarted actor reads it again.
+        self.worker_ref = self.ray.put(worker)
+        self.actors = [actor.remote(self.worker_ref) for _ in range(options.workers)]
 
     def call_all(self, method: str, *args: Any) -> list[Any]:
         """``worker.method(*args)`` on every actor (e.g. to build each one's models before the first item)."""
