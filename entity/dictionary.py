@@ -36,12 +36,14 @@ entity graph.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import os
 import re
 import shutil
 import time
+from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -59,6 +61,7 @@ from entity.linkers import LinkedSpan, SpanLinker, entity_uri
 from index.collections import read_passages
 
 if TYPE_CHECKING:
+    from cast.cluster import RayOptions
     from cast.resources import Resources
     from entity.relatedness import InLinkArrays
 
@@ -318,6 +321,7 @@ def build_entity_resources(
     output: str | Path | None = None,
     fmt: str | None = None,
     progress: bool = True,
+    ray: RayOptions | None = None,
 ) -> Path:
     """Build the entity dictionary and the passage postings of a collection; return their folder.
 
@@ -329,6 +333,8 @@ def build_entity_resources(
         output: another folder for the resources (instead of beside ``index_dir``).
         fmt: the collection format (see :func:`index.collections.read_passages`); detected by default.
         progress: show progress bars.
+        ray: scan the collection's passages for mentions on Ray workers (the titles are read here); the files
+            written are the same.
 
     Raises:
         IndexUnavailableError: there is no index at ``index_dir``.
@@ -367,9 +373,9 @@ def build_entity_resources(
     for key, entity in tentative:
         pattern = re.compile(rf"\b{re.escape(key)}\b")  # the name in lower case, as a common word
         lower_case_checks.setdefault(entity, []).append((form_ids[key], pattern))
-    mentions_passage, mentions_form, self_counts, lower_case_uses = _scan(
-        passages(), SurfaceMatcher(keys), senses, article_of, lower_case_checks, progress
-    )
+    found = _scan(passages(), MentionScanner(keys, senses, lower_case_checks), article_of, ray, progress)
+    mentions_passage, mentions_form = found.passages, found.forms
+    self_counts, lower_case_uses = found.self_counts, found.lower_case_uses
 
     # A name-derived alias ("Curie" for "Marie Curie") is kept only where the article itself uses it often, and
     # as a name: seldom in lower case ("conference" of "Wannsee Conference" is a common word).
@@ -481,49 +487,135 @@ def _surface_forms(titles: Sequence[str]) -> tuple[dict[str, list[int]], set[tup
     return forms, tentative
 
 
+# Passages per chunk of the mention scan: a Ray call's share, and what a progress bar step counts.
+SCAN_CHUNK = 5_000
+
+
+@dataclass(frozen=True)
+class PassageChunk:
+    """Consecutive passages of the collection, as the mention scan reads them.
+
+    Attributes:
+        first: the number of the first passage (passages are numbered in collection order).
+        texts: the passages' texts.
+        articles: the entity number of each passage's own article (-1: none).
+    """
+
+    first: int
+    texts: tuple[str, ...]
+    articles: np.ndarray
+
+
+@dataclass
+class MentionCounts:
+    """What the mention scan found (of a chunk, or of the whole collection once merged).
+
+    Attributes:
+        passages: the passage number of each (passage, form) mention, in passage order.
+        forms: the form id of each mention.
+        self_counts: per (form, entity), the passages of the entity's own article that use the form.
+        lower_case_uses: per (form, entity) of the lower-case checks, the passages of the article where the form
+            is written in lower case (a name used as a common word).
+    """
+
+    passages: np.ndarray
+    forms: np.ndarray
+    self_counts: Counter
+    lower_case_uses: Counter
+
+    @classmethod
+    def merge(cls, parts: Iterable[MentionCounts]) -> MentionCounts:
+        """The counts of consecutive chunks, given in collection order."""
+        parts = list(parts)
+        merged = cls(
+            np.concatenate([p.passages for p in parts] or [np.zeros(0, np.int32)]),
+            np.concatenate([p.forms for p in parts] or [np.zeros(0, np.int32)]),
+            Counter(),
+            Counter(),
+        )
+        for part in parts:
+            merged.self_counts.update(part.self_counts)
+            merged.lower_case_uses.update(part.lower_case_uses)
+        return merged
+
+
+class MentionScanner:
+    """Finds every surface form in a :class:`PassageChunk` (one worker's share of the collection scan).
+
+    Picklable and small (its matcher is built on first use), so Ray ships it to each worker once.
+
+    Args:
+        keys: the surface keys, by form id.
+        senses: per form id, the entity numbers it may name.
+        lower_case_checks: per article (entity number), ``(form id, pattern)`` of its names to look for in lower
+            case.
+    """
+
+    def __init__(
+        self,
+        keys: Sequence[str],
+        senses: Sequence[Sequence[int]],
+        lower_case_checks: dict[int, list[tuple[int, re.Pattern]]],
+    ):
+        self.keys = list(keys)
+        self.senses = [frozenset(s) for s in senses]
+        self.lower_case_checks = lower_case_checks
+        self._matcher: SurfaceMatcher | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_matcher": None}
+
+    def __call__(self, chunk: PassageChunk) -> MentionCounts:
+        if self._matcher is None:
+            self._matcher = SurfaceMatcher(self.keys)
+        mention_passages = array("i")
+        mention_forms = array("i")
+        self_counts: Counter = Counter()
+        lower_case_uses: Counter = Counter()
+        for number, (text, article) in enumerate(zip(chunk.texts, chunk.articles.tolist(), strict=True)):
+            found = {form for _, _, form in self._matcher.matches(words(text))}
+            for form in found:
+                mention_passages.append(chunk.first + number)
+                mention_forms.append(form)
+                if article >= 0 and article in self.senses[form]:
+                    self_counts[(form, article)] += 1
+            for form, pattern in self.lower_case_checks.get(article, ()):
+                if pattern.search(text):
+                    lower_case_uses[(form, article)] += 1
+        return MentionCounts(
+            np.frombuffer(mention_passages, dtype=np.int32),
+            np.frombuffer(mention_forms, dtype=np.int32),
+            self_counts,
+            lower_case_uses,
+        )
+
+
 def _scan(
     passages: Iterable[Passage],
-    matcher: SurfaceMatcher,
-    senses: list[list[int]],
+    scanner: MentionScanner,
     article_of: np.ndarray,
-    lower_case_checks: dict[int, list[tuple[int, re.Pattern]]],
+    ray: RayOptions | None,
     progress: bool,
-) -> tuple[np.ndarray, np.ndarray, Counter, Counter]:
-    """Every (passage, form) mention in the collection; per (form, entity) the passages of the entity's own
-    article that use the form; and per (form, entity) of ``lower_case_checks`` (article -> (form, pattern))
-    the passages of the article where the pattern occurs (a name written in lower case)."""
-    from array import array
-
+) -> MentionCounts:
+    """The mentions of the whole collection: chunks scanned here, or on Ray workers, merged in order."""
     from tqdm import tqdm
 
-    mention_passages = array("i")
-    mention_forms = array("i")
-    self_counts: Counter = Counter()
-    lower_case_uses: Counter = Counter()
-    passages = tqdm(
-        passages,
-        desc="entity mentions",
-        unit=" passages",
-        total=len(article_of),
-        disable=not progress,
-    )
-    for number, passage in enumerate(passages):
-        found = {form for _, _, form in matcher.matches(words(passage.text))}
-        article = int(article_of[number])
-        for form in found:
-            mention_passages.append(number)
-            mention_forms.append(form)
-            if article >= 0 and article in senses[form]:
-                self_counts[(form, article)] += 1
-        for form, pattern in lower_case_checks.get(article, ()):
-            if pattern.search(passage.text):
-                lower_case_uses[(form, article)] += 1
-    return (
-        np.frombuffer(mention_passages, dtype=np.int32),
-        np.frombuffer(mention_forms, dtype=np.int32),
-        self_counts,
-        lower_case_uses,
-    )
+    from cast.cluster import map_in_order
+
+    def chunks() -> Iterator[PassageChunk]:
+        passage_iter = iter(passages)
+        for first in itertools.count(0, SCAN_CHUNK):
+            texts = tuple(p.text for p in itertools.islice(passage_iter, SCAN_CHUNK))
+            if not texts:
+                return
+            yield PassageChunk(first, texts, article_of[first : first + len(texts)])
+
+    parts = []
+    with tqdm(desc="entity mentions", unit=" passages", total=len(article_of), disable=not progress) as bar:
+        for chunk, counts in map_in_order(scanner, chunks(), ray):
+            parts.append(counts)
+            bar.update(len(chunk.texts))
+    return MentionCounts.merge(parts)
 
 
 def _write_folder(folder: Path, data: dict[str, Any], arrays: InLinkArrays) -> None:

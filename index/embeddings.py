@@ -25,10 +25,10 @@ import json
 import logging
 import shutil
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,6 +36,9 @@ from cast.atomic import atomic_path, write_lines_atomic, write_text_atomic
 from cast.errors import CastError, ConfigError
 from cast.rank.rerank import passage_text
 from index.collections import collection_formats, read_duplicates, read_passages
+
+if TYPE_CHECKING:
+    from cast.cluster import RayOptions
 
 log = logging.getLogger(__name__)
 
@@ -235,6 +238,65 @@ def store_for_reranker(
     return store
 
 
+@dataclass(frozen=True)
+class EmbeddingChunk:
+    """One part's passages: ``size`` read from the collection, of which those with text have ``ids`` and
+    ``texts`` (the text embedded)."""
+
+    size: int
+    ids: tuple[str, ...]
+    texts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _ChunkEmbedder:
+    """The vectors of a chunk's texts, checked to be ``[len(texts), dimension]`` float32."""
+
+    embed: Callable[[list[str]], Any]
+    dimension: int
+
+    def __call__(self, chunk: EmbeddingChunk) -> np.ndarray:
+        if not chunk.texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        vectors = np.asarray(self.embed(list(chunk.texts)), dtype=np.float32)
+        if vectors.shape != (len(chunk.texts), self.dimension):
+            raise CastError(
+                f"the encoder returned vectors of shape {vectors.shape}, expected "
+                f"({len(chunk.texts)}, {self.dimension})"
+            )
+        return vectors
+
+
+class RerankerEncoder:
+    """The passage encoder of a config's bi-encoder re-ranker, built where it is first used (on a Ray worker:
+    there, once), so that only the config travels.
+
+    Args:
+        config: the pipeline config (its ``device``, ``encoder`` and ``cache_dir`` apply).
+        section: the ``reranker`` section to build.
+    """
+
+    def __init__(self, config: dict[str, Any], section: dict[str, Any]):
+        self.config = config
+        self.section = section
+        self._reranker: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_reranker": None}
+
+    @property
+    def reranker(self) -> Any:
+        if self._reranker is None:
+            from cast.registry import build_stage
+            from cast.resources import Resources
+
+            self._reranker = build_stage("reranker", self.section, Resources(self.config))
+        return self._reranker
+
+    def __call__(self, texts: list[str]) -> Any:
+        return self.reranker.embed(texts)
+
+
 def build_embeddings(
     inputs: str | Path | Iterable[str | Path],
     store_dir: str | Path,
@@ -248,6 +310,7 @@ def build_embeddings(
     chunk_size: int = 2048,
     overwrite: bool = False,
     progress: bool = True,
+    ray: RayOptions | None = None,
 ) -> EmbeddingSummary:
     """Embed the passages of ``inputs`` into the store ``store_dir``, resuming an interrupted build.
 
@@ -259,7 +322,8 @@ def build_embeddings(
         store_dir: the store folder (:func:`store_path` of the index).
         settings: the encoder's settings, recorded in the manifest; the text embedded is
             :func:`cast.rank.rerank.passage_text` with ``settings.with_title``.
-        embed: unit-length float32 embeddings ``[len(texts), dimension]`` of a list of texts.
+        embed: unit-length float32 embeddings ``[len(texts), dimension]`` of a list of texts; with ``ray``, a
+            picklable object that loads its model where it is first called (:class:`RerankerEncoder`).
         dimension: the embedding dimension.
         fmt: the input format (``None``: detected per file).
         duplicates: the CAsT duplicate list the index was built with (its passages are left out here too).
@@ -268,6 +332,8 @@ def build_embeddings(
         chunk_size: passages per part file; an interruption loses at most one chunk's work.
         overwrite: discard a store (complete or not) already at ``store_dir``.
         progress: show a tqdm progress bar.
+        ray: embed the chunks on Ray workers (the collection is read, and the parts written, here); the store
+            is the same.
 
     Raises:
         CastError: a store at ``store_dir`` was built from other inputs or with other settings (and not
@@ -322,8 +388,17 @@ def build_embeddings(
         with np.load(part) as data:
             resumed += len(data["hashes"])
     passages = itertools.islice(read_passages(files, fmt, dropped), len(done) * chunk_size, None)
+
+    def chunks() -> Iterator[EmbeddingChunk]:
+        while chunk := list(itertools.islice(passages, chunk_size)):
+            kept = [p for p in chunk if p.text.strip()]
+            texts = tuple(passage_text(p, settings.with_title) for p in kept)
+            yield EmbeddingChunk(len(chunk), tuple(p.id for p in kept), texts)
+
     embedded = 0
     from tqdm import tqdm
+
+    from cast.cluster import map_in_order
 
     with tqdm(
         desc=f"embedding {store_dir.name}",
@@ -333,26 +408,18 @@ def build_embeddings(
         disable=not progress,
         smoothing=0.1,
     ) as bar:
-        for number in itertools.count(len(done)):
-            chunk = list(itertools.islice(passages, chunk_size))
-            if not chunk:
-                break
-            kept = [p for p in chunk if p.text.strip()]
-            texts = [passage_text(p, settings.with_title) for p in kept]
-            vectors = np.asarray(embed(texts), dtype=np.float32) if texts else np.zeros((0, dimension))
-            if vectors.shape != (len(texts), dimension):
-                raise CastError(
-                    f"the encoder returned vectors of shape {vectors.shape}, expected ({len(texts)}, {dimension})"
-                )
+        # Parts are written here, in order, whether the vectors come from this process or from Ray workers.
+        embedded_chunks = map_in_order(_ChunkEmbedder(embed, dimension), chunks(), ray)
+        for number, (chunk, vectors) in enumerate(embedded_chunks, start=len(done)):
             with atomic_path(parts_dir / f"part-{number:06d}.npz") as tmp, tmp.open("wb") as file:
                 np.savez(
                     file,
                     embeddings=vectors.astype(np.float16),
-                    docids=np.array([p.id for p in kept], dtype=str),
-                    hashes=np.array([fingerprint(t) for t in texts], dtype=np.uint64),
+                    docids=np.array(chunk.ids, dtype=str),
+                    hashes=np.array([fingerprint(t) for t in chunk.texts], dtype=np.uint64),
                 )
-            embedded += len(texts)
-            bar.update(len(chunk))
+            embedded += len(chunk.texts)
+            bar.update(chunk.size)
     count = _assemble(store_dir, manifest)
     seconds = time.perf_counter() - started
     log.info("embedded %d passages (%d resumed) into %s in %.1f s", embedded, resumed, store_dir, seconds)

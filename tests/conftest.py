@@ -52,3 +52,23 @@ def core_index(tmp_path_factory) -> Path:
     index_dir = tmp_path_factory.mktemp("core") / "index"
     build_index([FIXTURES / "core" / "corpus.jsonl"], index_dir, threads=1)
     return index_dir
+
+
+@pytest.fixture(scope="session")
+def ray_runtime():
+    """One local Ray runtime (2 CPUs) for every test that scales out; its start-up takes seconds."""
+    import os
+
+    import ray
+
+    # Its workers import the toolkit from this checkout, as this process does.
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        object_store_memory=200 * 2**20,
+        runtime_env={"env_vars": {"PYTHONPATH": path}},
+    )
+    yield ray
+    ray.shutdown()

@@ -13,6 +13,7 @@ import argparse
 import json
 import time
 
+from cast.cluster import add_ray_arguments, ray_options
 from cast.commands.common import add_config_arguments, config_from_args
 from index.collections import FORMATS
 
@@ -35,6 +36,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument(
         "--format", dest="fmt", choices=FORMATS, help="the collection format (default: detected per file)"
     )
+    add_ray_arguments(build)
     build.set_defaults(func=main_dictionary)
 
     kb = commands.add_parser(
@@ -69,7 +71,9 @@ def main_dictionary(args: argparse.Namespace) -> int:
     from entity.dictionary import build_entity_resources
 
     started = time.perf_counter()
-    folder = build_entity_resources(args.index, args.input, output=args.output, fmt=args.fmt)
+    folder = build_entity_resources(
+        args.index, args.input, output=args.output, fmt=args.fmt, ray=ray_options(args)
+    )
     print(f"entity resources written to {folder} in {time.perf_counter() - started:.0f} s")
     return 0
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from cast.cluster import add_ray_arguments, ray_options
 from index.collections import FORMATS
 
 
@@ -73,6 +74,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="passages per saved part (the most an interruption loses)",
     )
     embed.add_argument("--overwrite", action="store_true", help="discard an existing store and start again")
+    add_ray_arguments(embed)
     embed.set_defaults(func=embed_main)
 
     stats = commands.add_parser("stats", help="print an index's size and statistics")
@@ -109,11 +111,9 @@ def embed_main(args: argparse.Namespace) -> int:
     from cast import jvm
     from cast.config import load_config
     from cast.errors import ConfigError
-    from cast.registry import build_stage
-    from cast.resources import Resources
     from index.build import build_record
     from index.collections import collection_formats, read_duplicates
-    from index.embeddings import build_embeddings, store_path
+    from index.embeddings import RerankerEncoder, build_embeddings, store_path
 
     index_dir = jvm.check_index(args.index)
     collection_formats(args.input, args.format)  # a bad input fails before the model loads
@@ -133,18 +133,22 @@ def embed_main(args: argparse.Namespace) -> int:
     section = {**section, "embeddings": "none"}
     if args.batch_size:
         section["batch_size"] = args.batch_size
-    reranker = build_stage("reranker", section, Resources(config))
+    ray = ray_options(args, config.get("device"))
+    encoder = RerankerEncoder(config, section)
+    # With Ray the workers encode; this process only reads the encoder's settings, on its CPU.
+    reranker = (RerankerEncoder({**config, "device": "cpu"}, section) if ray else encoder).reranker
     summary = build_embeddings(
         args.input,
         store_path(index_dir),
         reranker.embedding_settings,
-        reranker.embed,
+        encoder,
         reranker.embedding_dimension,
         fmt=args.format,
         duplicates=args.duplicates,
         index_documents=record["documents"] if record else None,
         chunk_size=args.chunk_size,
         overwrite=args.overwrite,
+        ray=ray,
     )
     resumed = f" (after {summary.resumed:,} embedded by an earlier run)" if summary.resumed else ""
     print(

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
+from cast.cluster import add_ray_arguments, ray_options
 from cast.commands.common import add_config_arguments, config_from_args
 
 
@@ -31,6 +35,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     ikat.add_argument("--run-type", default="automatic", help="the iKAT run type (default: automatic)")
     ikat.add_argument("--team-id", default="", help="the team id (iKAT 2025 metadata)")
+    add_ray_arguments(parser)
     parser.set_defaults(func=main)
 
 
@@ -41,17 +46,33 @@ def main(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     conversations = load_topics(args.topics, rewrites=args.rewrites)
     outputs = RunOutputs(args.output, args.tag or config["tag"], overwrite=args.overwrite)
-    with outputs.locked():
-        return _run(args, config, conversations, outputs)
+    with outputs.locked(), _pipeline(args, config) as pipeline:
+        return _run(args, config, conversations, outputs, pipeline)
 
 
-def _run(args: argparse.Namespace, config: dict, conversations: list, outputs) -> int:
+@contextmanager
+def _pipeline(args: argparse.Namespace, config: dict) -> Iterator[Any]:
+    """The config's Pipeline, or with ``--ray`` one per Ray actor behind the same interface."""
+    ray = ray_options(args, config.get("device"))
+    if ray is None:
+        from cast.pipeline import Pipeline
+
+        yield Pipeline.from_config(config)
+        return
+    from cast.ray_pipeline import RayPipeline
+
+    pipeline = RayPipeline(config, ray)
+    try:
+        yield pipeline
+    finally:
+        pipeline.close()
+
+
+def _run(args: argparse.Namespace, config: dict, conversations: list, outputs, pipeline) -> int:
     from cast.errors import CastError
     from cast.limits import bounded_turn
     from cast.outputs import resume_conflict
-    from cast.pipeline import Pipeline
 
-    pipeline = Pipeline.from_config(config)
     described = pipeline.describe()
     done = outputs.completed()
     utterances = {t.qid: bounded_turn(t).utterance for c in conversations for t in c.turns}  # as recorded
@@ -95,7 +116,7 @@ def _run(args: argparse.Namespace, config: dict, conversations: list, outputs) -
             f"{len(qids)} turns are kept in {outputs.answers_partial}, and running the same command again "
             "writes them"
         ) from e
-    linker_report = pipeline.linker.report()
+    linker_report = pipeline.linker_report() if args.ray else pipeline.linker.report()
     if linker_report:
         print(linker_report, file=sys.stderr)
     print(f"wrote {outputs.run_path} and {outputs.answers_path} ({len(qids)} turns)")

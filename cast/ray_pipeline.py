@@ -1,0 +1,160 @@
+"""``cast run --ray``: the pipeline spread over Ray actors, with the interface of :class:`cast.pipeline.Pipeline`
+that ``cast run`` uses (``describe``, ``run``), so that the run writes its outputs as a local run does.
+
+Each actor builds one Pipeline from the config and answers whole conversations with ``Pipeline.run``, so the
+turns of a conversation stay in order on one actor, each with the history a local run gives it. Conversations
+that share turns (CAsT 2022 paths share their prefixes) go to one actor together, in their order in the topics,
+so that a shared turn is answered once, by the path that reaches it first, as in a local run. Actors return
+results and write nothing: the driver (this process) writes every turn through the same resumable outputs, so a
+retried call (an actor died and was restarted, :mod:`cast.cluster`) neither loses nor repeats a turn.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from cast.cluster import RayOptions, WorkerPool, require_path
+from cast.errors import CastError
+from cast.records import Conversation
+
+
+class ConversationAnswerer:
+    """One actor's share: a Pipeline built from ``config`` where it is first used, answering conversations.
+
+    Args:
+        config: the pipeline config, as ``cast run`` loaded it.
+    """
+
+    def __init__(self, config: dict[str, Any]):
+        self.config = config
+        self._pipeline: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_pipeline": None}
+
+    @property
+    def pipeline(self) -> Any:
+        if self._pipeline is None:
+            from cast.pipeline import Pipeline
+
+            if self.config.get("index"):
+                require_path(self.config["index"], "the index", "--index")
+            self._pipeline = Pipeline.from_config(self.config)
+        return self._pipeline
+
+    def describe(self) -> dict[str, Any]:
+        return self.pipeline.describe()
+
+    def linker_report(self) -> str | None:
+        return self.pipeline.linker.report()
+
+    def __call__(self, job: tuple[list[Conversation], dict[str, dict[str, Any]]]) -> list[Any]:
+        """The results of the turns of ``conversations`` not in ``done`` (the records of turns already
+        answered, which serve as history)."""
+        conversations, done = job
+        return self.pipeline.run(conversations, done=done)
+
+
+def conversation_groups(conversations: Sequence[Conversation]) -> list[list[Conversation]]:
+    """The conversations, grouped so that those sharing a turn (a qid) are in one group, in their order.
+
+    Example:
+        >>> from cast.records import Turn
+        >>> def path(*qids):
+        ...     return Conversation("1", tuple(Turn(q, "1", q, "?") for q in qids))
+        >>> groups = conversation_groups([path("1_1", "1_2"), path("2_1"), path("1_1", "1_3")])
+        >>> [[[t.qid for t in c.turns] for c in group] for group in groups]
+        [[['1_1', '1_2'], ['1_1', '1_3']], [['2_1']]]
+    """
+    parent = list(range(len(conversations)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    first_with: dict[str, int] = {}
+    for number, conversation in enumerate(conversations):
+        for turn in conversation.turns:
+            other = first_with.setdefault(turn.qid, number)
+            parent[root(number)] = root(other)
+    groups: dict[int, list[Conversation]] = {}
+    for number, conversation in enumerate(conversations):
+        groups.setdefault(root(number), []).append(conversation)
+    return list(groups.values())
+
+
+class RayPipeline:
+    """A Pipeline per Ray actor, run like one Pipeline; every actor builds its pipeline now (models load in
+    parallel, and a worker without the index fails before any turn).
+
+    Args:
+        config: the pipeline config.
+        options: where and how wide to run.
+
+    Raises:
+        CastError: an actor lacks the index, or describes its pipeline differently from the first one (another
+            version of the toolkit, a model or a dictionary that differs on its machine).
+    """
+
+    def __init__(self, config: dict[str, Any], options: RayOptions):
+        self.pool = WorkerPool(ConversationAnswerer(config), options)
+        try:
+            descriptions = self.pool.call_all("describe")
+            for number, description in enumerate(descriptions[1:], start=1):
+                if json.dumps(description, sort_keys=True) != json.dumps(descriptions[0], sort_keys=True):
+                    from cast.outputs import _difference
+
+                    raise CastError(
+                        f"Ray worker {number} builds another pipeline than worker 0 "
+                        f"({_difference(descriptions[0], description)}): give every machine the same toolkit, "
+                        "models and index files"
+                    )
+        except BaseException:
+            self.close()
+            raise
+        self.description = descriptions[0]
+        self.linker_reports: list[str] = []
+
+    def describe(self) -> dict[str, Any]:
+        return self.description
+
+    def run(
+        self,
+        conversations: Iterable[Conversation],
+        *,
+        done: dict[str, dict[str, Any]] | None = None,
+        on_result: Callable[[Any], None] | None = None,
+        progress: bool = False,
+    ) -> list[Any]:
+        """Answer every turn of ``conversations`` on the actors (see :meth:`cast.pipeline.Pipeline.run`);
+        ``on_result`` is called here, with each result of a group of conversations once the group is done."""
+        from tqdm import tqdm
+
+        done = dict(done or {})
+        jobs = []
+        for group in conversation_groups(list(conversations)):
+            qids = {t.qid for c in group for t in c.turns}
+            if qids - set(done):
+                jobs.append((group, {qid: done[qid] for qid in qids if qid in done}))
+        total = sum(len({t.qid for c in group for t in c.turns} - set(done)) for group, _ in jobs)
+        results: list[Any] = []
+        with tqdm(total=total, unit="turn", disable=not progress, desc="turns") as bar:
+            for _, answered in self.pool.map(jobs):
+                for result in answered:
+                    results.append(result)
+                    if on_result is not None:
+                        on_result(result)
+                bar.update(len(answered))
+        self.linker_reports = [r for r in dict.fromkeys(self.pool.call_all("linker_report")) if r]
+        return results
+
+    def linker_report(self) -> str | None:
+        """The linkers' end-of-run lines, one per actor that has one (after :meth:`run`)."""
+        return "\n".join(self.linker_reports) or None
+
+    def close(self) -> None:
+        self.pool.shutdown()
