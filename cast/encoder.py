@@ -216,8 +216,9 @@ class ExportedEncoder:
     """A sentence-transformers model (transformer, mean pooling, normalisation) exported to ONNX or OpenVINO and
     run with its fast tokenizer; ``encode`` as sentence-transformers' (unit-length float32 rows).
 
-    Texts are encoded longest first in batches of similar length (little padding), and the next batch is
-    tokenised in a thread while the runtime computes the current one.
+    Texts are encoded longest first in batches of similar length (little padding; one text per run with int8
+    weights, whose embeddings would otherwise depend on their batch), and the next batch is tokenised in a thread
+    while the runtime computes the current one.
     """
 
     def __init__(
@@ -237,6 +238,10 @@ class ExportedEncoder:
             root = Path(self._temporary.name)
         model_file = build_export(folder, model_id, settings, root)
         self.run, self.input_names = runtime_session(model_file, settings)
+        # Dynamic int8 quantisation scales each run's activations by that run's range, so a text encoded in a
+        # batch would get an embedding that depends on the other texts in it (a resumed run, or one spread over
+        # Ray workers, would differ from an uninterrupted one): quantised models encode one text per run.
+        self.one_text_per_run = settings.quantize != "none"
         self.dimension = json.loads((folder / "1_Pooling" / "config.json").read_text())[
             "word_embedding_dimension"
         ]
@@ -257,6 +262,7 @@ class ExportedEncoder:
         """Unit-length float32 embeddings of ``texts``, in their order."""
         import numpy as np
 
+        batch_size = 1 if self.one_text_per_run else batch_size
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
