@@ -13,6 +13,7 @@ demo: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 # Everything, slow and integration tests included: CI runs this target (.ci/run).
 test: setup lint

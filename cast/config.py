@@ -8,6 +8,7 @@ with ``--set dotted.key=value``; the value is read as YAML (``--set first_stage.
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -127,7 +128,7 @@ def apply_override(config: dict[str, Any], keys: list[str], value: Any) -> None:
     node[keys[-1]] = value
 
 
-def load_config(name_or_path: str | Path = DEFAULT_CONFIG, overrides: list[str] = ()) -> dict[str, Any]:
+def load_config(name_or_path: str | Path = DEFAULT_CONFIG, overrides: Sequence[str] = ()) -> dict[str, Any]:
     """Read a config, resolve its ``base`` chain, and apply ``--set`` overrides.
 
     The result has ``tag`` (the run tag: the config's file name unless set).

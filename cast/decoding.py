@@ -36,7 +36,7 @@ def row_max_length_processor(max_lengths: Any, num_beams: int, eos_token_id: int
     per_beam = max_lengths.repeat_interleave(num_beams).unsqueeze(1)
 
     class RowMaxLength(LogitsProcessor):
-        def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        def __call__(self, input_ids: Any, scores: Any) -> Any:
             last_position = per_beam.to(scores.device) == input_ids.shape[-1] + 1
             forced = torch.full_like(scores, -float("inf"))
             forced[:, eos_token_id] = 0.0
@@ -92,8 +92,9 @@ class BeamDecoder:
             raise ConfigError(f"{setting} {decoding!r} needs the model's input limit (max_input_tokens)")
         self.model = model
         self.decoding = decoding
-        self.max_input_tokens = max_input_tokens
-        self.max_output_tokens = max_output_tokens or max_input_tokens
+        # Only static-cache decodings read the limits, and they were checked above: 0 stands for "none" in plain.
+        self.max_input_tokens: int = max_input_tokens or 0
+        self.max_output_tokens: int = max_output_tokens or self.max_input_tokens
         self.eos_token_id = first_id(model.generation_config.eos_token_id)
         pad_token_id = first_id(model.generation_config.pad_token_id)
         self.pad_token_id = 0 if pad_token_id is None else pad_token_id  # any id: padding is masked
@@ -119,6 +120,8 @@ class BeamDecoder:
             max_length, processors = max_lengths, []
         else:
             max_length = int(max_lengths.max())
+            if self.eos_token_id is None:
+                raise ValueError("rows of their own length need the model's end-of-sequence token")
             processors = [row_max_length_processor(max_lengths, num_beams, self.eos_token_id)]
         if self.decoding != "plain":
             if max_length > self.max_output_tokens or input_ids.shape[1] > self.max_input_tokens:
@@ -175,7 +178,8 @@ def _in_place_beam_cache() -> type:
         moves beams only within a turn, and all beams of a turn hold the same encoder states."""
 
         def reorder_cache(self, beam_idx: Any) -> None:
-            for layer in self.self_attention_cache.layers:
+            layers: list[Any] = self.self_attention_cache.layers  # static layers: keys and values are tensors
+            for layer in layers:
                 layer.keys.copy_(layer.keys.index_select(0, beam_idx))
                 layer.values.copy_(layer.values.index_select(0, beam_idx))
 

@@ -273,7 +273,9 @@ class ExportedEncoder:
     def _pipelined(self, texts: list[str], batches: list[list[int]]) -> Iterator[Any]:
         """The vectors of each batch, tokenising batch i + 1 while batch i runs."""
         with ThreadPoolExecutor(max_workers=1) as pool:
-            pending = pool.submit(self.features, [texts[i] for i in batches[0]]) if batches else None
+            if not batches:
+                return
+            pending = pool.submit(self.features, [texts[i] for i in batches[0]])
             for number in range(len(batches)):
                 features = pending.result()
                 if number + 1 < len(batches):
@@ -425,7 +427,7 @@ def runtime_session(model_file: Path, settings: EncoderSettings) -> tuple[Any, l
         core = openvino.Core()
         # float32 throughout: on CPUs with bfloat16 units OpenVINO would compute in bfloat16 (cosine ~0.99998 to
         # torch), and the cache shares exact backends' embeddings
-        config = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32"}
+        config: dict[str, Any] = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32"}
         if settings.threads:
             config["INFERENCE_NUM_THREADS"] = settings.threads
         compiled = core.compile_model(core.read_model(str(model_file)), "CPU", config)

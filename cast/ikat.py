@@ -128,7 +128,7 @@ def _turn(
         qid=qid,
         topic_id=topic_id,
         turn_id=str(turn_id).strip(),
-        utterance=_text(path, turn, utterance_key, qid, required=True),
+        utterance=_required_text(path, turn, utterance_key, qid),
         # An empty one (2023 test turn 12-1_12) is none: the manual rewriter then needs its `fallback`.
         manual_rewrite=_text(path, turn, "resolved_utterance", qid) or None,
         response=_text(path, turn, "response", qid),
@@ -137,10 +137,12 @@ def _turn(
     )
 
 
-def _text(path: str | Path, turn: dict, key: str, qid: str, required: bool = False) -> str | None:
+def _text(path: str | Path, turn: dict, key: str, qid: str) -> str | None:
+    return None if turn.get(key) is None else _required_text(path, turn, key, qid)
+
+
+def _required_text(path: str | Path, turn: dict, key: str, qid: str) -> str:
     value = turn.get(key)
-    if value is None and not required:
-        return None
     if not isinstance(value, str):
         found = "missing" if value is None else f"{type(value).__name__}"
         raise DataFormatError(path, f"turn {qid}: {key!r} is {found}, expected a string")

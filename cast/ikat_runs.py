@@ -30,7 +30,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from cast.atomic import write_lines_atomic
 from cast.errors import CastError, DataFormatError
@@ -432,7 +432,7 @@ def _check_passage_ids(passage_ids: Sequence[Any], where: str, problems: list[st
         )
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 

@@ -8,6 +8,7 @@ conversation 13 turns), and a turn on which one is applied says so in its answer
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from cast.records import PastTurn, ScoredPassage, Turn
 
@@ -34,7 +35,7 @@ def bounded_text(text: str, limit: int) -> str:
 
 def bounded_turn(turn: Turn, applied: dict[str, int] | None = None) -> Turn:
     """``turn`` with each text cut to its limit; ``applied`` gets ``{field: original length}`` of what was cut."""
-    cut = {}
+    cut: dict[str, Any] = {}
     for name, limit in _TURN_TEXTS.items():
         text = getattr(turn, name)
         if text is not None and len(text) > limit:

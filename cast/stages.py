@@ -142,10 +142,11 @@ class FirstStage(Stage):
 
     kind = "first_stage"
 
-    def search(self, query: str, k: int) -> list[ScoredPassage]:
+    def search(self, query: str, k: int | None = None) -> list[ScoredPassage]:
+        """The top ``k`` passages (``None``: the stage's configured depth)."""
         raise NotImplementedError
 
-    def search_batch(self, queries: Sequence[str], k: int) -> list[list[ScoredPassage]]:
+    def search_batch(self, queries: Sequence[str], k: int | None = None) -> list[list[ScoredPassage]]:
         return [self.search(q, k) for q in queries]
 
 

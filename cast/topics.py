@@ -260,7 +260,7 @@ def _cast_turn(path: str | Path, topic_id: str, turn: Any, where: str) -> Turn:
         qid=qid,
         topic_id=topic_id,
         turn_id=turn_id,
-        utterance=_string(path, turn, utterance_keys[0], qid),
+        utterance=_required_string(path, turn, utterance_keys[0], qid),
         manual_rewrite=_string(path, turn, "manual_rewritten_utterance", qid),
         automatic_rewrite=_string(path, turn, "automatic_rewritten_utterance", qid),
         response=_string(path, turn, "response", qid) or _string(path, turn, "passage", qid),
@@ -289,7 +289,7 @@ def _cast_number(path: str | Path, item: dict, where: str) -> str:
 
 
 def _read_sample(path: str | Path, data: Any) -> list[Conversation]:
-    conversations = []
+    conversations: list[Conversation] = []
     for index, item in enumerate(data if isinstance(data, list) else [data]):
         where = f"conversation #{index + 1}"
         if not isinstance(item, dict) or not isinstance(item.get("turns"), list) or not item["turns"]:
@@ -322,7 +322,7 @@ def _sample_turn(path: str | Path, topic_id: str, turn_id: str, turn: Any) -> Tu
         qid=qid,
         topic_id=topic_id,
         turn_id=turn_id,
-        utterance=_string(path, turn, "utterance", qid),
+        utterance=_required_string(path, turn, "utterance", qid),
         manual_rewrite=_string(path, turn, "manual_rewrite", qid),
         automatic_rewrite=_string(path, turn, "automatic_rewrite", qid),
         response=_string(path, turn, "response", qid),
@@ -335,6 +335,14 @@ def _string(path: str | Path, item: dict, key: str, qid: str) -> str | None:
     value = item.get(key)
     if value is not None and not isinstance(value, str):
         raise DataFormatError(path, f"turn {qid}'s {key!r} is {type(value).__name__}, expected a string")
+    return value
+
+
+def _required_string(path: str | Path, item: dict, key: str, qid: str) -> str:
+    """``item[key]``, which must be a string (not null)."""
+    value = _string(path, item, key, qid)
+    if value is None:
+        raise DataFormatError(path, f"turn {qid}: {key!r} is null; expected a string")
     return value
 
 
@@ -408,7 +416,7 @@ def _with_rewrites(
         replace(
             conversation,
             turns=tuple(
-                replace(turn, **{field_name: rewrites[turn.qid]}) if turn.qid in rewrites else turn
+                replace(turn, **{field_name: rewrites[turn.qid]}) if turn.qid in rewrites else turn  # type: ignore[arg-type]
                 for turn in conversation.turns
             ),
         )

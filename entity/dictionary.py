@@ -344,6 +344,7 @@ def build_entity_resources(
     if output is None and index_dir is None:
         raise ConfigError("give the index the entity resources belong to, or an output folder")
     if output is None:
+        assert index_dir is not None  # checked above
         if not Path(index_dir).expanduser().is_dir():
             _no_index(Path(index_dir).expanduser())
         folder = entities_dir(index_dir)
@@ -416,11 +417,11 @@ def build_entity_resources(
             owners[k] = article
     titled = np.flatnonzero(article_of >= 0).astype(np.int32)
     owners = np.concatenate([owners, article_of[titled]])
-    passages = np.concatenate([mentions_passage, titled])
+    owner_passages = np.concatenate([mentions_passage, titled])
 
     from entity.relatedness import InLinkArrays
 
-    arrays = InLinkArrays.from_pairs(titles, owners, passages)
+    arrays = InLinkArrays.from_pairs(titles, owners, owner_passages)
     data = {
         "format": FORMAT,
         "passages": len(article_of),
@@ -708,7 +709,7 @@ class DictionaryLinker(SpanLinker):
             Rebuild("entity.dictionary:DictionaryLinker", settings, "find_here"), shared
         )
 
-    def link_pieces(self, pieces: Sequence[str], kind: str) -> list[list[LinkedSpan]]:
+    def link_pieces(self, pieces: Sequence[str], kind: str) -> Sequence[list[LinkedSpan] | None]:
         inputs = [
             {
                 "dictionary": self.dictionary.version,

@@ -154,5 +154,6 @@ def kept_edges(weights: np.ndarray, entities: Sequence[str]) -> list[list[Any]]:
     """The kept edges as ``[entity_a, entity_b, weight]`` (each undirected edge once), for explanations."""
     rows, cols = np.nonzero(np.triu(weights, k=1))
     return [
-        [entities[i], entities[j], round(float(weights[i, j]), 6)] for i, j in zip(rows, cols, strict=True)
+        [entities[int(i)], entities[int(j)], round(float(weights[i, j]), 6)]
+        for i, j in zip(rows, cols, strict=True)
     ]

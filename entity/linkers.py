@@ -187,7 +187,7 @@ class SpanLinker(EntityLinker):
         self.unlinked_in_last_batch: tuple[int, ...] = ()
         self.last_problem = ""
 
-    def link_pieces(self, pieces: Sequence[str], kind: str) -> list[list[LinkedSpan] | None]:
+    def link_pieces(self, pieces: Sequence[str], kind: str) -> Sequence[list[LinkedSpan] | None]:
         """The mentions in each piece (offsets relative to the piece), or None for a piece that could not be
         linked (its text then counts as unlinked). Pieces are non-empty."""
         raise NotImplementedError
@@ -327,7 +327,7 @@ class JsonHttpClient:
         self.sleep = sleep
         self.requests_made = 0
         self.failed_in_a_row = 0
-        self._session = None
+        self._session: Any = None  # a requests.Session, made on first use (requests loads lazily)
 
     @property
     def gave_up(self) -> bool:
@@ -467,10 +467,10 @@ class RemoteLinker(SpanLinker):
     def annotate(self, piece: str, kind: str) -> list[LinkedSpan]:
         raise NotImplementedError
 
-    def link_pieces(self, pieces: Sequence[str], kind: str) -> list[list[LinkedSpan] | None]:
+    def link_pieces(self, pieces: Sequence[str], kind: str) -> Sequence[list[LinkedSpan] | None]:
         cache = self.resources.cache if self.resources is not None else None
         inputs = [self.cache_inputs(piece, kind) for piece in pieces]
-        answers = cache.get_many(self.name, inputs) if cache is not None else [None] * len(pieces)
+        answers: list[Any] = cache.get_many(self.name, inputs) if cache is not None else [None] * len(pieces)
         fresh = []
         for number, piece in enumerate(pieces):
             if answers[number] is not None:

@@ -311,7 +311,9 @@ class Anchors:
         return cls(counts)
 
     def features(self, candidate: Candidate) -> dict[str, float]:
-        occurrences, entities = self.counts.get(form_of(candidate.surface), (0, {}))
+        found = self.counts.get(form_of(candidate.surface))
+        occurrences: int = found[0] if found else 0
+        entities: dict[str, int] = found[1] if found else {}
         linked = sum(entities.values())
         return {
             "anchor_known": float(occurrences > 0),
@@ -503,7 +505,6 @@ def find_candidates(
             tokens.text[first][:1].isupper()
             and (not tokens.is_sent_start[first] or tokens.pos[first] == "PROPN")
         )
-        name = text if is_name else None
         for title, how in found.items():
             qualifier = _QUALIFIER.search(title)
             bare_words = words(_QUALIFIER.sub("", title))
@@ -700,7 +701,7 @@ class WikipediaLinker(SpanLinker):
         )
         self.cache = resources.cache if resources is not None else None
 
-    def link_pieces(self, pieces: Sequence[str], kind: str) -> list[list[LinkedSpan]]:
+    def link_pieces(self, pieces: Sequence[str], kind: str) -> Sequence[list[LinkedSpan] | None]:
         return self._link_cached([(piece, "") for piece in pieces], min(self.confidence.values()))
 
     def link_in_context(

@@ -170,7 +170,7 @@ class PassageEmbeddings:
         positions = np.minimum(np.searchsorted(self.id_hashes, wanted), len(self.id_hashes) - 1)
         rows = np.asarray(self.id_rows[positions])
         for i in np.flatnonzero(self.id_hashes[positions] == wanted):
-            found[i] = int(self.text_hashes[rows[i]]) == fingerprint(texts[i])
+            found[i] = int(self.text_hashes[rows[i]]) == fingerprint(texts[int(i)])
         vectors[found] = self.vectors[rows[found]]
         return vectors, found
 

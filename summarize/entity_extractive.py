@@ -172,8 +172,10 @@ class EntityExtractiveSummarizer(Summarizer):
         self.fill = fill
         self.relevance = relevance
         # Loaded at start-up, so that a missing model stops the run before any turn.
-        self.encoder = resources.sentence_encoder(model, max_seq_length) if relevance == "dense" else None
-        self.cache = resources.cache if self.encoder is not None else None
+        self.encoder = (
+            resources.sentence_encoder(model, max_seq_length) if relevance == "dense" and resources else None
+        )
+        self.cache = resources.cache if self.encoder is not None and resources else None
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -275,7 +277,7 @@ class EntityExtractiveSummarizer(Summarizer):
         return (1.0 - self.novelty_weight) * combined - self.novelty_weight * redundancy
 
 
-def position_prior(passage_rank: int, sentence_index: int) -> float:
+def position_prior(passage_rank: float, sentence_index: int) -> float:
     """``1 / ((1 + passage_rank) * (1 + sentence_index))``: the lead sentence of the best passage scores 1."""
     return 1.0 / ((1 + passage_rank) * (1 + sentence_index))
 

@@ -189,7 +189,7 @@ class Seq2SeqSummarizer(Summarizer):
                 answers[i] = no_answer(
                     self, tuple(p.id for p in selection.passages), generator=self.generator
                 )
-        return answers
+        return [answer for answer in answers if answer is not None]  # every one is set by now
 
     def generate(self, texts: Sequence[str]) -> list[tuple[str, int]]:
         """Decode ``texts`` together; returns each answer and the maximum length it was decoded with."""

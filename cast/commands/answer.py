@@ -6,8 +6,12 @@ import argparse
 import json
 import sys
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from cast.commands.common import add_config_arguments, config_from_args
+
+if TYPE_CHECKING:
+    from cast.records import PastTurn
 
 NEW_CONVERSATION = "/new"
 QUIT = "/quit"
@@ -41,7 +45,7 @@ class Conversation:
     def __init__(self, pipeline, topic_id: str = "user"):
         self.pipeline = pipeline
         self.topic_id = topic_id
-        self.history = []
+        self.history: list[PastTurn] = []
 
     def ask(self, utterance: str):
         from cast.records import Turn

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cast.records import PastTurn
 
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "data" / "sample"
 SAMPLE_PASSAGES = SAMPLE_DIR / "passages.jsonl.gz"
@@ -64,7 +68,7 @@ def main(args: argparse.Namespace) -> int:
         f"selector: {config['selector']['name']}, answers: {config['summarizer']['name']}"
     )
     for conversation in load_topics(SAMPLE_CONVERSATION):
-        history = []
+        history: list[PastTurn] = []
         print(f"# {conversation.title or conversation.topic_id}")
         for turn in conversation.turns:
             result = pipeline.answer_turn(history, turn)

@@ -297,7 +297,9 @@ def _figures(
     from cast.evaluate import report as rep
 
     lines = []
-    qids = {q for e in [*retrieval.values(), *answers.values()] for q in e.per_turn.index}
+    qids = {q for e in retrieval.values() for q in e.per_turn.index} | {
+        q for e in answers.values() for q in e.per_turn.index
+    }
     depths = depths or rep.depths_from_qids(qids)
     ndcg = (
         rep.mean_by_depth({n: e.per_turn for n, e in retrieval.items()}, "nDCG@3", depths)

@@ -69,7 +69,10 @@ def main(args: argparse.Namespace) -> int:
     items = sample_items(usable, args.sample, args.seed)
     if not items:
         raise CastError("no turn has selected passages with text to calibrate on")
+    from summarize.seq2seq import Seq2SeqSummarizer
+
     summarizer = build_stage("summarizer", section, Resources(config))
+    assert isinstance(summarizer, Seq2SeqSummarizer)  # the section names seq2seq (checked above)
 
     def average_words_at(min_length: int) -> float:
         answers = summarizer.with_min_length(min_length).summarize_batch(items)

@@ -357,7 +357,7 @@ def evaluate_answers(
 
     columns = [c for c in ANSWER_MEASURES if passage_texts is not None or c not in GROUNDEDNESS_MEASURES]
     rows: dict[str, dict[str, float]] = {}
-    missing_sources = set()
+    missing_sources: set[str] = set()
     answered = [qid for qid in answers.answers if qid in references]
     missing = [qid for qid in references if qid not in answers.answers]
     no_answer = [qid for qid in answered if answers.answers[qid].no_answer_reason is not None]

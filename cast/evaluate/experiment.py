@@ -12,9 +12,9 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cast.errors import CastError
 from cast.evaluate.answers import DEFAULT_REFERENCE_GRADE, DEFAULT_SUPPORT_THRESHOLD
@@ -125,6 +125,10 @@ def evaluate_answer_files(
             described += f" ({len(missing)} reference passages not found, e.g. {missing[0]})"
     scorer = ans.TextScorer(multi_reference)
     evaluations = {}
+
+    def progress_of(name: str) -> Callable[[Iterable[Any]], Iterable[Any]]:
+        return lambda items: tqdm(items, desc=f"scoring {name}", leave=False, disable=not progress)
+
     for name, answers_file in zip(names, files, strict=True):
         if not set(answers_file.answers) & set(texts_by_qid):
             raise CastError(
@@ -139,9 +143,7 @@ def evaluate_answer_files(
             references_name=described,
             passage_texts=texts,
             support_threshold=support_threshold,
-            progress=lambda items, name=name: tqdm(
-                items, desc=f"scoring {name}", leave=False, disable=not progress
-            ),
+            progress=progress_of(name),
         )
     return evaluations
 

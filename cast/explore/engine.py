@@ -29,7 +29,7 @@ from cast.errors import CastError
 from cast.explore import DEFAULT_MAX_PENDING, DEFAULT_TIME_LIMIT
 from cast.explore.views import SHOWN_PASSAGES, turn_view
 from cast.pipeline import STAGE_KINDS, Pipeline, TurnResult, check_config
-from cast.records import Conversation, Turn, to_dict
+from cast.records import Conversation, PastTurn, Turn, to_dict
 from cast.registry import build_stage, stage_class
 from cast.resources import Resources
 
@@ -281,7 +281,7 @@ class Job:
     failed_stage: str | None = None
     finished: threading.Event = field(default_factory=threading.Event)
     # Called once finished (a waiting request's wake-up): see when_finished.
-    _callbacks: list[Callable[[], None]] = field(default_factory=list, repr=False, compare=False)
+    _callbacks: list[Callable[[], object]] = field(default_factory=list, repr=False, compare=False)
     _callbacks_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
@@ -310,7 +310,7 @@ class Job:
         self.error, self.failed_stage, self.status = error, self.stage, "failed"
         self._set_finished()
 
-    def when_finished(self, callback: Callable[[], None]) -> None:
+    def when_finished(self, callback: Callable[[], object]) -> None:
         """Call ``callback`` (from the worker thread) once the job is done or failed; now if it is already."""
         with self._callbacks_lock:
             if not self.finished.is_set():
@@ -487,15 +487,14 @@ class Explorer:
         job.status = "running"
         try:
             stages = {kind: self.stage(kind, job.sections[kind], job) for kind in STAGE_KINDS}
-            pipeline = Pipeline(
-                **{
-                    kind: _JobStage(stage, kind, job.sections[kind], job, self._memo)
-                    for kind, stage in stages.items()
-                },
-                config={**self.config, **job.sections},
-            )
-            history = []
-            answered = None
+            # Proxies with the stages' methods: the pipeline takes them for the stages they wrap.
+            proxies: dict[str, Any] = {
+                kind: _JobStage(stage, kind, job.sections[kind], job, self._memo)
+                for kind, stage in stages.items()
+            }
+            pipeline = Pipeline(**proxies, config={**self.config, **job.sections})
+            history: list[PastTurn] = []
+            answered: Answered | None = None
             for number, key in enumerate(keys, start=1):
                 job.turn = number
                 answered = self.results.get(key)
@@ -513,6 +512,7 @@ class Explorer:
                     answered = Answered(replace(result, ranking=result.ranking[:SHOWN_PASSAGES]), view)
                     self.results.put(key, answered)
                 history.append(answered.result.past_turn())
+            assert answered is not None, "a job answers at least one turn"
             job.finish(answered)
         except CastError as error:
             job.fail(error)

@@ -34,7 +34,7 @@ class BackgroundServer:
         self.port = self._socket.getsockname()[1]
         self.url = f"http://{HOST}:{self.port}/"
         self._server: Any = None
-        self._thread: threading.Thread | None = None
+        self._thread = threading.Thread()  # replaced by the server's own on entering
 
     def __enter__(self) -> BackgroundServer:
         import uvicorn

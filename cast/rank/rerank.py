@@ -16,7 +16,7 @@ passages, so the fusion beats both alone; the offline profile uses it (see bench
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -56,7 +56,7 @@ def relevance_probability(logits: Any, relevant_label: int = 1) -> Any:
     return torch.softmax(logits.float(), dim=-1)[:, relevant_label]
 
 
-def reorder(head: Sequence[ScoredPassage], scores: Sequence[float]) -> list[ScoredPassage]:
+def reorder(head: Sequence[ScoredPassage], scores: Iterable[float]) -> list[ScoredPassage]:
     """``head`` with the new ``scores``, best first; ties keep the first-stage order."""
     rescored = [replace(p, score=float(s)) for p, s in zip(head, scores, strict=True)]
     order = sorted(range(len(rescored)), key=lambda i: (-rescored[i].score, i))
@@ -85,7 +85,7 @@ def rank_head(
     ``w * norm(first stage) + (1 - w) * norm(re-ranker)`` with ``w = first_stage_weight``."""
     if first_stage_weight > 0 and head:
         first = [p.score if p.first_stage_score is None else p.first_stage_score for p in head]
-        scores = interpolate(first, scores, first_stage_weight, normalisation)
+        return reorder(head, interpolate(first, scores, first_stage_weight, normalisation))
     return reorder(head, scores)
 
 

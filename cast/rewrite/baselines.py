@@ -33,7 +33,7 @@ class _TopicRewriter(Rewriter):
 
     def __init__(self, fallback: str | None = None, resources=None):
         self.fallback_name = fallback
-        self._fallback = None
+        self._fallback: Rewriter | None = None
         if fallback is not None:
             from cast.registry import build_stage
 
@@ -41,7 +41,9 @@ class _TopicRewriter(Rewriter):
                 raise ConfigError(
                     f"rewriter fallback must be a rewriter that needs no topic rewrite, not {fallback!r}"
                 )
-            self._fallback = build_stage("rewriter", {"name": fallback}, resources)
+            stage = build_stage("rewriter", {"name": fallback}, resources)
+            assert isinstance(stage, Rewriter)
+            self._fallback = stage
 
     def rewrite(self, history: Sequence[PastTurn], turn: Turn) -> Rewrite:
         text = getattr(turn, self.field_name)

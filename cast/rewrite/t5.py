@@ -75,7 +75,7 @@ def build_input(
 
 
 @functools.cache
-def _spacy_english() -> object:
+def _spacy_english() -> Any:
     """spaCy's rule-based English tokenizer (no trained pipeline), as chatty-goose uses."""
     from spacy.lang.en import English
 
