@@ -73,9 +73,7 @@ def stage_class(kind: str, name: str) -> type[Stage]:
     if name not in names:
         raise ConfigError(f"unknown {kind} {name!r}; choose one of: {', '.join(sorted(names))}")
     module_name, class_name = names[name].split(":")
-    cls = getattr(importlib.import_module(module_name), class_name)
-    cls.name = name
-    return cls
+    return getattr(importlib.import_module(module_name), class_name)
 
 
 def build_stage(kind: str, section: dict[str, Any], resources: Resources) -> Stage:

@@ -20,6 +20,7 @@ Lucene's threaded search) override it.
 from __future__ import annotations
 
 import inspect
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -40,25 +41,44 @@ if TYPE_CHECKING:
     from cast.resources import Resources
 
 
-class Stage:
-    """Base of all stages. ``name`` is the registry name (set by the registry)."""
+class Stage(ABC):  # noqa: B024 (each kind below declares its one abstract method)
+    """Base of all stages. ``name`` is the registry name, which each class states (the contract test checks it
+    against the registry); each kind's one method is abstract, so a class lacking it cannot be built."""
 
     kind: ClassVar[str] = "stage"
     name: str = ""
 
     @classmethod
+    def settings(cls) -> dict[str, inspect.Parameter]:
+        """The stage's settings: the parameters of its ``__init__``, and of the base classes' where it passes
+        ``**settings`` on to them (``resources`` is the pipeline's, not a setting)."""
+        found: dict[str, inspect.Parameter] = {}
+        for klass in cls.__mro__:
+            if "__init__" not in klass.__dict__:
+                continue
+            parameters = inspect.signature(klass.__dict__["__init__"]).parameters
+            for name, parameter in parameters.items():
+                if name not in ("self", "resources") and parameter.kind not in (
+                    parameter.VAR_KEYWORD,
+                    parameter.VAR_POSITIONAL,
+                ):
+                    found.setdefault(name, parameter)
+            if klass is object or not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+                break
+        return found
+
+    @classmethod
     def check_params(cls, params: dict[str, Any]) -> None:
         """A :class:`ConfigError` for an unknown setting or a value of the wrong type (nothing is built)."""
-        accepted = inspect.signature(cls.__init__).parameters
+        accepted = cls.settings()
         unknown = sorted(set(params) - set(accepted))
-        if unknown and not any(p.kind is p.VAR_KEYWORD for p in accepted.values()):
-            allowed = sorted(k for k in accepted if k not in ("self", "resources"))
+        if unknown:
             raise ConfigError(
-                f"{cls.kind} {cls.__name__}: unknown setting(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}"
+                f"{cls.kind} {cls.name}: unknown setting(s) {', '.join(unknown)}; "
+                f"allowed: {', '.join(sorted(accepted)) or 'none'}"
             )
         for key, value in params.items():
-            if key in accepted and key != "resources":
-                check_setting(f"{cls.kind}.{key}", value, accepted[key].annotation)
+            check_setting(f"{cls.kind}.{key}", value, accepted[key].annotation)
 
     @classmethod
     def from_config(cls, params: dict[str, Any], resources: Resources) -> Stage:
@@ -125,6 +145,7 @@ class Rewriter(Stage):
 
     kind = "rewriter"
 
+    @abstractmethod
     def rewrite(self, history: Sequence[PastTurn], turn: Turn) -> Rewrite:
         raise NotImplementedError
 
@@ -142,6 +163,7 @@ class FirstStage(Stage):
 
     kind = "first_stage"
 
+    @abstractmethod
     def search(self, query: str, k: int | None = None) -> list[ScoredPassage]:
         """The top ``k`` passages (``None``: the stage's configured depth)."""
         raise NotImplementedError
@@ -156,6 +178,7 @@ class Reranker(Stage):
     kind = "reranker"
     depth: int = 100
 
+    @abstractmethod
     def rerank(self, query: str, passages: Sequence[ScoredPassage]) -> list[ScoredPassage]:
         raise NotImplementedError
 
@@ -171,6 +194,7 @@ class EntityLinker(Stage):
     # failed): set by linkers that can fail, read by the pipeline to record them per turn.
     unlinked_in_last_batch: tuple[int, ...] = ()
 
+    @abstractmethod
     def link(self, text: str, *, kind: str = "passage") -> list[EntityMention]:
         """``kind`` is ``"query"`` or ``"passage"`` (linkers may use different confidence thresholds)."""
         raise NotImplementedError
@@ -188,6 +212,7 @@ class KnowledgeBase(Stage):
 
     kind = "knowledge_base"
 
+    @abstractmethod
     def relatedness(self, a: str, b: str) -> float:
         raise NotImplementedError
 
@@ -224,6 +249,7 @@ class PassageSelector(Stage):
     kind = "selector"
     needs_entities: ClassVar[bool] = False
 
+    @abstractmethod
     def select(self, inputs: SelectionInput) -> Selection:
         raise NotImplementedError
 
@@ -233,6 +259,7 @@ class Summarizer(Stage):
 
     kind = "summarizer"
 
+    @abstractmethod
     def summarize(self, query: str, selection: Selection) -> Answer:
         raise NotImplementedError
 

@@ -248,6 +248,8 @@ class SpanLinker(EntityLinker):
 class NoLinker(EntityLinker):
     """Links nothing (for pipelines whose selector needs no entities)."""
 
+    name = "none"
+
     def link(self, text: str, *, kind: str = "passage") -> list[EntityMention]:
         return []
 

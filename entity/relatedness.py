@@ -203,6 +203,8 @@ class CollectionKnowledgeBase(ArrayKnowledgeBase):
         entities_dir: the entity resources folder; by default the one next to the configured index.
     """
 
+    name = "collection"
+
     def __init__(self, entities_dir: str | None = None, resources: Resources | None = None):
         from entity.dictionary import load_postings, resolve_entities_dir
 
@@ -222,6 +224,8 @@ class LinkGraphKnowledgeBase(ArrayKnowledgeBase):
         path: the TSV file (lines starting with ``#`` and holding no TAB are comments).
         total: ``|D|``; by default the number of distinct entities in the file.
     """
+
+    name = "link_graph"
 
     def __init__(self, path: str, total: int | None = None):
         graph = Path(path).expanduser()
@@ -295,6 +299,8 @@ class SparqlKnowledgeBase(PairwiseKnowledgeBase):
         batch: the most entities or pairs asked in one query.
         timeout, retries, backoff: see :class:`entity.linkers.JsonHttpClient`.
     """
+
+    name = "sparql"
 
     LINK = "<http://dbpedia.org/ontology/wikiPageWikiLink>"
 

@@ -133,6 +133,8 @@ class EntityExtractiveSummarizer(Summarizer):
         max_seq_length: with ``dense``, texts are truncated to this many tokens.
     """
 
+    name = "entity_extractive"
+
     def __init__(
         self,
         words: int = 50,

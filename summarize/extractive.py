@@ -17,6 +17,8 @@ class TopKTrimSummarizer(Summarizer):
         words: the word budget of the answer.
     """
 
+    name = "topk_trim"
+
     def __init__(self, words: int = 50):
         if words < 1:
             raise ConfigError(f"summarizer.words must be at least 1, got {words}")

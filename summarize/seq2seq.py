@@ -77,6 +77,8 @@ class Seq2SeqSummarizer(Summarizer):
         allow_download: let transformers fetch the model if it is not available locally.
     """
 
+    name = "seq2seq"
+
     def __init__(
         self,
         model: str = "facebook/bart-large-cnn",

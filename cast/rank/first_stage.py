@@ -97,6 +97,8 @@ class LMDFirstStage(LuceneFirstStage):
         mu: the Dirichlet prior.
     """
 
+    name = "lmd"
+
     def __init__(self, resources: Resources, mu: float = 1000.0, k: int = 1000, threads: int = 2):
         super().__init__(resources, k=k, threads=threads)
         require(mu > 0, "first_stage.mu", "positive", mu)
@@ -111,6 +113,8 @@ class LMDFirstStage(LuceneFirstStage):
 
 class BM25FirstStage(LuceneFirstStage):
     """BM25 (Pyserini's ``set_bm25``)."""
+
+    name = "bm25"
 
     def __init__(
         self, resources: Resources, k1: float = 0.9, b: float = 0.4, k: int = 1000, threads: int = 2

@@ -30,6 +30,8 @@ from cast.stages import Reranker
 class NoReranker(Reranker):
     """Keeps the first-stage ranking (re-rank depth 0)."""
 
+    name = "none"
+
     depth = 0
 
     def rerank(self, query: str, passages: Sequence[ScoredPassage]) -> list[ScoredPassage]:
@@ -107,6 +109,8 @@ class CrossEncoderReranker(Reranker):
         first_stage_weight: weight of the first-stage score in the final score (0: the model's alone).
         normalisation: how both scores are normalised per query before interpolating: ``zscore`` or ``minmax``.
     """
+
+    name = "cross_encoder"
 
     default_model: ClassVar[str | None] = None
     titles_by_default: ClassVar[bool] = True
@@ -207,6 +211,8 @@ class MonoBERTReranker(CrossEncoderReranker):
     passages are scored by their text alone, as pygaggle's reference code does (``with_title: true`` adds titles).
     """
 
+    name = "monobert"
+
     default_model = "castorini/monobert-large-msmarco"
     titles_by_default = False
 
@@ -232,6 +238,8 @@ class BiEncoderReranker(Reranker):
             (else one warning says why not); ``none`` reads none; a path names a store that must exist and
             match (else a ConfigError). Passages not in the store are encoded (and cached) as without one.
     """
+
+    name = "biencoder"
 
     def __init__(
         self,

@@ -22,6 +22,8 @@ def require_text(text: str | None, turn: Turn, what: str) -> str:
 class RawRewriter(Rewriter):
     """The utterance as the user typed it."""
 
+    name = "raw"
+
     def rewrite(self, history: Sequence[PastTurn], turn: Turn) -> Rewrite:
         return Rewrite(query=require_text(turn.utterance, turn, "utterance"), method=self.name)
 
@@ -72,10 +74,14 @@ class _TopicRewriter(Rewriter):
 class ManualRewriter(_TopicRewriter):
     """The organisers' manual rewrite (an oracle upper bound)."""
 
+    name = "manual"
+
     field_name = "manual_rewrite"
 
 
 class AutomaticRewriter(_TopicRewriter):
     """The automatic rewrite distributed with the topics (e.g. CAsT 2020-2022 organiser baselines)."""
+
+    name = "automatic"
 
     field_name = "automatic_rewrite"

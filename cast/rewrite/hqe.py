@@ -143,6 +143,8 @@ class HQERewriter(Rewriter):
             CAsT 2021-22 users refer to what the system said. 0 turns it off.
     """
 
+    name = "hqe"
+
     def __init__(
         self,
         resources: Resources,

@@ -23,7 +23,6 @@ them); ``answer: true`` gives them to the answer generator too, in front of the 
 
 from __future__ import annotations
 
-import inspect
 import math
 import re
 from collections import Counter
@@ -33,7 +32,7 @@ from typing import Any
 from cast.errors import ConfigError
 from cast.records import PastTurn, PTKBSelection, PTKBStatement, Rewrite, Turn
 from cast.resources import Resources
-from cast.stages import Stage, check_setting
+from cast.stages import Stage
 
 REWRITE_USES = ("append", "context", "none")
 _WORD = re.compile(r"\w+")
@@ -75,23 +74,6 @@ class PTKBSelector(Stage):
         self.context_weight = context_weight
         self.rewrite = rewrite
         self.answer = answer
-
-    @classmethod
-    def from_config(cls, params: dict[str, Any], resources: Resources) -> Stage:
-        """As :meth:`Stage.from_config`, the settings of every selector (``k``, ``threshold``...) included."""
-        accepted = {
-            **inspect.signature(PTKBSelector.__init__).parameters,
-            **inspect.signature(cls.__init__).parameters,
-        }
-        allowed = sorted(set(accepted) - {"self", "resources", "settings"})
-        unknown = sorted(set(params) - set(allowed))
-        if unknown:
-            raise ConfigError(
-                f"ptkb {cls.name}: unknown setting(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}"
-            )
-        for key, value in params.items():
-            check_setting(f"ptkb.{key}", value, accepted[key].annotation)
-        return super().from_config(params, resources)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -163,6 +145,8 @@ class PTKBSelector(Stage):
 class NoPTKB(PTKBSelector):
     """Chooses no statement."""
 
+    name = "none"
+
     def select(
         self, statements: Sequence[PTKBStatement], history: Sequence[PastTurn], turn: Turn
     ) -> PTKBSelection:
@@ -171,6 +155,8 @@ class NoPTKB(PTKBSelector):
 
 class AllPTKB(PTKBSelector):
     """Chooses every statement (``k`` and ``threshold`` still apply)."""
+
+    name = "all"
 
     def __init__(self, k: int = 1000, **settings: Any):
         super().__init__(k=k, **settings)
@@ -209,6 +195,8 @@ def bm25_scores(query: str, documents: Sequence[str], k1: float = 1.2, b: float 
 class BM25PTKB(PTKBSelector):
     """Lexical selection: BM25 over the conversation's statements."""
 
+    name = "bm25"
+
     def __init__(self, k1: float = 1.2, b: float = 0.75, **settings: Any):
         super().__init__(**settings)
         self.k1 = k1
@@ -220,6 +208,8 @@ class BM25PTKB(PTKBSelector):
 
 class BiEncoderPTKB(PTKBSelector):
     """Cosine of sentence embeddings (default the bundled all-MiniLM-L6-v2), kept in the shared cache."""
+
+    name = "biencoder"
 
     def __init__(
         self, resources: Resources, model: str | None = None, max_seq_length: int = 128, **settings: Any
@@ -244,6 +234,8 @@ class CrossEncoderPTKB(PTKBSelector):
         max_length: pairs are truncated to this many tokens.
         allow_download: let Hugging Face download the model if it is not cached (off: runs are offline).
     """
+
+    name = "cross_encoder"
 
     def __init__(
         self,

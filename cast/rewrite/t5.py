@@ -121,6 +121,8 @@ class T5Rewriter(Rewriter):
         allow_download: let Hugging Face download the model if it is not cached (off: runs are offline).
     """
 
+    name = "t5"
+
     def __init__(
         self,
         resources: Resources,
