@@ -15,10 +15,13 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-# Everything, slow and integration tests included: CI runs this target (.ci/run).
+# Everything, slow and integration tests included: CI runs this target (.ci/run). The Ray tests run in a pytest
+# process of their own: Ray's driver and the JVM in one process crash.
 test: setup lint
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest -q -m "not ray"
+	$(VENV)/bin/python -m pytest -q -m ray
 
 # While editing: without the slow tests (test_demo, the sample retrieval, compiled decoding).
 test-quick: setup lint
-	$(VENV)/bin/python -m pytest -q -m "not slow"
+	$(VENV)/bin/python -m pytest -q -m "not slow and not ray"
+	$(VENV)/bin/python -m pytest -q -m "ray and not slow"

@@ -15,14 +15,12 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 @pytest.hookimpl(tryfirst=True)  # before -m selects by marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that reads ../shared/data (through :func:`shared_data`) is an integration test, marked or not;
-    tests on the Ray runtime run last."""
+    a test on the Ray runtime is a ``ray`` test."""
     for item in items:
         if "shared_data" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.integration)
-    # Tests on the Ray runtime run last: with Ray's driver running in this process, pyserini's indexer died of a
-    # segmentation fault in a later test (test_rewrite_hqe), even with Ray's crash handler off. No cast command
-    # runs a Ray driver and the JVM in one process (the JVM runs in the actors).
-    items.sort(key=lambda item: "ray_runtime" in getattr(item, "fixturenames", ()))
+        if "ray_runtime" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.ray)
 
 
 @pytest.fixture(scope="session")

@@ -1,11 +1,48 @@
 """Scaling out on Ray (a local runtime of 2 CPUs): collection jobs and runs give the files a local run writes."""
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from cast.cluster import RayOptions, map_in_order
 from cast.errors import CastError
+
+# Ray's driver and the JVM in one process crash (a segmentation fault, now and then): `make test` runs these in a
+# pytest process of their own, and every command that starts the JVM (building an index, a run) runs in a
+# subprocess of its own (`_cast`), as a user would run it.
+pytestmark = pytest.mark.ray
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _cast(*argv: object) -> subprocess.CompletedProcess:
+    """``cast ARGV`` in a subprocess (the toolkit of this checkout)."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "cast.cli", *map(str, argv)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+
+
+@pytest.fixture(scope="module")
+def core_index(fixtures: Path, tmp_path_factory) -> Path:
+    """The six-passage fixture corpus indexed in a subprocess (this process must not start the JVM)."""
+    index = tmp_path_factory.mktemp("core") / "index"
+    done = _cast(
+        "index", "build", "--input", fixtures / "core" / "corpus.jsonl", "--index", index, "--threads", "1"
+    )
+    assert done.returncode == 0, done.stderr
+    return index
+
 
 TWO = RayOptions("local", workers=2)
 
@@ -39,21 +76,18 @@ def test_sharded_entity_dictionary_equals_the_local_one(
 
 
 @pytest.mark.slow
-def test_embeddings_built_on_ray_equal_the_local_ones(
-    ray_runtime, fixtures: Path, tmp_path: Path, monkeypatch
-):
-    from cast.cli import main as cast_main
-    from index.build import build_index
+def test_embeddings_built_on_ray_equal_the_local_ones(fixtures: Path, tmp_path: Path):
     from index.embeddings import store_path
 
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     collection = fixtures / "index" / "passages.jsonl"  # 7 passages, 2 without text: 4 chunks
     stores = []
     for name, ray in (("local", []), ("ray", ["--ray", "--ray-workers", "2"])):
         index = tmp_path / name / "ix"
-        build_index([collection], index, threads=1, progress=False)
-        argv = ["index", "embed", "--index", str(index), "--input", str(collection), "--chunk-size", "2"]
-        assert cast_main([*argv, "--device", "cpu", *ray]) == 0
+        built = _cast("index", "build", "--input", collection, "--index", index, "--threads", "1")
+        assert built.returncode == 0, built.stderr
+        argv = ["index", "embed", "--index", index, "--input", collection, "--chunk-size", "2"]
+        embedded = _cast(*argv, "--device", "cpu", *ray)
+        assert embedded.returncode == 0, embedded.stderr
         stores.append(store_path(index))
     local, sharded = stores
     assert sorted(p.name for p in sharded.iterdir()) == sorted(p.name for p in local.iterdir())
@@ -99,26 +133,20 @@ def _records_without_timings(path: Path) -> list[dict]:
     return [{**json.loads(line), "timings": None} for line in path.read_text().splitlines()]
 
 
-def _cast(*argv) -> int:
-    from cast.cli import main
-
-    return main([str(a) for a in argv])
-
-
 @pytest.fixture(scope="module")
 def local_run(core_index, paths_topics, tmp_path_factory) -> Path:
     """The single-process run every Ray run must equal."""
     prefix = tmp_path_factory.mktemp("local") / "run"
-    assert _cast("run", "--index", core_index, *BASELINE, "--topics", paths_topics, "--output", prefix) == 0
+    done = _cast("run", "--index", core_index, *BASELINE, "--topics", paths_topics, "--output", prefix)
+    assert done.returncode == 0, done.stderr
     return prefix
 
 
-def test_run_on_ray_writes_the_files_of_the_single_process_run(
-    ray_runtime, core_index, paths_topics, local_run, tmp_path, capsys
-):
+def test_run_on_ray_writes_the_files_of_the_single_process_run(core_index, paths_topics, local_run, tmp_path):
     prefix = tmp_path / "ray"
     argv = ["run", "--index", core_index, *BASELINE, "--topics", paths_topics, "--output", prefix]
-    assert _cast(*argv, "--ray", "--ray-workers", "2") == 0, capsys.readouterr().err
+    done = _cast(*argv, "--ray", "--ray-workers", "2")
+    assert done.returncode == 0, done.stderr
     ray_run, local = Path(f"{prefix}.run"), Path(f"{local_run}.run")
     assert ray_run.read_bytes() == local.read_bytes()
     # Answers records differ only in their timings, as two single-process runs' do.
@@ -128,9 +156,7 @@ def test_run_on_ray_writes_the_files_of_the_single_process_run(
 
 
 @pytest.mark.slow
-def test_run_on_ray_resumes_the_turns_of_an_interrupted_driver(
-    ray_runtime, core_index, paths_topics, local_run, tmp_path, capsys
-):
+def test_run_on_ray_resumes_the_turns_of_an_interrupted_driver(core_index, paths_topics, local_run, tmp_path):
     # What a driver killed after its first turn leaves: that turn in the .partial files.
     first = Path(f"{local_run}.answers.jsonl").read_text().splitlines()[0]
     qid = first.split('"qid": "')[1].split('"')[0]
@@ -139,8 +165,9 @@ def test_run_on_ray_resumes_the_turns_of_an_interrupted_driver(
     (tmp_path / "r.answers.jsonl.partial").write_text(first + "\n")
 
     argv = ["run", "--index", core_index, *BASELINE, "--topics", paths_topics, "--output", tmp_path / "r"]
-    assert _cast(*argv, "--ray", "--ray-workers", "2") == 0
-    assert "resuming: 1 turn(s)" in capsys.readouterr().err
+    done = _cast(*argv, "--ray", "--ray-workers", "2")
+    assert done.returncode == 0, done.stderr
+    assert "resuming: 1 turn(s)" in done.stderr
     assert (tmp_path / "r.run").read_bytes() == Path(f"{local_run}.run").read_bytes()
     assert (tmp_path / "r.answers.jsonl").read_text().splitlines()[0] == first  # kept, not redone
 
