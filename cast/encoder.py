@@ -216,9 +216,9 @@ class ExportedEncoder:
     """A sentence-transformers model (transformer, mean pooling, normalisation) exported to ONNX or OpenVINO and
     run with its fast tokenizer; ``encode`` as sentence-transformers' (unit-length float32 rows).
 
-    Texts are encoded longest first in batches of similar length (little padding; one text per run with int8
-    weights, whose embeddings would otherwise depend on their batch), and the next batch is tokenised in a thread
-    while the runtime computes the current one.
+    Texts are encoded longest first in batches of similar length (little padding), and the next batch is tokenised
+    in a thread while the runtime computes the current one. With int8 weights, whose embeddings would otherwise
+    depend on their batch, each text is a run of its own, and the cores run texts side by side.
     """
 
     def __init__(
@@ -242,6 +242,8 @@ class ExportedEncoder:
         # batch would get an embedding that depends on the other texts in it (a resumed run, or one spread over
         # Ray workers, would differ from an uninterrupted one): quantised models encode one text per run.
         self.one_text_per_run = settings.quantize != "none"
+        # A single text is too small a run to spread over cores: the cores run texts side by side instead.
+        self.concurrent_runs = (settings.threads or os.cpu_count() or 1) if self.one_text_per_run else 1
         self.dimension = json.loads((folder / "1_Pooling" / "config.json").read_text())[
             "word_embedding_dimension"
         ]
@@ -262,7 +264,10 @@ class ExportedEncoder:
         """Unit-length float32 embeddings of ``texts``, in their order."""
         import numpy as np
 
-        batch_size = 1 if self.one_text_per_run else batch_size
+        if self.one_text_per_run:
+            with ThreadPoolExecutor(max_workers=self.concurrent_runs) as pool:
+                vectors = list(pool.map(lambda text: self.run(self.features([text]))[0], texts))
+            return np.stack(vectors).astype(np.float32, copy=False)
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
@@ -437,7 +442,10 @@ def runtime_session(model_file: Path, settings: EncoderSettings) -> tuple[Any, l
 
     options = onnxruntime.SessionOptions()
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
-    if settings.threads:
+    if settings.quantize != "none":
+        # Quantised models run one text per call (ExportedEncoder), several calls at once: one thread each.
+        options.intra_op_num_threads = 1
+    elif settings.threads:
         options.intra_op_num_threads = settings.threads
     session = onnxruntime.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
     names = [i.name for i in session.get_inputs()]
