@@ -53,6 +53,7 @@ def main(args: argparse.Namespace) -> int:
     from cast.commands.answer import format_result
     from cast.config import load_config
     from cast.pipeline import Pipeline
+    from cast.session import Session
     from cast.topics import load_topics
 
     config = load_config(args.config, DEMO_OVERRIDES + args.overrides)
@@ -64,11 +65,10 @@ def main(args: argparse.Namespace) -> int:
         f"selector: {config['selector']['name']}, answers: {config['summarizer']['name']}"
     )
     for conversation in load_topics(SAMPLE_CONVERSATION):
-        history = []
+        session = Session(pipeline, conversation)
         print(f"# {conversation.title or conversation.topic_id}")
         for turn in conversation.turns:
-            result = pipeline.answer_turn(history, turn)
-            history.append(result.past_turn())
+            result = session.answer(turn)
             print(f"\nQ{turn.turn_id}: {turn.utterance}")
             print(format_result(result))
     return 0

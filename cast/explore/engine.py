@@ -32,6 +32,7 @@ from cast.pipeline import STAGE_KINDS, Pipeline, TurnResult, check_config
 from cast.records import Conversation, Turn, to_dict
 from cast.registry import build_stage, stage_class
 from cast.resources import Resources
+from cast.session import Session
 
 logger = logging.getLogger(__name__)
 
@@ -494,13 +495,15 @@ class Explorer:
                 },
                 config={**self.config, **job.sections},
             )
-            history = []
+            session = Session(pipeline, conversation)
             answered = None
             for number, key in enumerate(keys, start=1):
                 job.turn = number
                 answered = self.results.get(key)
                 if answered is None:
-                    result = pipeline.answer_turn(history, conversation.turns[number - 1])
+                    result = pipeline.answer_turn(
+                        list(session.history), conversation.turns[number - 1], conversation.ptkb
+                    )
                     job.enter("evaluate")
                     view = turn_view(
                         result,
@@ -512,7 +515,7 @@ class Explorer:
                     # Kept: what the page shows and later turns use (the whole ranking is ~1 MB a turn).
                     answered = Answered(replace(result, ranking=result.ranking[:SHOWN_PASSAGES]), view)
                     self.results.put(key, answered)
-                history.append(answered.result.past_turn())
+                session.add(answered.result)
             job.finish(answered)
         except CastError as error:
             job.fail(error)
