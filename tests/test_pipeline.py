@@ -268,3 +268,22 @@ def test_the_knowledge_base_settings_are_part_of_the_run_description(pipeline):
         for extra in ({}, {"entities_dir": "/elsewhere"})
     ]
     assert described[0] == {"name": "collection"} and described[0] != described[1]
+
+
+@pytest.mark.parametrize("history_responses", ["topics", "answers"])
+def test_a_session_turn_by_turn_sees_the_history_a_run_sees(pipeline, history_responses):
+    # The session is what `cast demo` and the explorer answer a typed conversation with.
+    from cast.session import Session
+
+    conversation = conversations()[0]
+    first, *later = conversation.turns
+    conversation = replace(conversation, turns=(replace(first, response="The canonical response."), *later))
+    stages = {kind: getattr(pipeline, kind) for kind in STAGE_KINDS}
+    by_run, by_session = HistoryRecordingRewriter(), HistoryRecordingRewriter()
+    config = {"history_responses": history_responses}
+    run = Pipeline(**{**stages, "rewriter": by_run}, config=config).run([conversation])
+    session = Session(Pipeline(**{**stages, "rewriter": by_session}, config=config), conversation)
+    typed = [session.answer(turn) for turn in conversation.turns]
+    assert by_session.responses == by_run.responses
+    assert [r.rewrite for r in typed] == [r.rewrite for r in run]
+    assert by_run.responses["1_2"] != [None]

@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from cast.records import PastTurn
 
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "data" / "sample"
 SAMPLE_PASSAGES = SAMPLE_DIR / "passages.jsonl.gz"
@@ -57,6 +53,7 @@ def main(args: argparse.Namespace) -> int:
     from cast.commands.answer import format_result
     from cast.config import load_config
     from cast.pipeline import Pipeline
+    from cast.session import Session
     from cast.topics import load_topics
 
     config = load_config(args.config, DEMO_OVERRIDES + args.overrides)
@@ -68,11 +65,10 @@ def main(args: argparse.Namespace) -> int:
         f"selector: {config['selector']['name']}, answers: {config['summarizer']['name']}"
     )
     for conversation in load_topics(SAMPLE_CONVERSATION):
-        history: list[PastTurn] = []
+        session = Session(pipeline, conversation)
         print(f"# {conversation.title or conversation.topic_id}")
         for turn in conversation.turns:
-            result = pipeline.answer_turn(history, turn)
-            history.append(result.past_turn())
+            result = session.answer(turn)
             print(f"\nQ{turn.turn_id}: {turn.utterance}")
             print(format_result(result))
     return 0

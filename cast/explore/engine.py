@@ -29,9 +29,10 @@ from cast.errors import CastError
 from cast.explore import DEFAULT_MAX_PENDING, DEFAULT_TIME_LIMIT
 from cast.explore.views import SHOWN_PASSAGES, turn_view
 from cast.pipeline import STAGE_KINDS, Pipeline, TurnResult, check_config
-from cast.records import Conversation, PastTurn, Turn, to_dict
+from cast.records import Conversation, Turn, to_dict
 from cast.registry import build_stage, stage_class
 from cast.resources import Resources
+from cast.session import Session
 
 logger = logging.getLogger(__name__)
 
@@ -493,13 +494,15 @@ class Explorer:
                 for kind, stage in stages.items()
             }
             pipeline = Pipeline(**proxies, config={**self.config, **job.sections})
-            history: list[PastTurn] = []
+            session = Session(pipeline, conversation)
             answered: Answered | None = None
             for number, key in enumerate(keys, start=1):
                 job.turn = number
                 answered = self.results.get(key)
                 if answered is None:
-                    result = pipeline.answer_turn(history, conversation.turns[number - 1])
+                    result = pipeline.answer_turn(
+                        list(session.history), conversation.turns[number - 1], conversation.ptkb
+                    )
                     job.enter("evaluate")
                     view = turn_view(
                         result,
@@ -511,7 +514,7 @@ class Explorer:
                     # Kept: what the page shows and later turns use (the whole ranking is ~1 MB a turn).
                     answered = Answered(replace(result, ranking=result.ranking[:SHOWN_PASSAGES]), view)
                     self.results.put(key, answered)
-                history.append(answered.result.past_turn())
+                session.add(answered.result)
             assert answered is not None, "a job answers at least one turn"
             job.finish(answered)
         except CastError as error:
