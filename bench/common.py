@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -54,3 +56,17 @@ def run(main: Callable[[], int]) -> int:
     except KeyboardInterrupt:
         print(f"{script}: interrupted", file=sys.stderr)
         return 130
+
+
+def run_measured(command: list[str], log: Path, what: str) -> tuple[float, float, int]:
+    """Run ``command`` (output to ``log``): its wall-clock seconds, CPU seconds (user + system) and peak resident
+    memory in bytes. Exits, naming ``what`` and the log, if the command fails."""
+    started = time.perf_counter()
+    with open(log, "wb") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+        _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - started
+    code = process.returncode = os.waitstatus_to_exitcode(status)  # reaped by wait4, so tell Popen
+    if code != 0:
+        sys.exit(f"{what} failed with exit code {code}; see {log}")
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024  # Linux reports kilobytes

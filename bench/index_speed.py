@@ -21,38 +21,21 @@ from __future__ import annotations
 import argparse
 import gzip
 import itertools
-import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from bench.common import WIKI, existing_path, run  # noqa: E402
+from bench.common import WIKI, existing_path, run, run_measured  # noqa: E402
 
 PYSERINI_CLI = (
     "import runpy, sys; from cast import jvm; jvm.start(); "
     "sys.argv = ['pyserini.index.lucene', *sys.argv[1:]]; "
     "runpy.run_module('pyserini.index.lucene', run_name='__main__')"
 )
-
-
-def run_measured(command: list[str], log: Path) -> tuple[float, float, int]:
-    """Run ``command`` (output to ``log``): its wall-clock seconds, CPU seconds (user + system) and peak RSS in
-    bytes. Exits if the command fails."""
-    started = time.perf_counter()
-    with open(log, "wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
-        _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - started
-    code = process.returncode = os.waitstatus_to_exitcode(status)  # reaped by wait4, so tell Popen
-    if code != 0:
-        sys.exit(f"index_speed: {' '.join(command[:4])}... failed with exit code {code}; see {log}")
-    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024  # Linux reports kilobytes
 
 
 def commands(input_file: Path, index_dir: Path, threads: int) -> dict[str, list[str]]:
@@ -112,7 +95,11 @@ def main(argv: list[str] | None = None) -> int:
         for repeat in range(args.repeats):
             sides = list(commands(input_file, work / f"run{repeat}", args.threads).items())
             for name, command in sides if repeat % 2 == 0 else sides[::-1]:
-                runs[name].append(run_measured(command, work / f"{name}-{repeat}.log"))
+                runs[name].append(
+                    run_measured(
+                        command, work / f"{name}-{repeat}.log", f"index_speed: {' '.join(command[:4])}..."
+                    )
+                )
                 seconds, cpu, peak = runs[name][-1]
                 print(f"{name:9s} {seconds:8.1f} s  {passages / seconds:9,.0f} passages/s  "
                       f"CPU {cpu:7.1f} s  peak RSS {peak / 2**30:5.2f} GiB")  # fmt: skip

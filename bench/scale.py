@@ -24,10 +24,8 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -42,6 +40,7 @@ from bench.common import (  # noqa: E402
     existing_path,
     load_average,
     run,
+    run_measured,
 )
 
 CAST = [sys.executable, "-m", "cast.cli"]
@@ -49,15 +48,8 @@ CAST = [sys.executable, "-m", "cast.cli"]
 
 def measured(command: list[str], log: Path) -> tuple[float, int]:
     """Run ``command`` (output to ``log``): its wall-clock seconds and peak resident memory in bytes."""
-    started = time.perf_counter()
-    with open(log, "wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
-        _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - started
-    code = process.returncode = os.waitstatus_to_exitcode(status)  # reaped by wait4, so tell Popen
-    if code != 0:
-        sys.exit(f"scale: {' '.join(command[2:5])}... failed with exit code {code}; see {log}")
-    return seconds, usage.ru_maxrss * 1024  # Linux reports kilobytes
+    seconds, _, rss = run_measured(command, log, f"scale: {' '.join(command[2:5])}...")
+    return seconds, rss
 
 
 def write_scaled(inputs: list[Path], base: int | None, scale: float, path: Path) -> int:
