@@ -138,7 +138,8 @@ class TreeEnsemble:
         # becomes nodes that always go left), so a level is one vectorised step over every tree and row.
         self.depth = max((_depth(tree, 0) for tree in trees), default=0)
         internal, leaves = 2**self.depth - 1, 2**self.depth
-        self.feature = np.zeros((len(trees), max(internal, 1)), dtype=np.int64)
+        # 32-bit indexes: np.take over flat arrays is a quarter faster than two-dimensional fancy indexing.
+        self.feature = np.zeros((len(trees), max(internal, 1)), dtype=np.int32)
         self.threshold = np.full((len(trees), max(internal, 1)), np.inf)
         self.value = np.zeros((len(trees), leaves))
         for number, tree in enumerate(trees):
@@ -164,12 +165,7 @@ class TreeEnsemble:
         rows = np.asarray(rows, dtype=np.float64)
         count, width = rows.shape
         trees, internal = self.feature.shape
-        # Flat 32-bit indexes and np.take: a quarter faster than two-dimensional fancy indexing.
-        features, thresholds, flat = (
-            self.feature.ravel().astype(np.int32),
-            self.threshold.ravel(),
-            rows.ravel(),
-        )
+        features, thresholds, flat = self.feature.ravel(), self.threshold.ravel(), rows.ravel()
         tree_start = (np.arange(trees, dtype=np.int32) * internal)[None, :]
         row_start = (np.arange(count, dtype=np.int32) * width)[:, None]
         position = np.zeros((count, trees), dtype=np.int32)
@@ -369,9 +365,8 @@ class Tokens:
         return self.doc_text[self.start[first] : self.start[end - 1] + len(self.text[end - 1])]
 
 
-def mention_spans(doc: Any, tokens: Tokens | None = None) -> list[tuple[int, int]]:
+def mention_spans(doc: Any, tokens: Tokens) -> list[tuple[int, int]]:
     """Token spans ``[first, end)`` of up to :data:`MAX_WORDS` words within a sentence that may be mentions."""
-    tokens = tokens or Tokens.of(doc)
     spans = []
     for sentence in doc.sents:
         for first in range(sentence.start, sentence.end):
@@ -394,7 +389,7 @@ def find_candidates(
     collection: CollectionSenses | None,
     context: frozenset[str],
     history: str,
-    lemma: Callable[[Any], str] = lambda token: token.lemma_,
+    lemma: Callable[[Any], str],
 ) -> list[Candidate]:
     """Every candidate link in a spaCy doc, with its :data:`FEATURES` (``lemma``: a token's lemma)."""
     tokens = Tokens.of(doc)
