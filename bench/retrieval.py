@@ -94,18 +94,22 @@ def canard_conversations(path: Path) -> list:
 
 def rewrite_all(rewriter: Any, conversations: Sequence, only_last: bool = False) -> dict[str, Any]:
     """``{qid: Rewrite}`` for every turn (each qid once); history carries earlier rewrites, no passages."""
-    from cast.records import PastTurn
+    from cast.records import PastTurn, Rewrite
+    from cast.session import lockstep
 
-    rewrites: dict[str, Any] = {}
-    for conversation in conversations:
-        history: list[PastTurn] = []
-        for position, turn in enumerate(conversation.turns):
-            wanted = not only_last or position == len(conversation.turns) - 1
-            if wanted and turn.qid not in rewrites:
-                rewrites[turn.qid] = rewriter.rewrite(history, turn)
-            query = rewrites[turn.qid].query if turn.qid in rewrites else turn.utterance
-            history.append(PastTurn(turn=turn, query=query))
-    return rewrites
+    def rewrite(steps: list) -> list:
+        # With only_last (CANARD), earlier questions stand as they were asked.
+        wanted = [not only_last or s.turn is s.conversation.turns[-1] for s in steps]
+        done = iter(
+            rewriter.rewrite_batch([(s.history, s.turn) for s, w in zip(steps, wanted, strict=True) if w])
+        )
+        return [
+            (s.turn.qid, next(done) if w else Rewrite(s.turn.utterance, "asked"))
+            for s, w in zip(steps, wanted, strict=True)
+        ]
+
+    taken = lockstep(conversations, rewrite, lambda turn, item: PastTurn(turn=turn, query=item[1].query))
+    return {qid: r for qid, r in taken if r.method != "asked"}
 
 
 def build_resources(index: Path, overrides: Sequence[str]) -> Any:

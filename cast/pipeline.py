@@ -1,8 +1,9 @@
 """The per-turn pipeline: (choose PTKB statements ->) rewrite -> first stage -> re-rank -> link entities -> select passages -> answer.
 
-Conversations are processed in lock-step: the i-th turns of all conversations form one batch, so that neural
-stages batch over independent conversations and Lucene searches them with its own threads. A turn whose qid was
-already answered (CAsT 2022 paths share their prefixes) is answered once.
+A turn's work is split in two (:meth:`Pipeline.prepare_batch`, :meth:`Pipeline.finish_batch`), so that a study
+can take every turn as far as re-ranking (or entity linking) once and run the later stages under many settings
+(:class:`cast.prepared.Prepared`, ``cast sweep``). Conversations are walked in lock-step by
+:mod:`cast.session`.
 """
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cast.errors import CastError, ConfigError
 from cast.limits import bounded_history, bounded_ranking, bounded_turn
+from cast.prepared import STOP_POINTS
 from cast.records import (
     Answer,
     Conversation,
@@ -38,8 +40,12 @@ from cast.stages import (
     Reranker,
     Rewriter,
     SelectionInput,
+    Stage,
     Summarizer,
 )
+
+if TYPE_CHECKING:
+    from cast.prepared import Prepared
 
 STAGE_KINDS = ("rewriter", "first_stage", "reranker", "linker", "selector", "summarizer")
 # What later turns see as an earlier turn's response: the topics' canonical one, or the pipeline's own answer.
@@ -131,6 +137,52 @@ def _with_response(turn: Turn, answer: str | None, no_answer_reason: str | None,
     return replace(turn, response=answer) if use and answer and no_answer_reason is None else turn
 
 
+@dataclass(frozen=True)
+class TurnLinks:
+    """The entities the linker found at one turn: the query's, each candidate's by passage id, and the texts it
+    could not link (``"query"`` and passage ids)."""
+
+    query_entities: tuple[EntityMention, ...] = ()
+    passage_entities: dict[str, tuple[EntityMention, ...]] = field(default_factory=dict)
+    unlinked_texts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PreparedTurn:
+    """A turn taken as far as re-ranking, and entity linking where the pass stopped after it: what the later
+    stages (selection, answer) start from. See :meth:`Pipeline.prepare_batch`.
+
+    Attributes:
+        ranking: the re-ranked head followed by the rest of the first-stage ranking.
+        links: the linker's entities, or ``None`` where the pass stopped after re-ranking.
+        timings: wall-clock seconds per stage run so far.
+        input_limits: as :attr:`TurnResult.input_limits`.
+        ptkb: as :attr:`TurnResult.ptkb` (``None``: no PTKB was scored).
+    """
+
+    turn: Turn
+    rewrite: Rewrite
+    ranking: tuple[ScoredPassage, ...]
+    links: TurnLinks | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    input_limits: dict[str, int] = field(default_factory=dict)
+    ptkb: PTKBSelection | None = None
+
+    @property
+    def qid(self) -> str:
+        return self.turn.qid
+
+    def past_turn(self) -> PastTurn:
+        """What later turns' early stages may use of this one (its query, top passage and query entities; the
+        topics' response: a prepared pass never sees answers)."""
+        return PastTurn(
+            turn=self.turn,
+            query=self.rewrite.inputs.get("rewritten_query", self.rewrite.query),
+            top_passage=self.ranking[0].passage if self.ranking else None,
+            query_entities=self.links.query_entities if self.links else (),
+        )
+
+
 class Pipeline:
     """The stages of one configuration, applied turn by turn.
 
@@ -203,6 +255,19 @@ class Pipeline:
     ) -> list[TurnResult]:
         """Answer turns of independent conversations together (one item per conversation; ``ptkbs``: each
         conversation's PTKB statements, aligned with ``items``)."""
+        prepared = self.prepare_batch(items, ptkbs)
+        return self.finish_batch([(history, p) for (history, _), p in zip(items, prepared, strict=True)])
+
+    def prepare_batch(
+        self,
+        items: Sequence[tuple[Sequence[PastTurn], Turn]],
+        ptkbs: Sequence[Sequence[PTKBStatement]] | None = None,
+        *,
+        stop_after: str = "rerank",
+    ) -> list[PreparedTurn]:
+        """The stages up to ``stop_after`` (:data:`STOP_POINTS`) for turns of independent conversations: PTKB
+        statements, rewrite, first stage, re-rank, and with ``stop_after="link"`` the candidates' entities."""
+        check_stop_point(stop_after)
         if not items:
             return []
         ptkbs = ptkbs if ptkbs is not None else [()] * len(items)
@@ -212,12 +277,7 @@ class Pipeline:
             (bounded_history(list(history), limits), bounded_turn(turn, limits))
             for (history, turn), limits in zip(items, applied, strict=True)
         ]
-
-        def timed(stage: str, fn: Callable[[], Any]) -> Any:
-            start = time.perf_counter()
-            out = fn()
-            timings[stage] = (time.perf_counter() - start) / len(items)
-            return out
+        timed = _timer(timings, len(items))
 
         def choose() -> list[PTKBSelection]:
             return [
@@ -246,89 +306,95 @@ class Pipeline:
                 [(q, ranking[: self.reranker.depth]) for q, ranking in zip(queries, first, strict=True)]
             ),
         )
-        rankings = [merge_head(head, ranking) for head, ranking in zip(heads, first, strict=True)]
-        candidates = [tuple(r[: self.candidates]) for r in rankings]
-
-        if self.selector.needs_entities:
-            query_entities, passage_entities, unlinked = timed(
-                "link", lambda: self._link(queries, candidates)
+        rankings = [tuple(merge_head(head, ranking)) for head, ranking in zip(heads, first, strict=True)]
+        links: list[TurnLinks | None] = [None] * len(items)
+        if stop_after == "link":
+            links = list(timed("link", lambda: self._link(queries, rankings)))
+        return [
+            PreparedTurn(
+                turn=turn,
+                rewrite=rewrite,
+                ranking=ranking,
+                links=turn_links,
+                timings=timings,
+                input_limits=limits,
+                ptkb=chosen if chosen.scores else None,
             )
-        else:
-            query_entities = [()] * len(items)
-            passage_entities = [{} for _ in items]
-            unlinked = [()] * len(items)
+            for (_, turn), rewrite, ranking, turn_links, limits, chosen in zip(
+                items, rewrites, rankings, links, applied, personal, strict=True
+            )
+        ]
 
+    def finish_batch(self, items: Sequence[tuple[Sequence[PastTurn], PreparedTurn]]) -> list[TurnResult]:
+        """The stages after a prepared pass for turns of independent conversations, each given its history: link
+        the candidates (unless prepared with their links), select passages, answer."""
+        if not items:
+            return []
+        timings: dict[str, float] = {}
+        timed = _timer(timings, len(items))
+        histories = [bounded_history(list(history), {}) for history, _ in items]
+        prepared = [p for _, p in items]
+        candidates = [p.ranking[: self.candidates] for p in prepared]
+        links: list[TurnLinks]
+        if not self.selector.needs_entities:
+            links = [p.links or TurnLinks() for p in prepared]
+        elif all(p.links is not None for p in prepared):
+            links = [p.links for p in prepared if p.links is not None]
+        else:
+            links = timed("link", lambda: self._link([p.rewrite.query for p in prepared], candidates))
         selection_inputs = [
             SelectionInput(
-                query=q,
+                query=p.rewrite.query,
                 candidates=cands,
-                query_entities=q_ents,
+                query_entities=turn_links.query_entities,
                 history_entities=tuple(m for past in history for m in past.query_entities),
-                passage_entities=tuple(p_ents.get(p.id, ()) for p in cands),
+                passage_entities=tuple(turn_links.passage_entities.get(c.id, ()) for c in cands),
                 previous_focus_entity=history[-1].focus_entity if history else None,
             )
-            for (history, _), q, cands, q_ents, p_ents in zip(
-                items, queries, candidates, query_entities, passage_entities, strict=True
-            )
+            for history, p, cands, turn_links in zip(histories, prepared, candidates, links, strict=True)
         ]
         selections = timed("select", lambda: [self.selector.select(s) for s in selection_inputs])
         answers = timed(
             "summarize",
             lambda: self.summarizer.summarize_batch(
-                [(r.answer_question, sel) for r, sel in zip(rewrites, selections, strict=True)]
+                [(p.rewrite.answer_question, sel) for p, sel in zip(prepared, selections, strict=True)]
             ),
         )
         return [
             TurnResult(
-                turn=turn,
-                rewrite=rewrite,
-                ranking=ranking,
+                turn=p.turn,
+                rewrite=p.rewrite,
+                ranking=list(p.ranking),
                 selection=selection,
                 answer=answer,
-                query_entities=q_ents,
-                passage_entities=p_ents,
-                unlinked_texts=not_linked,
-                timings=dict(timings),
-                input_limits=limits,
-                ptkb=chosen if chosen.scores else None,
+                query_entities=turn_links.query_entities,
+                passage_entities=turn_links.passage_entities,
+                unlinked_texts=turn_links.unlinked_texts,
+                timings={**p.timings, **timings},
+                input_limits=p.input_limits,
+                ptkb=p.ptkb,
             )
-            for (
-                _,
-                turn,
-            ), rewrite, ranking, selection, answer, q_ents, p_ents, not_linked, limits, chosen in zip(
-                items,
-                rewrites,
-                rankings,
-                selections,
-                answers,
-                query_entities,
-                passage_entities,
-                unlinked,
-                applied,
-                personal,
-                strict=True,
-            )
+            for p, selection, answer, turn_links in zip(prepared, selections, answers, links, strict=True)
         ]
 
-    def _link(
-        self, queries: Sequence[str], candidates: Sequence[Sequence[ScoredPassage]]
-    ) -> tuple[
-        list[tuple[EntityMention, ...]], list[dict[str, tuple[EntityMention, ...]]], list[tuple[str, ...]]
-    ]:
-        """Each turn's query entities, passage entities by id, and the texts left unlinked ("query", ids)."""
+    def _link(self, queries: Sequence[str], rankings: Sequence[Sequence[ScoredPassage]]) -> list[TurnLinks]:
+        """Each turn's entities: its query's and its candidates' (the first :attr:`candidates` of its ranking)."""
+        candidates = [ranking[: self.candidates] for ranking in rankings]
         query_entities = [tuple(m) for m in self.linker.link_batch(list(queries), kind="query")]
         unlinked_queries = set(self.linker.unlinked_in_last_batch)
         unique = {p.id: p.passage.text for cands in candidates for p in cands}
         linked = dict(zip(unique, self.linker.link_batch(list(unique.values()), kind="passage"), strict=True))
         passage_ids = list(unique)
         unlinked_ids = {passage_ids[i] for i in self.linker.unlinked_in_last_batch}
-        passage_entities = [{p.id: tuple(linked[p.id]) for p in cands} for cands in candidates]
-        unlinked = [
-            (("query",) if number in unlinked_queries else ())
-            + tuple(dict.fromkeys(p.id for p in cands if p.id in unlinked_ids))
-            for number, cands in enumerate(candidates)
+        return [
+            TurnLinks(
+                query_entities=q_ents,
+                passage_entities={p.id: tuple(linked[p.id]) for p in cands},
+                unlinked_texts=(("query",) if number in unlinked_queries else ())
+                + tuple(dict.fromkeys(p.id for p in cands if p.id in unlinked_ids)),
+            )
+            for number, (q_ents, cands) in enumerate(zip(query_entities, candidates, strict=True))
         ]
-        return query_entities, passage_entities, unlinked
 
     def run(
         self,
@@ -337,54 +403,41 @@ class Pipeline:
         done: dict[str, dict[str, Any]] | None = None,
         on_result: Callable[[TurnResult], None] | None = None,
         progress: bool = False,
+        prepared: Prepared | None = None,
     ) -> list[TurnResult]:
-        """Answer every turn of ``conversations``.
+        """Answer every turn of ``conversations`` (see :func:`cast.session.answer_conversations`).
 
         Args:
             done: answers-file records of turns already answered (by qid), e.g. from an interrupted run: they
                 are not answered again, only used as history.
             on_result: called with each new result as soon as its batch is done (to write it out).
             progress: show a progress bar over turns.
+            prepared: the turns taken as far as re-ranking (or linking) by :meth:`prepare` with the same early
+                stages: only the later stages run.
         """
-        conversations = list(conversations)
-        self.rewriter.check_topics(conversations)
-        done = dict(done or {})
-        histories: list[list[PastTurn]] = [[] for _ in conversations]
-        answered: dict[str, PastTurn] = {}
-        results: list[TurnResult] = []
-        total = len({t.qid for c in conversations for t in c.turns} - set(done))
-        bar = _progress(total, progress)
-        try:
-            for position in range(max((len(c.turns) for c in conversations), default=0)):
-                batch: dict[str, tuple[int, Turn]] = {}
-                for index, conversation in enumerate(conversations):
-                    if position >= len(conversation.turns):
-                        continue
-                    turn = conversation.turns[position]
-                    if turn.qid in answered or turn.qid in batch:
-                        continue
-                    if turn.qid in done:
-                        answered[turn.qid] = past_turn_from_record(
-                            turn, done[turn.qid], self.answers_as_responses
-                        )
-                    else:
-                        batch[turn.qid] = (index, turn)
-                new = self.answer_batch(
-                    [(list(histories[i]), turn) for i, turn in batch.values()],
-                    [conversations[i].ptkb for i, _ in batch.values()],
-                )
-                for result in new:
-                    answered[result.qid] = result.past_turn(self.answers_as_responses)
-                    results.append(result)
-                    if on_result is not None:
-                        on_result(result)
-                bar.update(len(new))
-                for index, conversation in enumerate(conversations):
-                    if position < len(conversation.turns):
-                        histories[index].append(answered[conversation.turns[position].qid])
-        finally:
-            bar.close()
-        return results
+        from cast.session import answer_conversations
+
+        return answer_conversations(
+            self, conversations, done=done, on_result=on_result, progress=progress, prepared=prepared
+        )
+
+    def prepare(
+        self, conversations: Iterable[Conversation], *, stop_after: str = "rerank", progress: bool = False
+    ) -> Prepared:
+        """Every turn of ``conversations`` taken as far as ``stop_after`` (see :func:`cast.session.prepare`)."""
+        from cast.session import prepare
+
+        return prepare(self, conversations, stop_after=stop_after, progress=progress)
+
+    def with_stages(self, config: dict[str, Any], **stages: Stage) -> Pipeline:
+        """This pipeline with some stages replaced (the others shared, not rebuilt), under ``config``."""
+        kinds = {kind: getattr(self, kind) for kind in STAGE_KINDS}
+        unknown = set(stages) - set(kinds)
+        if unknown:
+            raise ConfigError(
+                f"no stage kind(s) {', '.join(sorted(unknown))}; kinds: {', '.join(STAGE_KINDS)}"
+            )
+        return Pipeline(**{**kinds, **stages}, config=config, ptkb=self.ptkb)  # type: ignore[arg-type]
 
 
 def check_config(config: dict[str, Any], resources: Resources) -> None:
@@ -402,6 +455,12 @@ def check_config(config: dict[str, Any], resources: Resources) -> None:
         resources.stemmer  # noqa: B018  (checks it against the index now, not at the first search)
 
 
+def check_stop_point(stop_after: str) -> None:
+    """A :class:`ConfigError` unless a prepared pass may stop after ``stop_after``."""
+    if stop_after not in STOP_POINTS:
+        raise ConfigError(f"a prepared pass stops after one of {', '.join(STOP_POINTS)}, not {stop_after!r}")
+
+
 def merge_head(head: Sequence[ScoredPassage], ranking: Sequence[ScoredPassage]) -> list[ScoredPassage]:
     """The re-ranked head, then the first-stage passages not in it, in first-stage order."""
     if not head:
@@ -410,7 +469,13 @@ def merge_head(head: Sequence[ScoredPassage], ranking: Sequence[ScoredPassage]) 
     return [*head, *(p for p in ranking if p.id not in in_head)]
 
 
-def _progress(total: int, enabled: bool) -> Any:
-    from tqdm import tqdm
+def _timer(timings: dict[str, float], turns: int) -> Callable[[str, Callable[[], Any]], Any]:
+    """``timed(stage, fn)``: ``fn()``, its wall-clock seconds per turn recorded in ``timings[stage]``."""
 
-    return tqdm(total=total, unit="turn", disable=not enabled, desc="turns")
+    def timed(stage: str, fn: Callable[[], Any]) -> Any:
+        start = time.perf_counter()
+        out = fn()
+        timings[stage] = (time.perf_counter() - start) / turns
+        return out
+
+    return timed

@@ -1,5 +1,5 @@
 """``cast run --ray``: the pipeline spread over Ray actors, with the interface of :class:`cast.pipeline.Pipeline`
-that ``cast run`` uses (``describe``, ``run``), so that the run writes its outputs as a local run does.
+that ``cast run`` uses (``describe``, ``run``, ``prepare``), so that the run writes its outputs as a local run does.
 
 Each actor builds one Pipeline from the config and answers whole conversations with ``Pipeline.run``, so the
 turns of a conversation stay in order on one actor, each with the history a local run gives it. Conversations
@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from cast.cluster import RayOptions, WorkerPool, require_path
 from cast.errors import CastError
 from cast.records import Conversation
+
+if TYPE_CHECKING:
+    from cast.prepared import Prepared
 
 
 class ConversationAnswerer:
@@ -50,11 +54,30 @@ class ConversationAnswerer:
     def linker_report(self) -> str | None:
         return self.pipeline.linker.report()
 
-    def __call__(self, job: tuple[list[Conversation], dict[str, dict[str, Any]]]) -> list[Any]:
-        """The results of the turns of ``conversations`` not in ``done`` (the records of turns already
-        answered, which serve as history)."""
-        conversations, done = job
-        return self.pipeline.run(conversations, done=done)
+    def candidates(self) -> int:
+        return self.pipeline.candidates
+
+    def early_description(self, stop_after: str) -> dict[str, Any]:
+        from cast.prepared import early_description
+
+        return early_description(self.pipeline, stop_after)
+
+    def __call__(self, job: Job) -> list[Any]:
+        """The results (or, with ``job.stop_after``, the prepared turns) of the turns of the job's conversations."""
+        if job.stop_after is not None:
+            return list(self.pipeline.prepare(job.conversations, stop_after=job.stop_after).turns.values())
+        return self.pipeline.run(job.conversations, done=job.done, prepared=job.prepared)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One actor call: conversations that share turns, the records of those already answered (history only),
+    and their prepared turns to finish, or where to stop preparing them."""
+
+    conversations: list[Conversation]
+    done: dict[str, dict[str, Any]] = field(default_factory=dict)
+    prepared: Prepared | None = None
+    stop_after: str | None = None
 
 
 def conversation_groups(conversations: Sequence[Conversation]) -> list[list[Conversation]]:
@@ -117,6 +140,7 @@ class RayPipeline:
             self.close()
             raise
         self.description = descriptions[0]
+        self.candidates = self.pool.call_all("candidates")[0]
         self.linker_reports: list[str] = []
 
     def describe(self) -> dict[str, Any]:
@@ -129,28 +153,52 @@ class RayPipeline:
         done: dict[str, dict[str, Any]] | None = None,
         on_result: Callable[[Any], None] | None = None,
         progress: bool = False,
+        prepared: Prepared | None = None,
     ) -> list[Any]:
         """Answer every turn of ``conversations`` on the actors (see :meth:`cast.pipeline.Pipeline.run`);
         ``on_result`` is called here, with each result of a group of conversations once the group is done."""
-        from tqdm import tqdm
-
         done = dict(done or {})
         jobs = []
         for group in conversation_groups(list(conversations)):
             qids = {t.qid for c in group for t in c.turns}
             if qids - set(done):
-                jobs.append((group, {qid: done[qid] for qid in qids if qid in done}))
-        total = sum(len({t.qid for c in group for t in c.turns} - set(done)) for group, _ in jobs)
-        results: list[Any] = []
-        with tqdm(total=total, unit="turn", disable=not progress, desc="turns") as bar:
-            for _, answered in self.pool.map(jobs):
-                for result in answered:
-                    results.append(result)
-                    if on_result is not None:
-                        on_result(result)
-                bar.update(len(answered))
+                own = None if prepared is None else prepared.subset(qids)
+                jobs.append(Job(group, {qid: done[qid] for qid in qids if qid in done}, prepared=own))
+        results = self._map(jobs, set(done), on_result, progress, "turns")
         self.linker_reports = [r for r in dict.fromkeys(self.pool.call_all("linker_report")) if r]
         return results
+
+    def prepare(
+        self, conversations: Iterable[Conversation], *, stop_after: str = "rerank", progress: bool = False
+    ) -> Prepared:
+        """Every turn of ``conversations`` prepared on the actors (see :meth:`cast.pipeline.Pipeline.prepare`)."""
+        from cast.prepared import Prepared
+
+        jobs = [Job(group, stop_after=stop_after) for group in conversation_groups(list(conversations))]
+        turns = self._map(jobs, set(), None, progress, "preparing turns")
+        description = self.pool.call_all("early_description", stop_after)[0]
+        return Prepared(stop_after, description, {t.qid: t for t in turns})
+
+    def _map(
+        self,
+        jobs: list[Job],
+        done: set[str],
+        on_result: Callable[[Any], None] | None,
+        progress: bool,
+        desc: str,
+    ) -> list[Any]:
+        from tqdm import tqdm
+
+        total = sum(len({t.qid for c in job.conversations for t in c.turns} - done) for job in jobs)
+        items: list[Any] = []
+        with tqdm(total=total, unit="turn", disable=not progress, desc=desc) as bar:
+            for _, answered in self.pool.map(jobs):
+                for item in answered:
+                    items.append(item)
+                    if on_result is not None:
+                        on_result(item)
+                bar.update(len(answered))
+        return items
 
     def linker_report(self) -> str | None:
         """The linkers' end-of-run lines, one per actor that has one (after :meth:`run`)."""

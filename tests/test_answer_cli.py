@@ -59,24 +59,26 @@ def test_one_utterance_with_history_as_json(core_index):
 
 
 def test_later_turns_see_the_answers_the_user_read_as_responses():
-    from cast.commands.answer import Conversation
     from cast.pipeline import TurnResult
     from cast.records import NO_ANSWER_TEXT, Answer, Rewrite, Selection
+    from cast.session import Session
 
     class Pipeline:
         """Answers each turn with a fixed text and remembers the history it was given."""
 
+        answers_as_responses = False  # the config's rule (topics): a typed conversation overrides it
+
         def __init__(self, answers):
             self.answers, self.seen = list(answers), []
 
-        def answer_turn(self, history, turn):
+        def answer_turn(self, history, turn, ptkb=()):
             self.seen.append(list(history))
             text, reason = self.answers.pop(0)
             answer = Answer(text, (), "fixed", no_answer_reason=reason)
             return TurnResult(turn, Rewrite(turn.utterance, "raw"), [], Selection((), "o"), answer)
 
     pipeline = Pipeline([("The Clyde.", None), (NO_ANSWER_TEXT, "no passages were selected"), ("Yes.", None)])
-    conversation = Conversation(pipeline)
+    conversation = Session.typed(pipeline)
     for utterance in ("Which river flows through Glasgow?", "How long is it?", "Is it navigable?"):
         conversation.ask(utterance)
     first, second = pipeline.seen[2]

@@ -6,12 +6,8 @@ import argparse
 import json
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from cast.commands.common import add_config_arguments, config_from_args
-
-if TYPE_CHECKING:
-    from cast.records import PastTurn
 
 NEW_CONVERSATION = "/new"
 QUIT = "/quit"
@@ -39,27 +35,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=main)
 
 
-class Conversation:
-    """An ad-hoc conversation: each new utterance is answered with the history so far."""
-
-    def __init__(self, pipeline, topic_id: str = "user"):
-        self.pipeline = pipeline
-        self.topic_id = topic_id
-        self.history: list[PastTurn] = []
-
-    def ask(self, utterance: str):
-        from cast.records import Turn
-
-        number = len(self.history) + 1
-        turn = Turn(
-            qid=f"{self.topic_id}_{number}", topic_id=self.topic_id, turn_id=str(number), utterance=utterance
-        )
-        result = self.pipeline.answer_turn(self.history, turn)
-        # No topics give a response here: what the user read is the turn's response.
-        self.history.append(result.past_turn(answer_as_response=True))
-        return result
-
-
 def format_result(result) -> str:
     """The answer, the query it answered, and the passages it used (ids and titles)."""
     lines = [result.answer.text, f"  (query: {result.rewrite.query})"]
@@ -72,6 +47,7 @@ def format_result(result) -> str:
 def main(args: argparse.Namespace) -> int:
     from cast.errors import EmptyUtteranceError
     from cast.pipeline import Pipeline
+    from cast.session import Session
 
     _check_utterances(args.history, args.utterance)
     pipeline = Pipeline.from_config(config_from_args(args))
@@ -82,7 +58,7 @@ def main(args: argparse.Namespace) -> int:
             flush=True,
         )
 
-    conversation = Conversation(pipeline)
+    conversation = Session.typed(pipeline)
     if args.utterance is not None:
         for earlier in args.history:
             conversation.ask(earlier)
@@ -100,7 +76,7 @@ def main(args: argparse.Namespace) -> int:
             break
         if utterance == NEW_CONVERSATION:
             conversation_number += 1
-            conversation = Conversation(pipeline, topic_id=f"user{conversation_number}")
+            conversation = Session.typed(pipeline, topic_id=f"user{conversation_number}")
             print("(new conversation)", file=sys.stderr)
             continue
         try:

@@ -6,10 +6,12 @@ import argparse
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from cast.cluster import add_ray_arguments, ray_options
 from cast.commands.common import add_config_arguments, config_from_args
+from cast.prepared import STOP_POINTS
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -22,10 +24,28 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     add_config_arguments(parser)
     parser.add_argument("--topics", required=True, help="a CAsT topics file (2019-2022 formats)")
     parser.add_argument("--rewrites", help="a qid<TAB>rewrite TSV of manual rewrites (CAsT 2019)")
-    parser.add_argument("--output", required=True, help="output prefix, e.g. runs/lmd-eg")
+    parser.add_argument("--output", help="output prefix, e.g. runs/lmd-eg (required unless --stop-after)")
     parser.add_argument("--tag", help="the run tag (default: the config's name)")
     parser.add_argument(
         "--overwrite", action="store_true", help="replace complete outputs that already exist"
+    )
+    staged = parser.add_argument_group(
+        "stopping early, finishing later",
+        "Take every turn only as far as re-ranking (or entity linking) once, then run the later stages (selection, "
+        "answers) under other settings from the saved turns: `cast run --stop-after link --prepared P.jsonl.gz`, "
+        "then `cast run --prepared P.jsonl.gz --set selector.gamma=0.5 --output runs/eg-.5`.",
+    )
+    staged.add_argument(
+        "--stop-after",
+        choices=STOP_POINTS,
+        help="stop after this stage and write the prepared turns to --prepared (no run or answers file)",
+    )
+    staged.add_argument(
+        "--prepared",
+        type=Path,
+        metavar="FILE",
+        help="with --stop-after: where to write the prepared turns; without: prepared turns to finish (the "
+        "config's stages up to where they stopped must be those that prepared them)",
     )
     ikat = parser.add_argument_group("TREC iKAT run files")
     ikat.add_argument(
@@ -40,14 +60,30 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from cast.errors import CastError
     from cast.outputs import RunOutputs
+    from cast.prepared import Prepared
     from cast.topics import load_topics
 
+    if args.stop_after and not args.prepared:
+        raise CastError("--stop-after needs --prepared FILE: where to write the prepared turns")
+    if not args.stop_after and not args.output:
+        raise CastError(
+            "give --output (a prefix for the run and answers files), or --stop-after with --prepared"
+        )
     config = config_from_args(args)
     conversations = load_topics(args.topics, rewrites=args.rewrites)
+    if args.stop_after:
+        with _pipeline(args, config) as pipeline:
+            prepared = pipeline.prepare(conversations, stop_after=args.stop_after, progress=True)
+        # Later stages read the candidates' texts; below them a run file needs only ids and scores.
+        prepared.compact(max(pipeline.candidates, 1)).save(args.prepared)
+        print(f"wrote {args.prepared} ({len(prepared.turns)} turns prepared as far as {args.stop_after})")
+        return 0
+    prepared = Prepared.load(args.prepared) if args.prepared else None
     outputs = RunOutputs(args.output, args.tag or config["tag"], overwrite=args.overwrite)
     with outputs.locked(), _pipeline(args, config) as pipeline:
-        return _run(args, config, conversations, outputs, pipeline)
+        return _run(args, config, conversations, outputs, pipeline, prepared)
 
 
 @contextmanager
@@ -68,7 +104,7 @@ def _pipeline(args: argparse.Namespace, config: dict) -> Iterator[Any]:
         pipeline.close()
 
 
-def _run(args: argparse.Namespace, config: dict, conversations: list, outputs, pipeline) -> int:
+def _run(args: argparse.Namespace, config: dict, conversations: list, outputs, pipeline, prepared) -> int:
     from cast.errors import CastError
     from cast.limits import bounded_turn
     from cast.outputs import resume_conflict
@@ -106,7 +142,7 @@ def _run(args: argparse.Namespace, config: dict, conversations: list, outputs, p
             ) from e
         written += 1
 
-    pipeline.run(conversations, done=done, on_result=write, progress=True)
+    pipeline.run(conversations, done=done, on_result=write, progress=True, prepared=prepared)
     qids = list(dict.fromkeys(t.qid for c in conversations for t in c.turns))
     try:
         outputs.finalize(qids)

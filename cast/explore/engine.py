@@ -29,6 +29,7 @@ from cast.errors import CastError
 from cast.explore import DEFAULT_MAX_PENDING, DEFAULT_TIME_LIMIT
 from cast.explore.views import SHOWN_PASSAGES, turn_view
 from cast.pipeline import STAGE_KINDS, Pipeline, TurnResult, check_config
+from cast.prepared import EARLY_STAGES, compact_ranking
 from cast.records import Conversation, Turn, to_dict
 from cast.registry import build_stage, stage_class
 from cast.resources import Resources
@@ -37,14 +38,12 @@ from cast.session import Session
 logger = logging.getLogger(__name__)
 
 MAX_CACHED_TURNS = 5000
-# A first-stage call's result holds first_stage.k passages (1000 by default): about 1 MB.
-MAX_REMEMBERED_CALLS = 256
+# Turns taken as far as re-ranking or linking, kept to answer them again under other later settings.
+MAX_PREPARED_TURNS = 256
 MAX_KEPT_JOBS = 500
 MAX_USER_CONVERSATIONS = 200
 MAX_TURNS = 50
 
-# The stages before selection, whose results do not depend on the selector or the generator.
-UPSTREAM_KINDS = ("rewriter", "first_stage", "reranker", "linker")
 # The page's stage choices: parameter -> the stage kind whose registry name it picks.
 STAGE_CHOICES = {"method": "selector", "reranker": "reranker", "generator": "summarizer"}
 # The page's settings: parameter -> (stage kind, the stage's setting). A setting is applied only where the
@@ -142,6 +141,21 @@ def turn_key(conversation: Conversation, number: int, sections: dict[str, dict[s
     turns = [to_dict(t) for t in conversation.turns[:number]]
     text = canonical({"topic": conversation.topic_id, "turns": turns, "stages": sections})
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def prepared_key(
+    conversation: Conversation,
+    number: int,
+    sections: dict[str, dict[str, Any]],
+    stop_after: str,
+    answers_as_responses: bool,
+) -> str:
+    """The cache key of turn ``number`` prepared as far as ``stop_after``: the stages it ran, unless earlier
+    turns' answers were their responses (then every stage's settings shaped it)."""
+    if answers_as_responses:
+        return turn_key(conversation, number, sections) + f":{stop_after}"
+    early = {kind: sections[kind] for kind in EARLY_STAGES[stop_after] if kind in sections}
+    return turn_key(conversation, number, early) + f":{stop_after}"
 
 
 @dataclass(frozen=True)
@@ -328,35 +342,19 @@ class Job:
 
 
 class _JobStage:
-    """A stage as one job uses it: each call reports the stage to the job and checks the job's deadline.
+    """A stage as one job uses it: each call reports the stage to the job and checks the job's deadline."""
 
-    Calls of the batch methods of the stages before selection (rewrite, search, re-rank, link) are remembered in
-    ``memo`` by stage settings and arguments, so that changing only the selector or the generator re-runs
-    neither Lucene nor the neural models for the turns it recomputes.
-    """
-
-    def __init__(self, stage: Any, kind: str, section: dict[str, Any], job: Job, memo: LruCache):
-        self._stage, self._kind, self._job, self._memo = stage, kind, job, memo
-        self._section_key = canonical({"kind": kind, "section": section})
+    def __init__(self, stage: Any, kind: str, job: Job):
+        self._stage, self._kind, self._job = stage, kind, job
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._stage, name)
         if name.startswith("_") or not callable(value) or isinstance(value, type):
             return value
-        remembered = self._kind in UPSTREAM_KINDS and name.endswith("_batch")
 
         def call(*args: Any, **kwargs: Any) -> Any:
             self._job.enter(self._kind)
-            if not remembered:
-                return value(*args, **kwargs)
-            # Records are frozen dataclasses: their repr is a faithful, deterministic key.
-            text = canonical([self._section_key, name, repr(args), repr(sorted(kwargs.items()))])
-            key = hashlib.sha256(text.encode("utf-8")).hexdigest()
-            result = self._memo.get(key)
-            if result is None:
-                result = value(*args, **kwargs)
-                self._memo.put(key, result)
-            return result
+            return value(*args, **kwargs)
 
         return call
 
@@ -389,7 +387,7 @@ class Explorer:
         self.time_limit = time_limit
         self.max_pending = max_pending
         self.results = LruCache(MAX_CACHED_TURNS)
-        self._memo = LruCache(MAX_REMEMBERED_CALLS)
+        self._prepared = LruCache(MAX_PREPARED_TURNS)
         self._scorer: Any = None
         self._stages: dict[str, Any] = {}
         self._jobs: OrderedDict[str, Job] = OrderedDict()
@@ -489,20 +487,33 @@ class Explorer:
         try:
             stages = {kind: self.stage(kind, job.sections[kind], job) for kind in STAGE_KINDS}
             # Proxies with the stages' methods: the pipeline takes them for the stages they wrap.
-            proxies: dict[str, Any] = {
-                kind: _JobStage(stage, kind, job.sections[kind], job, self._memo)
-                for kind, stage in stages.items()
-            }
+            proxies: dict[str, Any] = {kind: _JobStage(stage, kind, job) for kind, stage in stages.items()}
             pipeline = Pipeline(**proxies, config={**self.config, **job.sections})
-            session = Session(pipeline, conversation)
+            # A typed conversation has no topics' responses: what the user read is the response.
+            typed = self.conversations.editable(job.conversation_id)
+            session = Session(pipeline, conversation, answers_as_responses=True if typed else None)
+            # Prepared turns are kept, so that changing only the selector or the generator re-runs neither
+            # Lucene nor the neural models.
+            stop_after = "link" if stages["selector"].needs_entities else "rerank"
             answered: Answered | None = None
             for number, key in enumerate(keys, start=1):
                 job.turn = number
                 answered = self.results.get(key)
                 if answered is None:
-                    result = pipeline.answer_turn(
-                        list(session.history), conversation.turns[number - 1], conversation.ptkb
+                    turn = conversation.turns[number - 1]
+                    early = prepared_key(
+                        conversation, number, job.sections, stop_after, session.answers_as_responses
                     )
+                    prepared = self._prepared.get(early)
+                    if prepared is None:
+                        [prepared] = pipeline.prepare_batch(
+                            [(list(session.history), turn)], [conversation.ptkb], stop_after=stop_after
+                        )
+                        # Later stages and the page read the head's texts; the whole ranking's are ~1 MB a turn.
+                        keep = max(SHOWN_PASSAGES, pipeline.candidates)
+                        prepared = replace(prepared, ranking=compact_ranking(prepared.ranking, keep))
+                        self._prepared.put(early, prepared)
+                    [result] = pipeline.finish_batch([(list(session.history), prepared)])
                     job.enter("evaluate")
                     view = turn_view(
                         result,
@@ -511,7 +522,6 @@ class Explorer:
                         qrels=self.qrels,
                         text_scorer=self._text_scorer,
                     )
-                    # Kept: what the page shows and later turns use (the whole ranking is ~1 MB a turn).
                     answered = Answered(replace(result, ranking=result.ranking[:SHOWN_PASSAGES]), view)
                     self.results.put(key, answered)
                 session.add(answered.result)
