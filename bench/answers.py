@@ -6,9 +6,10 @@ ROUGE-1/2/L, BLEU-1/4, METEOR (``cast.evaluate.answers``), the share of chosen p
 selection time per turn with warm caches. Methods marked † differ from O significantly (paired t-test and
 randomisation test, p < 0.05) on that measure.
 
-The pipeline (rewrite, retrieval, re-ranking, entity linking of the candidates) runs once; only selection and
-summarisation are re-run per method, on the stored turn results, following each conversation's path so that
-history entities and the focus entity (for EP) are those each method would have seen.
+The pipeline's early stages (rewrite, retrieval, re-ranking, entity linking of the candidates) run once
+(:meth:`Pipeline.prepare`); each method finishes the prepared turns (selection and summarisation) through the
+pipeline's own conversation walk, so that history entities and the focus entity (for EP) are those each method
+would have seen.
 
 ``--min-specificity S...`` re-runs every method once per value on the stored links filtered as the dictionary
 linker's ``min_specificity`` would (rows ``method@sS``). ``--loto`` adds a leave-one-topic-out row: for each
@@ -17,7 +18,7 @@ the held-out turns are pooled, so the tuning's optimism does not reach the figur
 
 Usage:
     .venv/bin/python bench/answers.py                      # all methods, manual rewrites
-    .venv/bin/python bench/answers.py --methods o eg.25 --prepared /tmp/prepared.pkl
+    .venv/bin/python bench/answers.py --methods o eg.25 --prepared /tmp/prepared.jsonl.gz
     .venv/bin/python bench/answers.py --summarizer entity_extractive --answers-dir runs/
     .venv/bin/python bench/answers.py --methods o eg.25-interp.5 eg.25-interp.75 --min-specificity 0 0.05 --loto
 """
@@ -26,12 +27,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import pickle
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 # numpy's OpenBLAS worker threads crash the process (SIGSEGV) once the JVM runs; the selection matrices are
 # small, one BLAS thread is enough. Set before anything imports numpy.
@@ -42,8 +43,6 @@ sys.path.insert(0, str(REPO))
 from bench.common import DEFAULT_INDEX, DEV_2022_QRELS, DEV_2022_TOPICS, run  # noqa: E402
 
 MEASURES = ("words", "ROUGE-1", "ROUGE-2", "ROUGE-L", "BLEU-1", "BLEU-4", "METEOR")
-# Config sections re-run per method on the stored turn results: not part of the stored pipeline pass's key.
-RESELECTED = ("selector", "summarizer")
 LOTO_MEASURES = ("ROUGE-L", "METEOR")  # --loto chooses by their mean
 AUC_SCORES = ("entity_score", "relevance")  # --auc: candidate scores in a selection's explanation
 
@@ -129,7 +128,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--limit", type=int, help="only the first N conversations (for a quick check)")
     parser.add_argument(
-        "--prepared", type=Path, help="pickle of the pipeline's turn results: read if present, else written"
+        "--prepared",
+        type=Path,
+        help="the turns prepared as far as entity linking (cast/prepared.py): read if present, else written",
     )
     parser.add_argument(
         "--answers-dir", type=Path, help="write <method>.answers.jsonl here (for `cast explain`)"
@@ -167,91 +168,83 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def prepare(args: argparse.Namespace, conversations: list, resources: Any, config: dict) -> dict[str, Any]:
-    """The pipeline's turn results by qid, with the candidates entity-linked (run once, or read back)."""
-    from cast.pipeline import Pipeline
+def prepare(args: argparse.Namespace, conversations: list, pipeline: Any) -> Any:
+    """Every turn taken as far as entity linking (run once, or read back from ``--prepared``)."""
+    from cast.prepared import Prepared
 
-    pipeline_config = {section: value for section, value in config.items() if section not in RESELECTED}
-    key = {"config": pipeline_config, "topics": str(args.topics), "limit": args.limit}
     if args.prepared and args.prepared.is_file():
-        with args.prepared.open("rb") as f:
-            stored = pickle.load(f)
-        stored_config = {k: v for k, v in stored["key"]["config"].items() if k not in RESELECTED}
-        if {**stored["key"], "config": stored_config} != key:
-            sys.exit(f"{args.prepared} was made with other settings; delete it or pass another --prepared")
-        return stored["results"]
+        prepared = Prepared.load(args.prepared)
+        prepared.check(pipeline)
+        return prepared
     start = time.perf_counter()
-    results = {r.qid: r for r in Pipeline.from_config(config, resources).run(conversations, progress=True)}
-    print(f"pipeline: {len(results)} turns in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    prepared = pipeline.prepare(conversations, stop_after="link", progress=True)
+    print(f"pipeline: {len(prepared.turns)} turns in {time.perf_counter() - start:.0f} s", file=sys.stderr)
     if args.prepared:
-        partial = args.prepared.with_name(args.prepared.name + ".partial")
-        with partial.open("wb") as f:
-            pickle.dump({"key": key, "results": results}, f)
-        os.replace(partial, args.prepared)
-    return results
+        prepared = prepared.compact(pipeline.candidates)
+        prepared.save(args.prepared)
+    return prepared
 
 
-def filter_links(results: dict[str, Any], linker: Any, min_specificity: float) -> dict[str, Any]:
-    """The turn results with the links below ``min_specificity`` dropped, as the linker setting would."""
+def with_links(prepared: Any, linker: Any, links: Callable[[Any], Any]) -> Any:
+    """``prepared`` with each turn's links replaced by ``links(turn)``, as made by ``linker``."""
+    return replace(
+        prepared,
+        description={**prepared.description, "linker": linker.describe()},
+        turns={qid: replace(turn, links=links(turn)) for qid, turn in prepared.turns.items()},
+    )
+
+
+def filter_links(prepared: Any, linker: Any, min_specificity: float) -> Any:
+    """The prepared turns with the links below ``min_specificity`` dropped, as that linker setting would."""
 
     def kept(mentions: tuple) -> tuple:
         return tuple(m for m in mentions if linker.specific_enough(m.surface, m.entity, min_specificity))
 
-    return {
-        qid: replace(
-            result,
-            query_entities=kept(result.query_entities),
-            passage_entities={pid: kept(ms) for pid, ms in result.passage_entities.items()},
+    def filtered(turn: Any) -> Any:
+        return replace(
+            turn.links,
+            query_entities=kept(turn.links.query_entities),
+            passage_entities={pid: kept(ms) for pid, ms in turn.links.passage_entities.items()},
         )
-        for qid, result in results.items()
-    }
+
+    return with_links(prepared, linker, filtered)
 
 
-def relink(results: dict[str, Any], linker: Any, candidates: int) -> dict[str, Any]:
-    """The turn results with their queries and first ``candidates`` passages linked by ``linker`` instead."""
-    queries = {qid: result.rewrite.query for qid, result in results.items()}
-    query_links = dict(zip(queries, linker.link_batch(list(queries.values()), kind="query"), strict=True))
-    texts = {p.id: p.passage.text for result in results.values() for p in result.ranking[:candidates]}
+def relink(prepared: Any, linker: Any, candidates: int) -> Any:
+    """The prepared turns with their queries and first ``candidates`` passages linked by ``linker`` instead."""
+    from cast.pipeline import TurnLinks
+
+    turns = prepared.turns
+    query_links = dict(
+        zip(turns, linker.link_batch([t.rewrite.query for t in turns.values()], kind="query"), strict=True)
+    )
+    texts = {p.id: p.passage.text for turn in turns.values() for p in turn.ranking[:candidates]}
     passage_links = dict(zip(texts, linker.link_batch(list(texts.values()), kind="passage"), strict=True))
-    return {
-        qid: replace(
-            result,
-            query_entities=tuple(query_links[qid]),
-            passage_entities={p.id: tuple(passage_links[p.id]) for p in result.ranking[:candidates]},
-        )
-        for qid, result in results.items()
-    }
+    return with_links(
+        prepared,
+        linker,
+        lambda turn: TurnLinks(
+            query_entities=tuple(query_links[turn.qid]),
+            passage_entities={p.id: tuple(passage_links[p.id]) for p in turn.ranking[:candidates]},
+        ),
+    )
 
 
-def select_all(
-    conversations: list, results: dict[str, Any], selector: Any
-) -> tuple[dict[str, Any], list[float]]:
-    """Each turn's selection, following the conversation paths; and the selection seconds of each turn."""
-    from cast.stages import SelectionInput
+class TimedSelector:
+    """A selector whose every ``select`` call's seconds are kept (per turn, for the table's mean and p95)."""
 
-    selections: dict[str, Any] = {}
-    seconds: list[float] = []
-    for conversation in conversations:
-        history: list = []
-        focus = None
-        for turn in conversation.turns:
-            result = results[turn.qid]
-            if turn.qid not in selections:
-                candidates = tuple(result.ranking[: selector.candidates])
-                inputs = SelectionInput(
-                    query=result.rewrite.query,
-                    candidates=candidates,
-                    query_entities=result.query_entities,
-                    history_entities=tuple(history),
-                    passage_entities=tuple(result.passage_entities.get(p.id, ()) for p in candidates),
-                    previous_focus_entity=focus,
-                )
-                start = time.perf_counter()
-                selections[turn.qid] = selector.select(inputs)
-                seconds.append(time.perf_counter() - start)
-            focus = selections[turn.qid].focus_entity
-            history.extend(result.query_entities)
-    return selections, seconds
+    def __init__(self, selector: Any):
+        self.selector = selector
+        self.seconds: list[float] = []
+
+    def select(self, inputs: Any) -> Any:
+        start = time.perf_counter()
+        selection = self.selector.select(inputs)
+        self.seconds.append(time.perf_counter() - start)
+        return selection
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.selector, name)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -259,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from cast.config import load_config
     from cast.evaluate.answers import AnswersFile, TextScorer, evaluate_answers
+    from cast.pipeline import Pipeline
     from cast.registry import build_stage
     from cast.resources import Resources
     from cast.topics import load_topics, read_qrels
@@ -271,14 +265,16 @@ def main(argv: list[str] | None = None) -> int:
         [f"index={args.index}", f"rewriter.name={args.rewriter}", "selector.name=eg", *args.overrides],
     )
     resources = Resources(config)
-    results = prepare(args, conversations, resources, config)
+    pipeline = Pipeline.from_config(config, resources)
+    prepared = prepare(args, conversations, pipeline)
     if args.relink:
         from cast.config import parse_override
 
         section = {keys[-1]: value for keys, value in map(parse_override, args.relink)}
         linker = build_stage("linker", section, resources)
         start = time.perf_counter()
-        results = relink(results, linker, config["selector"]["candidates"])
+        prepared = relink(prepared, linker, pipeline.candidates)
+        pipeline = pipeline.with_stages(config, linker=linker)
         print(f"re-linked with {linker.describe()} in {time.perf_counter() - start:.0f} s", file=sys.stderr)
     base_selector = {k: v for k, v in config["selector"].items() if k in ("candidates", "n")}
     # The config's settings of that summarizer (e.g. the offline profile's relevance: dense), --words on top.
@@ -288,35 +284,37 @@ def main(argv: list[str] | None = None) -> int:
     )
     scorer = TextScorer()
     references = {t.qid: t.response for c in conversations for t in c.turns if t.response}
-    qids = [qid for qid in results if qid in references]
+    qids = [qid for qid in prepared.turns if qid in references]
 
-    runs = [(label, label, results) for label in args.methods]
+    runs: list[tuple[str, str, Any, Any]] = [
+        (label, label, prepared, pipeline.linker) for label in args.methods
+    ]
     if args.min_specificity:
-        linker = resources.stage("linker")
+        linker = pipeline.linker
         if not hasattr(linker, "specific_enough"):
             sys.exit(f"--min-specificity needs the dictionary linker, not {linker.name}")
-        filtered = {s: filter_links(results, linker, s) for s in args.min_specificity}
-        runs = [(label, label, results) for label in args.methods if label == "o"] + [
-            (f"{label}@s{s:g}", label, filtered[s])
+        filtered = {}
+        for s in args.min_specificity:
+            at_s = build_stage("linker", {**config["linker"], "min_specificity": s}, resources)
+            filtered[s] = (filter_links(prepared, linker, s), at_s)
+        runs = [(label, label, prepared, linker) for label in args.methods if label == "o"] + [
+            (f"{label}@s{s:g}", label, *filtered[s])
             for s in args.min_specificity
             for label in args.methods
             if label != "o"  # O reads no entities: one row
         ]
     rows: dict[str, dict[str, float]] = {}
     per_turn: dict[str, dict[str, np.ndarray]] = {}
-    for row_label, label, run_results in runs:
-        selector = build_stage("selector", {**base_selector, **METHODS[label]}, resources)
-        select_all(conversations, run_results, selector)  # warm the knowledge base's memo
-        selections, seconds = select_all(conversations, run_results, selector)
-        answers = dict(
-            zip(
-                qids,
-                summarizer.summarize_batch(
-                    [(run_results[q].rewrite.answer_question, selections[q]) for q in qids]
-                ),
-                strict=True,
-            )
+    for row_label, label, run_prepared, linker in runs:
+        selector = TimedSelector(build_stage("selector", {**base_selector, **METHODS[label]}, resources))
+        method = pipeline.with_stages(
+            config, linker=linker, selector=cast(Any, selector), summarizer=summarizer
         )
+        method.run(conversations, prepared=run_prepared)  # warms the knowledge base's memo
+        selector.seconds = []
+        results = {r.qid: r for r in method.run(conversations, prepared=run_prepared)}
+        selections = {q: r.selection for q, r in results.items()}
+        answers = {q: results[q].answer for q in qids}
         # Scored as `cast eval answers` scores an answers file (a turn without an answer scores 0).
         scored = evaluate_answers(
             AnswersFile(path=Path(row_label), name=row_label, answers=answers, records={}),
@@ -333,16 +331,15 @@ def main(argv: list[str] | None = None) -> int:
                 for q in qids
             ]
         )
-        rows[row_label] = table_row(per_turn[row_label], seconds)
+        rows[row_label] = table_row(per_turn[row_label], selector.seconds)
         if args.auc:
             aucs = {key: candidate_auc(selections, qrels, key, args.min_grade) for key in AUC_SCORES}
             print(f"{row_label}: AUC " + ", ".join(f"{k} {v:.3f}" for k, v in aucs.items()), file=sys.stderr)
         if args.answers_dir:
-            path = args.answers_dir / f"{row_label}.answers.jsonl"
-            write_answers(path, run_results, selections, answers, qids)
+            write_answers(args.answers_dir / f"{row_label}.answers.jsonl", results, qids)
         print(f"{row_label}: done", file=sys.stderr)
     if args.loto:
-        choices = leave_one_topic_out(per_turn, [results[q].turn.topic_id for q in qids])
+        choices = leave_one_topic_out(per_turn, [prepared.turns[q].turn.topic_id for q in qids])
         per_turn["loto-cv"] = choices.pop("per_turn")
         rows["loto-cv"] = table_row(per_turn["loto-cv"], seconds=None)
         print("loto-cv choices (held-out topic: row): " + ", ".join(f"{t}: {r}" for t, r in choices.items()))
@@ -408,22 +405,12 @@ def leave_one_topic_out(per_turn: dict[str, dict[str, Any]], topics: list[str]) 
     return chosen
 
 
-def write_answers(path: Path, results: dict, selections: dict, answers: dict, qids: list[str]) -> None:
+def write_answers(path: Path, results: dict, qids: list[str]) -> None:
     import json
 
     from cast.atomic import write_lines_atomic
 
-    write_lines_atomic(
-        path,
-        (
-            json.dumps(
-                replace(results[q], selection=selections[q], answer=answers[q]).to_record(),
-                ensure_ascii=False,
-            )
-            + "\n"
-            for q in qids
-        ),
-    )
+    write_lines_atomic(path, (json.dumps(results[q].to_record(), ensure_ascii=False) + "\n" for q in qids))
 
 
 def print_table(rows: dict, per_turn: dict, qids: list[str], args: argparse.Namespace) -> None:
