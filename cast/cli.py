@@ -21,6 +21,7 @@ from cast.errors import CastError
 COMMAND_MODULES = [
     "cast.commands.demo",
     "cast.commands.run",
+    "cast.commands.sweep",
     "cast.commands.answer",
     "cast.commands.explore",
     "cast.commands.index",

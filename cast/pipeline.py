@@ -336,8 +336,8 @@ class Pipeline:
         prepared = [p for _, p in items]
         candidates = [p.ranking[: self.candidates] for p in prepared]
         links: list[TurnLinks]
-        if not self.selector.needs_entities:
-            links = [p.links or TurnLinks() for p in prepared]
+        if not self.selector.needs_entities:  # as a whole run: none linked (a prepared pass may have)
+            links = [TurnLinks() for _ in prepared]
         elif all(p.links is not None for p in prepared):
             links = [p.links for p in prepared if p.links is not None]
         else:

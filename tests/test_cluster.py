@@ -229,3 +229,21 @@ def test_an_unreachable_cluster_is_one_error_line(core_index, paths_topics, tmp_
     assert done.returncode == 1
     assert done.stderr.startswith("cast run: error: cannot reach a Ray cluster at --ray 127.0.0.1:1 (")
     assert "ray start --head" in done.stderr and not list(tmp_path.iterdir())
+
+
+def test_a_sweep_on_ray_writes_the_files_of_the_single_process_sweep(core_index, paths_topics, tmp_path):
+    qrels = tmp_path / "qrels"
+    qrels.write_text("1_1-2 0 p4 3\n2_1-1 0 p5 1\n")
+    grid = ["--grid", "summarizer.words=5,9", "--qrels", qrels]
+    argv = ["sweep", "--index", core_index, *BASELINE, "--topics", paths_topics, *grid]
+    local = _cast(*argv, "--output", tmp_path / "local")
+    assert local.returncode == 0, local.stderr
+    on_ray = _cast(*argv, "--output", tmp_path / "ray", "--ray", "--ray-workers", "2")
+    assert on_ray.returncode == 0, on_ray.stderr
+    assert "(sharing the turns prepared as far as rerank)" in on_ray.stdout
+    for point in ("words=5", "words=9"):
+        assert (tmp_path / "ray" / f"{point}.run").read_bytes() == (
+            tmp_path / "local" / f"{point}.run"
+        ).read_bytes()
+        ray_answers = _records_without_timings(tmp_path / "ray" / f"{point}.answers.jsonl")
+        assert ray_answers == _records_without_timings(tmp_path / "local" / f"{point}.answers.jsonl")

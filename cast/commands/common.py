@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -21,10 +22,11 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def config_from_args(args: argparse.Namespace) -> dict[str, Any]:
+def config_from_args(args: argparse.Namespace, extra: Sequence[str] = ()) -> dict[str, Any]:
+    """The config ``--config``, ``--index`` and ``--set`` give, with the ``extra`` overrides applied last."""
     from cast.config import load_config
 
-    overrides = list(args.overrides)
+    overrides = [*args.overrides, *extra]
     if args.index:
         overrides.insert(0, f"index={args.index}")
     return load_config(args.config, overrides)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -105,17 +105,45 @@ def _pipeline(args: argparse.Namespace, config: dict) -> Iterator[Any]:
 
 
 def _run(args: argparse.Namespace, config: dict, conversations: list, outputs, pipeline, prepared) -> int:
+    qids = write_outputs(
+        outputs,
+        pipeline.describe(),
+        conversations,
+        lambda done, write: pipeline.run(
+            conversations, done=done, on_result=write, progress=True, prepared=prepared
+        ),
+        overwrite=args.overwrite,
+    )
+    linker_report = pipeline.linker_report() if args.ray else pipeline.linker.report()
+    if linker_report:
+        print(linker_report, file=sys.stderr)
+    print(f"wrote {outputs.run_path} and {outputs.answers_path} ({len(qids)} turns)")
+    if args.format:
+        _write_ikat(args, outputs, args.tag or config["tag"])
+    return 0
+
+
+def write_outputs(
+    outputs,
+    described: dict[str, Any],
+    conversations: list,
+    answer: Callable[[dict[str, dict[str, Any]], Callable[[Any], None]], Any],
+    *,
+    overwrite: bool,
+) -> list[str]:
+    """Answer ``conversations`` into ``outputs``: resume the turns of an interrupted run made with the same
+    topics and settings (``described``), refuse (or with ``overwrite`` discard) one made otherwise, write each
+    turn as ``answer(done, write)`` gives it, and finalize the files. Returns the qids written, in order."""
     from cast.errors import CastError
     from cast.limits import bounded_turn
     from cast.outputs import resume_conflict
 
-    described = pipeline.describe()
     done = outputs.completed()
     utterances = {t.qid: bounded_turn(t).utterance for c in conversations for t in c.turns}  # as recorded
     conflict = resume_conflict(done, utterances, described)
     if conflict is not None:
         # Resuming would mix two experiments in files that look complete.
-        if not args.overwrite:
+        if not overwrite:
             raise CastError(
                 f"{outputs.answers_partial} holds {len(done)} turn(s) of an interrupted run that this run cannot "
                 f"continue: {conflict}. Run again with that run's topics and settings to resume it, or pass "
@@ -128,11 +156,13 @@ def _run(args: argparse.Namespace, config: dict, conversations: list, outputs, p
         outputs.discard_partial()
         done = {}
     if done:
-        print(f"resuming: {len(done)} turn(s) already answered in {args.output}", file=sys.stderr)
+        print(f"resuming: {len(done)} turn(s) already answered in {outputs.answers_partial}", file=sys.stderr)
     written = len(done)
 
     def write(result) -> None:
         nonlocal written
+        if result.qid in done:  # answered again elsewhere (e.g. a sweep's worker): kept as first written
+            return
         try:
             outputs.append(result.qid, result.ranking, {**result.to_record(), "config": described})
         except OSError as e:  # a full disk, most often: say what is safe, not where Python was
@@ -142,7 +172,7 @@ def _run(args: argparse.Namespace, config: dict, conversations: list, outputs, p
             ) from e
         written += 1
 
-    pipeline.run(conversations, done=done, on_result=write, progress=True, prepared=prepared)
+    answer(done, write)
     qids = list(dict.fromkeys(t.qid for c in conversations for t in c.turns))
     try:
         outputs.finalize(qids)
@@ -152,13 +182,7 @@ def _run(args: argparse.Namespace, config: dict, conversations: list, outputs, p
             f"{len(qids)} turns are kept in {outputs.answers_partial}, and running the same command again "
             "writes them"
         ) from e
-    linker_report = pipeline.linker_report() if args.ray else pipeline.linker.report()
-    if linker_report:
-        print(linker_report, file=sys.stderr)
-    print(f"wrote {outputs.run_path} and {outputs.answers_path} ({len(qids)} turns)")
-    if args.format:
-        _write_ikat(args, outputs, args.tag or config["tag"])
-    return 0
+    return qids
 
 
 def _write_ikat(args: argparse.Namespace, outputs, run_name: str) -> None:

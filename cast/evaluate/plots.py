@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -159,3 +160,37 @@ def selector_settings(record: dict[str, Any], name: str) -> SelectorSettings:
         elif method is not None:
             variant.append(token)
     return SelectorSettings(method, gamma, "+".join(variant))
+
+
+def sweep_plot(points: pd.DataFrame, axes: Sequence[str], measures: Sequence[str], path: str | Path) -> Path:
+    """Each measure (one panel each) against the first swept setting, one line per combination of the others.
+
+    Args:
+        points: one row per sweep point: a column per swept setting (``axes``) and per measure.
+        axes: the swept settings, the first on the x axis.
+        measures: the measures to plot (those missing from ``points`` are left out).
+    """
+    import pandas as pd
+
+    plt = _pyplot()
+    measures = [m for m in measures if m in points.columns]
+    if not measures:
+        raise ValueError("no measure to plot")
+    x, others = axes[0], list(axes[1:])
+    numeric = pd.to_numeric(points[x], errors="coerce")
+    figure, panels = plt.subplots(1, len(measures), figsize=(4.5 * len(measures), 3.6), squeeze=False)
+    groups = points.groupby(others, sort=False) if others else [((), points)]
+    for panel, measure in zip(panels[0], measures, strict=True):
+        for key, group in groups:
+            key = key if isinstance(key, tuple) else (key,)
+            label = (
+                ", ".join(f"{a.rsplit('.', 1)[-1]}={v}" for a, v in zip(others, key, strict=True)) or measure
+            )
+            xs = numeric[group.index] if numeric.notna().all() else group[x]
+            panel.plot(xs, group[measure], marker="o", label=label)
+        panel.set_xlabel(x)
+        panel.set_title(measure)
+        if others:
+            panel.legend(fontsize="small")
+    figure.suptitle("Sweep")
+    return _save(figure, path)

@@ -1,0 +1,88 @@
+"""``cast sweep``: run a grid of settings over a topics file, one run per point, and compare the points."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from cast.cluster import add_ray_arguments, ray_options
+from cast.commands.common import add_config_arguments, config_from_args
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "sweep",
+        help="run a grid of settings and compare the points",
+        description="Run every combination of the --grid values over a topics file: OUTPUT/<point>.run and "
+        ".answers.jsonl per point, then OUTPUT/report.md (retrieval and answer measures, significance against the "
+        "baseline point), its CSVs and OUTPUT/sweep.png. Where every swept setting belongs to a stage after "
+        "re-ranking (selector, summarizer, knowledge_base, linker), retrieval and re-ranking run once for all "
+        "points (OUTPUT/prepared.jsonl.gz). Run again, a sweep keeps its finished points.",
+    )
+    add_config_arguments(parser)
+    parser.add_argument("--topics", required=True, type=Path, help="a CAsT or iKAT topics file")
+    parser.add_argument("--rewrites", help="a qid<TAB>rewrite TSV of manual rewrites (CAsT 2019)")
+    parser.add_argument(
+        "--grid",
+        action="append",
+        required=True,
+        metavar="KEY=V1,V2,...",
+        help="a setting and its values, e.g. --grid selector.gamma=0,0.25,0.5 (repeatable: every combination)",
+    )
+    parser.add_argument(
+        "--output", required=True, type=Path, help="a folder for the points' files and the report"
+    )
+    parser.add_argument("--qrels", type=Path, help="TREC qrels: retrieval measures (and answer references)")
+    parser.add_argument(
+        "--baseline",
+        help="the point the others are tested against, as the report names it (default: the first)",
+    )
+    parser.add_argument(
+        "--correction", choices=("holm",), help="Holm-Bonferroni-correct the p-values over the points tested"
+    )
+    parser.add_argument("--overwrite", action="store_true", help="run every point again, replacing its files")
+    add_ray_arguments(parser)
+    parser.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from cast.sweep import grid_points, run_sweep, sweep_report
+    from cast.topics import load_topics
+
+    points = grid_points(args.grid)
+    base = config_from_args(args)
+    if args.baseline is not None and args.baseline not in {p.name for p in points}:
+        from cast.errors import CastError
+
+        raise CastError(
+            f"--baseline {args.baseline!r} is not a point of the grid; points: {', '.join(p.name for p in points)}"
+        )
+    configs = {p.name: config_from_args(args, p.overrides) for p in points}
+    conversations = load_topics(args.topics, rewrites=args.rewrites)
+    outputs = run_sweep(
+        points,
+        lambda point: configs[point.name],
+        base,
+        conversations,
+        args.output,
+        ray=ray_options(args, base.get("device")),
+        overwrite=args.overwrite,
+    )
+    shared = (
+        f"sharing the turns prepared as far as {outputs.stop_after}"
+        if outputs.stop_after
+        else "each a full run"
+    )
+    print(f"ran {len(points)} points ({shared}) in {args.output}")
+    report = sweep_report(
+        points,
+        outputs,
+        args.output,
+        qrels=args.qrels,
+        topics=args.topics,
+        index=base.get("index"),
+        baseline=args.baseline,
+        correction=args.correction,
+    )
+    print(f"wrote {report}")
+    return 0

@@ -1,0 +1,395 @@
+"""``cast sweep``: a grid of settings, one run per point, sharing the prepared turns where the points differ only
+after re-ranking; one evaluation table against a baseline point.
+
+Where every swept setting belongs to a stage after re-ranking (selector, summarizer, knowledge base: the turns
+are prepared as far as entity linking; the linker: as far as re-ranking), the early stages run once
+(:meth:`cast.pipeline.Pipeline.prepare`, saved as ``OUT/prepared.jsonl.gz``) and each point runs only its later
+stages from them. Otherwise each point is a full run. Points run one after another in this process, or side by
+side on Ray actors (each holding the pipeline's early stages once, and the prepared turns shipped once). Every
+point is written through the same resumable outputs as ``cast run``: a sweep run again keeps the points it
+finished and resumes the one it was writing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cast.errors import CastError, ConfigError
+
+if TYPE_CHECKING:
+    from cast.cluster import RayOptions
+    from cast.pipeline import Pipeline, TurnResult
+    from cast.prepared import Prepared
+    from cast.records import Conversation
+    from cast.resources import Resources
+
+# The stages a prepared pass leaves to each point: swept settings of these share the pass (the knowledge base is
+# the selector's). The linker shares a pass that stopped before it.
+AFTER_LINKING = ("selector", "summarizer", "knowledge_base")
+AFTER_RERANKING = (*AFTER_LINKING, "linker")
+PREPARED_FILE = "prepared.jsonl.gz"
+# The base config a sweep's folder holds points of: points of another base config must not join them.
+MANIFEST_FILE = "sweep.json"
+
+
+@dataclass(frozen=True)
+class Point:
+    """One point of the grid: its name (``gamma=0.25,threshold=0``) and its ``--set`` overrides."""
+
+    name: str
+    overrides: tuple[str, ...]
+
+    @property
+    def file_name(self) -> str:
+        """The point's output prefix within the sweep's folder (its name, safe as a file name)."""
+        return re.sub(r"[^A-Za-z0-9._=,+-]", "_", self.name)
+
+
+def grid_points(grid: Sequence[str]) -> list[Point]:
+    """Every combination of the values of ``grid`` (``KEY=V1,V2,...`` each), in order, the last key fastest.
+
+    Example:
+        >>> [p.name for p in grid_points(["selector.gamma=0,0.5", "summarizer.words=50"])]
+        ['gamma=0,words=50', 'gamma=0.5,words=50']
+    """
+    axes: list[tuple[str, list[str]]] = []
+    for spec in grid:
+        key, sep, values = spec.partition("=")
+        key = key.strip()
+        chosen = [v.strip() for v in values.split(",")]
+        if not sep or not key or not all(chosen):
+            raise ConfigError(f"--grid {spec!r}: give KEY=VALUE1,VALUE2,... e.g. selector.gamma=0,0.25,0.5")
+        if key in (k for k, _ in axes):
+            raise ConfigError(f"--grid names {key} twice: give all its values once, comma-separated")
+        if len(set(chosen)) != len(chosen):
+            raise ConfigError(f"--grid {spec!r} repeats a value")
+        axes.append((key, chosen))
+    if not axes:
+        raise ConfigError("give at least one --grid KEY=VALUE1,VALUE2,...")
+    # Short names where the last parts of the keys tell the axes apart.
+    last = [key.rsplit(".", 1)[-1] for key, _ in axes]
+    names = last if len(set(last)) == len(last) else [key for key, _ in axes]
+    return [
+        Point(
+            ",".join(f"{name}={value}" for name, value in zip(names, values, strict=True)),
+            tuple(f"{key}={value}" for (key, _), value in zip(axes, values, strict=True)),
+        )
+        for values in itertools.product(*(values for _, values in axes))
+    ]
+
+
+def stop_point(points: Sequence[Point], configs: Sequence[dict[str, Any]]) -> str | None:
+    """Where a pass shared by every point can stop (``link``, ``rerank``), or None: the points differ earlier."""
+    from cast.registry import build_stage
+    from cast.resources import Resources
+
+    kinds = {override.split("=", 1)[0].split(".", 1)[0] for point in points for override in point.overrides}
+    if not kinds <= set(AFTER_RERANKING) or any(c.get("history_responses") == "answers" for c in configs):
+        return None
+    if "linker" in kinds:
+        return "rerank"
+    # Selectors build cheaply (their knowledge base loads at first use); O needs entities only for EP.
+    selectors = [build_stage("selector", c["selector"], Resources(c)) for c in configs]
+    needs_entities = any(getattr(selector, "needs_entities", True) for selector in selectors)
+    return "link" if needs_entities else "rerank"
+
+
+class PointRunner:
+    """Runs sweep points: a worker that builds the base config's pipeline once where it is first used, and runs
+    each point from the prepared turns (only its later stages built), or as a full run where there are none.
+
+    Args:
+        config: the sweep's base config (every point's config differs from it only in the swept settings).
+        conversations: the topics.
+        prepared: the turns every point shares, or None.
+    """
+
+    def __init__(self, config: dict[str, Any], conversations: list[Conversation], prepared: Prepared | None):
+        self.config = config
+        self.conversations = conversations
+        self.prepared = prepared
+        self._built: tuple[Pipeline, Resources] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_built": None}
+
+    def use(self, pipeline: Pipeline, resources: Resources) -> None:
+        """Run from ``pipeline`` (the base config's, already built here) instead of building another."""
+        self._built = (pipeline, resources)
+
+    def base(self) -> tuple[Pipeline, Resources]:
+        if self._built is None:
+            from cast.cluster import require_path
+            from cast.pipeline import Pipeline
+            from cast.resources import Resources
+
+            if self.config.get("index"):
+                require_path(self.config["index"], "the index", "--index")
+            resources = Resources(self.config)
+            self._built = (Pipeline.from_config(self.config, resources), resources)
+        return self._built
+
+    def __call__(self, item: tuple[str, dict[str, Any]]) -> tuple[dict[str, Any], list[TurnResult]]:
+        """The description and results of the point ``(name, config)``."""
+        from cast.pipeline import Pipeline
+        from cast.registry import build_stage
+        from cast.resources import Resources
+
+        _, config = item
+        if self.prepared is None:
+            pipeline = Pipeline.from_config(config)
+            return pipeline.describe(), pipeline.run(self.conversations)
+        base, resources = self.base()
+        if config.get("knowledge_base") != self.config.get("knowledge_base"):
+            resources = Resources(config)  # the selector builds the knowledge base from its resources
+        later = {
+            kind: build_stage(kind, config[kind], resources)
+            for kind in ("linker", "selector", "summarizer")
+            if config[kind] != self.config[kind] or resources.config is config
+        }
+        pipeline = base.with_stages(config, **later)
+        return pipeline.describe(), pipeline.run(self.conversations, prepared=self.prepared)
+
+
+@dataclass(frozen=True)
+class SweepOutputs:
+    """Where each point's run and answers files are, by point name, and what was shared."""
+
+    runs: dict[str, Path]
+    answers: dict[str, Path]
+    stop_after: str | None
+
+
+def run_sweep(
+    points: Sequence[Point],
+    config_of: Callable[[Point], dict[str, Any]],
+    base_config: dict[str, Any],
+    conversations: list[Conversation],
+    out: Path,
+    *,
+    ray: RayOptions | None = None,
+    overwrite: bool = False,
+    progress: bool = True,
+) -> SweepOutputs:
+    """Run every point of the grid into ``out`` (``<point>.run``, ``<point>.answers.jsonl``).
+
+    Raises:
+        CastError: ``out`` is a file, a point's outputs are locked by another run, or a point's finished files
+            were made with other settings (give --overwrite).
+    """
+    import sys
+
+    from cast.cluster import map_in_order
+    from cast.commands.run import write_outputs
+    from cast.outputs import RunOutputs
+
+    if out.exists() and not out.is_dir():
+        raise CastError(f"--output {out} is a file; give a folder for the sweep's runs")
+    out.mkdir(parents=True, exist_ok=True)
+    _check_manifest(out / MANIFEST_FILE, base_config, overwrite)
+    configs = {point.name: config_of(point) for point in points}
+    _check_configs(configs)
+    stop_after = stop_point(points, list(configs.values()))
+    outputs = {point.name: RunOutputs(out / point.file_name, _tag(point), overwrite=True) for point in points}
+    pending = [p for p in points if overwrite or not _finished(outputs[p.name])]
+    for point in points:
+        if point not in pending:
+            print(f"kept: {outputs[point.name].run_path} (finished earlier)", file=sys.stderr)
+    prepared, built = None, None
+    if pending and stop_after is not None:
+        prepared, built = _prepare(base_config, conversations, stop_after, out / PREPARED_FILE, ray, progress)
+    runner = PointRunner(base_config, conversations, prepared)
+    if built is not None:
+        runner.use(*built)
+    items = [(p.name, configs[p.name]) for p in pending]
+    for (name, _), (described, results) in map_in_order(runner, items, ray):
+        target = outputs[name]
+        with target.locked():
+            write_outputs(
+                target,
+                described,
+                conversations,
+                _replay(results),
+                overwrite=True,
+            )
+        print(f"wrote {target.run_path} and {target.answers_path} ({name})", file=sys.stderr)
+    return SweepOutputs(
+        runs={p.name: outputs[p.name].run_path for p in points},
+        answers={p.name: outputs[p.name].answers_path for p in points},
+        stop_after=stop_after,
+    )
+
+
+def _check_configs(configs: dict[str, dict[str, Any]]) -> None:
+    """Every point's config checked now (a mistyped --grid key fails before the shared pass, not after it)."""
+    from cast.pipeline import check_config
+    from cast.resources import Resources
+
+    for name, config in configs.items():
+        try:
+            check_config(config, Resources(config))
+        except CastError as e:
+            raise CastError(f"point {name}: {e}") from e
+
+
+def _check_manifest(path: Path, config: dict[str, Any], overwrite: bool) -> None:
+    """Refuse to add points to a folder holding a sweep of another base config (``--overwrite``: replace it)."""
+    import json
+
+    from cast.atomic import write_text_atomic
+
+    current = json.loads(json.dumps(config))  # as read back
+    if path.is_file() and not overwrite:
+        try:
+            recorded = json.loads(path.read_text(encoding="utf-8")).get("config")
+        except (OSError, ValueError, AttributeError) as e:
+            raise CastError(f"{path} is not a sweep manifest ({e}); choose another --output") from e
+        if recorded != current:
+            from cast.outputs import _difference
+
+            raise CastError(
+                f"{path.parent} holds a sweep of another config ({_difference(recorded, current)}): choose another "
+                "--output, or pass --overwrite to run every point again"
+            )
+    write_text_atomic(path, json.dumps({"config": current}, indent=2, sort_keys=True) + "\n")
+
+
+def _replay(results: list[TurnResult]) -> Callable[[Any, Callable[[Any], None]], None]:
+    """``write_outputs``'s ``answer`` for results computed elsewhere (``write`` skips turns written before)."""
+
+    def answer(done: Any, write: Callable[[Any], None]) -> None:
+        for result in results:
+            write(result)
+
+    return answer
+
+
+def _tag(point: Point) -> str:
+    return "sweep:" + re.sub(r"\s", "_", point.name)
+
+
+def _finished(outputs: Any) -> bool:
+    return bool(outputs.run_path.is_file() and outputs.answers_path.is_file())
+
+
+def _prepare(
+    config: dict[str, Any],
+    conversations: list[Conversation],
+    stop_after: str,
+    path: Path,
+    ray: RayOptions | None,
+    progress: bool,
+) -> tuple[Prepared, tuple[Pipeline, Resources] | None]:
+    """The turns every point shares: read back from ``path`` if an earlier sweep prepared them with these early
+    stages, else prepared now (here, or on Ray actors) and saved there. Also the pipeline that prepared or
+    checked them here (None on Ray)."""
+    import sys
+
+    from cast.prepared import Prepared, early_description
+
+    stored = Prepared.load(path) if path.is_file() else None
+    if ray is None:
+        from cast.pipeline import Pipeline
+        from cast.resources import Resources
+
+        resources = Resources(config)
+        pipeline: Any = Pipeline.from_config(config, resources)
+        built: tuple[Pipeline, Resources] | None = (pipeline, resources)
+        description = early_description(pipeline, stop_after)
+    else:
+        from cast.ray_pipeline import RayPipeline
+
+        pipeline = RayPipeline(config, ray)
+        built = None
+        description = pipeline.pool.call_all("early_description", stop_after)[0]
+    try:
+        if stored is not None and stored.stop_after == stop_after and stored.description == description:
+            print(f"reusing the prepared turns in {path}", file=sys.stderr)
+            return stored, built
+        if stored is not None:
+            print(f"preparing again: {path} was made with other early stages", file=sys.stderr)
+        # Points read the candidates' texts; below them a run file needs ids and scores.
+        prepared = pipeline.prepare(conversations, stop_after=stop_after, progress=progress)
+        prepared = prepared.compact(pipeline.candidates)
+        prepared.save(path)
+        return prepared, built
+    finally:
+        if built is None:
+            pipeline.close()
+
+
+def sweep_report(
+    points: Sequence[Point],
+    outputs: SweepOutputs,
+    out: Path,
+    *,
+    qrels: Path | None = None,
+    topics: Path | None = None,
+    index: str | Path | None = None,
+    baseline: str | None = None,
+    correction: str | None = None,
+) -> Path:
+    """``out/report.md`` (tables with significance against the ``baseline`` point, the first by default), the
+    tables as CSVs and ``out/sweep.png``: retrieval measures where ``qrels`` are given; answer measures against
+    the topics' written responses where they have them, else against the passages the qrels grade highly (their
+    texts read from ``index``).
+
+    Raises:
+        CastError: ``baseline`` names no point, or there is nothing to evaluate against.
+    """
+    import pandas as pd
+
+    from cast.evaluate import report as rep
+    from cast.evaluate.experiment import evaluate_answer_files, evaluate_runs
+    from cast.evaluate.plots import sweep_plot
+    from cast.topics import load_topics
+
+    names = {p.name: p.file_name for p in points}
+    if baseline is not None and baseline not in names:
+        raise CastError(f"--baseline {baseline!r} is not a point of the grid; points: {', '.join(names)}")
+    base = names[baseline or points[0].name]
+    with_responses = topics is not None and any(t.response for c in load_topics(topics) for t in c.turns)
+    if qrels is None and not with_responses:
+        raise CastError("a sweep's report needs --qrels, or topics with written responses (CAsT 2022)")
+    evaluations: dict[str, Any] = {}
+    if qrels is not None:
+        evaluations["retrieval"] = evaluate_runs([outputs.runs[p.name] for p in points], qrels)
+    notes = []
+    try:
+        evaluations["answers"] = evaluate_answer_files(
+            [outputs.answers[p.name] for p in points],
+            topics=topics if with_responses else None,
+            qrels=None if with_responses else qrels,
+            index=None if with_responses else index,
+            progress=False,
+        )
+    except CastError as e:  # e.g. qrels without a passage graded high enough to be a reference
+        if "retrieval" not in evaluations:
+            raise
+        notes.append(f"Answers not scored: {e}")
+    sections = [f"# Sweep over {', '.join(_axes(points))}", "", f"Baseline point: {base}.", "", *notes, ""]
+    means = []
+    for kind, found in evaluations.items():
+        comparison = rep.compare({n: e.per_turn for n, e in found.items()}, base, correction)
+        rep.write_csv(out / f"{kind}.csv", comparison.means)
+        rep.write_csv(out / f"{kind}_tests.csv", comparison.tests)
+        sections.append(rep.comparison_section(kind.capitalize(), comparison, []))
+        means.append(comparison.means)
+    table = pd.concat(means, axis=1).loc[[names[p.name] for p in points]]
+    for axis in _axes(points):
+        table[axis] = [dict(o.split("=", 1) for o in p.overrides)[axis] for p in points]
+    plot = sweep_plot(
+        table.reset_index(drop=True), _axes(points), ("nDCG@3", "ROUGE-L", "METEOR"), out / "sweep.png"
+    )
+    sections += ["## Figure", "", f"![sweep]({plot.name})", ""]
+    rep.write_text(out / "report.md", "\n".join(sections))
+    return out / "report.md"
+
+
+def _axes(points: Sequence[Point]) -> list[str]:
+    return [override.split("=", 1)[0] for override in points[0].overrides]

@@ -1,0 +1,153 @@
+"""`cast sweep`: a grid of settings run from one shared pass, written and compared like `cast run` outputs."""
+
+import json
+
+import pytest
+
+from cast.cli import main
+from cast.errors import ConfigError
+from cast.sweep import grid_points, stop_point
+
+
+def test_grid_points_are_every_combination_named_by_their_settings():
+    points = grid_points(["selector.gamma=0,0.5", "summarizer.words=20,50"])
+    assert [p.name for p in points] == [
+        "gamma=0,words=20",
+        "gamma=0,words=50",
+        "gamma=0.5,words=20",
+        "gamma=0.5,words=50",
+    ]
+    assert points[1].overrides == ("selector.gamma=0", "summarizer.words=50")
+    # Keys that end alike are named in full.
+    assert grid_points(["selector.n=2", "ptkb.n=1"])[0].name == "selector.n=2,ptkb.n=1"
+
+
+@pytest.mark.parametrize(
+    ("grid", "message"),
+    [
+        (["selector.gamma"], "give KEY=VALUE1,VALUE2"),
+        (["selector.gamma=0,,1"], "give KEY=VALUE1,VALUE2"),
+        (["selector.gamma=0", "selector.gamma=1"], "names selector.gamma twice"),
+        (["selector.gamma=0,0"], "repeats a value"),
+        ([], "at least one --grid"),
+    ],
+)
+def test_a_malformed_grid_is_refused(grid, message):
+    with pytest.raises(ConfigError, match=message):
+        grid_points(grid)
+
+
+def test_the_shared_pass_stops_as_late_as_the_swept_stages_allow():
+    def configs(selector="eg", responses="topics"):
+        return [{"selector": {"name": selector}, "history_responses": responses}]
+
+    assert stop_point(grid_points(["selector.gamma=0,1"]), configs()) == "link"
+    assert stop_point(grid_points(["summarizer.words=20,50"]), configs("o")) == "rerank"  # O links nothing
+    assert stop_point(grid_points(["linker.name=none,dictionary"]), configs()) == "rerank"
+    assert stop_point(grid_points(["reranker.depth=10,100"]), configs()) is None
+    assert stop_point(grid_points(["selector.gamma=0,1"]), configs(responses="answers")) is None
+
+
+@pytest.fixture(scope="module")
+def entities(fixtures, tmp_path_factory):
+    from entity.dictionary import build_entity_resources
+
+    return build_entity_resources(
+        None,
+        [fixtures / "core" / "corpus.jsonl"],
+        output=tmp_path_factory.mktemp("sweep") / "entities",
+        progress=False,
+    )
+
+
+@pytest.fixture
+def sweep_args(core_index, entities, fixtures, tmp_path):
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("1_3 0 p2 3\n1_3 0 p1 1\n1_2 0 p4 2\n2_1 0 p5 2\n")
+    sets = [
+        "rewriter.name=manual", "reranker.name=none", "linker.name=dictionary", "linker.mentions=all",
+        f"linker.entities_dir={entities}", "knowledge_base.name=collection", f"knowledge_base.entities_dir={entities}",
+        "selector.name=eg", "selector.candidates=4", "selector.n=2", "summarizer.name=topk_trim",
+    ]  # fmt: skip
+    common = ["--index", str(core_index), "--topics", str(fixtures / "core" / "conversations.json")]
+    for assignment in sets:
+        common += ["--set", assignment]
+    return common, qrels
+
+
+def test_a_selector_sweep_prepares_once_and_each_point_equals_its_own_run(sweep_args, tmp_path, capsys):
+    common, qrels = sweep_args
+    out = tmp_path / "sweep"
+    grid = ["--grid", "selector.gamma=0,1", "--grid", "summarizer.words=8,20"]
+    assert (
+        main(
+            [
+                "sweep",
+                *common,
+                *grid,
+                "--output",
+                str(out),
+                "--qrels",
+                str(qrels),
+                "--baseline",
+                "gamma=1,words=20",
+            ]
+        )
+        == 0
+    )
+    printed = capsys.readouterr()
+    assert "ran 4 points (sharing the turns prepared as far as link)" in printed.out
+    assert (out / "prepared.jsonl.gz").is_file() and (out / "sweep.png").stat().st_size > 0
+    report = (out / "report.md").read_text()
+    assert (
+        "Baseline point: gamma=1,words=20." in report and "## Retrieval" in report and "## Answers" in report
+    )
+    assert "ROUGE-L" in (out / "answers.csv").read_text()
+    # A point is what `cast run` with its settings writes (its tag aside).
+    assert (
+        main(
+            [
+                "run",
+                *common,
+                "--set",
+                "selector.gamma=0",
+                "--set",
+                "summarizer.words=8",
+                "--output",
+                str(tmp_path / "alone"),
+            ]
+        )
+        == 0
+    )
+    columns = [line.split()[:5] for line in (tmp_path / "alone.run").read_text().splitlines()]
+    assert [line.split()[:5] for line in (out / "gamma=0,words=8.run").read_text().splitlines()] == columns
+    alone = [json.loads(line) for line in (tmp_path / "alone.answers.jsonl").open()]
+    point = [json.loads(line) for line in (out / "gamma=0,words=8.answers.jsonl").open()]
+    assert [r["answer"] for r in point] == [r["answer"] for r in alone]
+    assert [r["config"] for r in point] == [r["config"] for r in alone]
+    # Run again with one more value: the finished points are kept, the prepared turns reused.
+    capsys.readouterr()
+    grid = ["--grid", "selector.gamma=0,1,0.5", "--grid", "summarizer.words=8,20"]
+    assert main(["sweep", *common, *grid, "--output", str(out), "--qrels", str(qrels)]) == 0
+    err = capsys.readouterr().err
+    assert err.count("(finished earlier)") == 4 and "reusing the prepared turns" in err
+    assert (out / "gamma=0.5,words=20.run").is_file()
+
+
+def test_a_sweep_refuses_a_mistyped_setting_before_any_work_and_another_config_in_its_folder(
+    sweep_args, tmp_path, capsys
+):
+    common, qrels = sweep_args
+    out = tmp_path / "sweep"
+    assert main(["sweep", *common, "--grid", "selector.gama=0,1", "--output", str(out)]) != 0
+    assert "point gama=0: " in capsys.readouterr().err and not (out / "prepared.jsonl.gz").exists()
+    assert (
+        main(
+            ["sweep", *common, "--grid", "summarizer.words=8,9", "--output", str(out), "--qrels", str(qrels)]
+        )
+        == 0
+    )
+    capsys.readouterr()
+    other = ["--set", "first_stage.mu=10", "--grid", "summarizer.words=8,9"]
+    assert main(["sweep", *common, *other, "--output", str(out), "--qrels", str(qrels)]) != 0
+    assert "holds a sweep of another config (first_stage.mu: 1000 -> 10)" in capsys.readouterr().err
