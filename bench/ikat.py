@@ -79,16 +79,26 @@ def resources_for(index: Path, overrides: Sequence[str]) -> tuple[dict[str, Any]
 def personal_queries(conversations: Sequence, rewriter: Any, ptkb: Any) -> dict[str, Any]:
     """``{qid: (Rewrite, PTKBSelection)}``, turn by turn as the pipeline does (history without passages)."""
     from cast.records import PastTurn
+    from cast.session import lockstep
 
-    out: dict[str, Any] = {}
-    for conversation in conversations:
-        history: list[PastTurn] = []
-        for turn in conversation.turns:
-            chosen = ptkb.select(conversation.ptkb, history, turn)
-            rewrite = ptkb.personalise(rewriter.rewrite(history, turn), chosen)
-            out[turn.qid] = (rewrite, chosen)
-            history.append(PastTurn(turn=turn, query=rewrite.inputs.get("rewritten_query", rewrite.query)))
-    return out
+    def personal(steps: list) -> list:
+        chosen = [ptkb.select(s.conversation.ptkb, s.history, s.turn) for s in steps]
+        rewrites = rewriter.rewrite_batch(
+            [
+                (ptkb.rewriter_history(s.history, s.turn, c), s.turn)
+                for s, c in zip(steps, chosen, strict=True)
+            ]
+        )
+        return [
+            (s.turn.qid, ptkb.personalise(r, c), c) for s, r, c in zip(steps, rewrites, chosen, strict=True)
+        ]
+
+    taken = lockstep(
+        conversations,
+        personal,
+        lambda turn, item: PastTurn(turn=turn, query=item[1].inputs.get("rewritten_query", item[1].query)),
+    )
+    return {qid: (rewrite, chosen) for qid, rewrite, chosen in taken}
 
 
 def command_ptkb(args: argparse.Namespace) -> int:
