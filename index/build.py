@@ -28,7 +28,7 @@ import socket
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -113,17 +113,7 @@ def build_index(
             then).
     """
     target = Path(index_dir).expanduser()
-    if target.exists() and not target.is_dir():
-        raise CastError(f"{target} is a file, not an index directory; choose another --index path")
-    if target.is_dir() and any(target.iterdir()):
-        if not overwrite:
-            raise CastError(f"{target} already exists and is not empty; pass --overwrite to replace it")
-        # A Lucene index, maybe half-built (its lock without a commit); anything else may be someone's files.
-        if not any(p.name.startswith("segments_") or p.name == "write.lock" for p in target.iterdir()):
-            raise CastError(
-                f"{target} holds files but no Lucene index, so --overwrite does not replace it; remove it "
-                "yourself or choose another --index path"
-            )
+    _check_target(target, overwrite)
     if stemmer not in STEMMERS:
         raise CastError(f"unknown stemmer {stemmer!r}; choose one of: {', '.join(STEMMERS)}")
     if threads < 1:
@@ -143,13 +133,7 @@ def build_index(
     from tqdm import tqdm
 
     started = time.perf_counter()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    _remove_killed_builds(target)
-    building = Path(
-        tempfile.mkdtemp(
-            prefix=f".{target.name}.building-{socket.gethostname()}-{os.getpid()}-", dir=target.parent
-        )
-    )
+    building = _building_dir(target)
     try:
         with tqdm(
             desc=f"indexing {target.name}", unit=" passages", disable=not progress, mininterval=2
@@ -174,9 +158,7 @@ def build_index(
         if duplicates:
             record["duplicates"] = str(Path(duplicates).resolve())
             record["duplicates_left_out"] = len(left_out)
-        (building / BUILD_RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-        building.chmod(0o777 & ~_umask())  # mkdtemp's 0700 would keep the index from other users
-        _replace(building, target)
+        _finish(building, target, record)
     except BaseException:
         shutil.rmtree(building, ignore_errors=True)
         raise
@@ -187,6 +169,112 @@ def build_index(
         "indexed %d passages (%d empty skipped) into %s in %.1f s", indexed, skipped, target, summary.seconds
     )
     return summary
+
+
+def merge_indexes(
+    shards: Sequence[str | Path], index_dir: str | Path, *, overwrite: bool = False
+) -> IndexSummary:
+    """Merge indexes built separately by :func:`build_index` (shards of a collection too large for one build:
+    one per machine, or per part of the collection) into one index at ``index_dir``.
+
+    Lucene's ``IndexWriter.addIndexes`` copies the shards' segments (postings, positions, document vectors, raw
+    text) without analysing anything again, and Lucene reads collection statistics from the whole index at
+    search time, so the merged index ranks as one built from all the inputs at once.
+
+    Raises:
+        CastError: fewer than two shards; a shard is not an index built by this toolkit; the shards were built with
+            different stemmers or share an input file; ``index_dir`` holds something and ``overwrite`` is false.
+    """
+    from cast import jvm
+
+    target = Path(index_dir).expanduser()
+    if len(shards) < 2:
+        raise CastError(f"give at least two shards to merge, got {len(shards)}")
+    _check_target(target, overwrite)
+    folders = [jvm.check_index(shard) for shard in shards]
+    records = []
+    for folder in folders:
+        record = build_record(folder)
+        if record is None:
+            raise CastError(f"{folder} has no {BUILD_RECORD}: merge indexes built by `cast index build`")
+        records.append(record)
+    stemmers = {r["stemmer"] for r in records}
+    if len(stemmers) > 1:
+        raise CastError(
+            f"the shards were built with different stemmers ({', '.join(sorted(stemmers))}): rebuild them alike"
+        )
+    seen: dict[str, Path] = {}
+    for folder, record in zip(folders, records, strict=True):
+        for path in record["inputs"]:
+            if path in seen:
+                raise CastError(
+                    f"{path} was indexed into both {seen[path]} and {folder}: a passage would be found twice"
+                )
+            seen[path] = folder
+    started = time.perf_counter()
+    building = _building_dir(target)
+    try:
+        jvm.start()
+        from jnius import autoclass
+
+        def directory(path: Path) -> Any:
+            return autoclass("org.apache.lucene.store.FSDirectory").open(
+                autoclass("java.io.File")(str(path)).toPath()
+            )
+
+        config = autoclass("org.apache.lucene.index.IndexWriterConfig")()
+        writer = autoclass("org.apache.lucene.index.IndexWriter")(directory(building), config)
+        try:
+            writer.addIndexes(*(directory(folder) for folder in folders))  # Java varargs: one argument each
+            writer.commit()
+        finally:
+            writer.close()
+        merged = {
+            "documents": sum(r["documents"] for r in records),
+            "empty": sum(r["empty"] for r in records),
+            "inputs": list(seen),
+            "stemmer": records[0]["stemmer"],
+            "shards": [str(folder.resolve()) for folder in folders],
+        }
+        _finish(building, target, merged)
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
+    return IndexSummary(merged["documents"], merged["empty"], time.perf_counter() - started, target, None)
+
+
+def _check_target(target: Path, overwrite: bool) -> None:
+    """Refuse an index path that is a file, or holds something that ``overwrite`` does not allow replacing."""
+    if target.exists() and not target.is_dir():
+        raise CastError(f"{target} is a file, not an index directory; choose another --index path")
+    if target.is_dir() and any(target.iterdir()):
+        if not overwrite:
+            raise CastError(f"{target} already exists and is not empty; pass --overwrite to replace it")
+        # A Lucene index, maybe half-built (its lock without a commit); anything else may be someone's files.
+        if not any(p.name.startswith("segments_") or p.name == "write.lock" for p in target.iterdir()):
+            raise CastError(
+                f"{target} holds files but no Lucene index, so --overwrite does not replace it; remove it "
+                "yourself or choose another --index path"
+            )
+
+
+def _building_dir(target: Path) -> Path:
+    """A fresh folder beside ``target`` to build in (named after this host and process, so that one left by a
+    killed build is found and removed)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _remove_killed_builds(target)
+    return Path(
+        tempfile.mkdtemp(
+            prefix=f".{target.name}.building-{socket.gethostname()}-{os.getpid()}-", dir=target.parent
+        )
+    )
+
+
+def _finish(building: Path, target: Path, record: dict[str, Any]) -> None:
+    """Record how the index was built and move it into place."""
+    (building / BUILD_RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    building.chmod(0o777 & ~_umask())  # mkdtemp's 0700 would keep the index from other users
+    _replace(building, target)
 
 
 def _index_passages(

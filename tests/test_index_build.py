@@ -161,3 +161,34 @@ def test_cli_build_prints_summary_and_stats(
     args = parser.parse_args(["index", "stats", "--index", str(tmp_path / "ix")])
     assert args.func(args) == 0
     assert "documents: 5" in capsys.readouterr().out
+
+
+def test_shards_merged_into_one_index_rank_as_the_index_of_all_their_passages(
+    fixtures: Path, fixture_index: tuple[IndexSummary, Path], lmd: LMDFirstStage, tmp_path: Path
+) -> None:
+    from index.build import build_record, merge_indexes
+
+    lines = (fixtures / "index" / "passages.jsonl").read_text().splitlines(keepends=True)
+    parts = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    parts[0].write_text("".join(lines[:3]))
+    parts[1].write_text("".join(lines[3:]))
+    shards = [build_index([part], tmp_path / f"shard-{part.stem}", progress=False).path for part in parts]
+    code = cli.merge_main(
+        argparse.Namespace(shards=[str(s) for s in shards], index=str(tmp_path / "merged"), overwrite=False)
+    )
+    assert code == 0
+    merged = LMDFirstStage(Resources({"index": str(tmp_path / "merged")}), mu=1000)
+    for query in ("planets orbiting Jupiter", "orbit", "morning runs"):
+        assert [(p.id, p.score, p.passage) for p in merged.search(query)] == [
+            (p.id, p.score, p.passage) for p in lmd.search(query)
+        ]
+    record = build_record(tmp_path / "merged")
+    assert (record["documents"], record["empty"]) == (5, 2) and record["inputs"] == [
+        str(p.resolve()) for p in parts
+    ]
+    with pytest.raises(CastError, match="indexed into both"):
+        merge_indexes([shards[0], shards[0]], tmp_path / "twice")
+    with pytest.raises(CastError, match="at least two shards"):
+        merge_indexes([shards[0]], tmp_path / "one")
+    with pytest.raises(CastError, match="merged already exists"):
+        merge_indexes(shards, tmp_path / "merged")

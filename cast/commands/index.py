@@ -10,7 +10,7 @@ from index.collections import FORMATS
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("index", help="build or describe a Lucene index of a passage collection")
-    commands = parser.add_subparsers(dest="index_command", metavar="{build,embed,stats}", required=True)
+    commands = parser.add_subparsers(dest="index_command", metavar="{build,merge,embed,stats}", required=True)
 
     build = commands.add_parser(
         "build",
@@ -33,6 +33,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--stemmer", default="krovetz", choices=("krovetz", "porter", "none"), help="(default: krovetz)"
     )
     build.set_defaults(func=build_main)
+
+    merge = commands.add_parser(
+        "merge",
+        help="merge index shards built separately into one index",
+        description="Merge indexes that `cast index build` made of parts of one collection (e.g. one per machine, "
+        "side by side) into one index. Lucene copies the shards' segments; the merged index ranks exactly as one "
+        "built from all the inputs at once.",
+    )
+    merge.add_argument("--shards", nargs="+", required=True, metavar="DIR", help="the shard indexes, in order")
+    merge.add_argument("--index", required=True, metavar="DIR", help="the merged index directory to create")
+    merge.add_argument("--overwrite", action="store_true", help="replace an existing index at DIR")
+    merge.set_defaults(func=merge_main)
 
     embed = commands.add_parser(
         "embed",
@@ -103,6 +115,17 @@ def build_main(args: argparse.Namespace) -> int:
     print(
         f"indexed {summary.indexed:,} passages into {summary.path} ({summary.skipped:,} empty skipped{listed}) "
         f"in {summary.seconds:.1f} s: {summary.passages_per_second:,.0f} passages/s"
+    )
+    return 0
+
+
+def merge_main(args: argparse.Namespace) -> int:
+    from index.build import merge_indexes
+
+    summary = merge_indexes(args.shards, args.index, overwrite=args.overwrite)
+    print(
+        f"merged {len(args.shards)} shards ({summary.indexed:,} passages) into {summary.path} in "
+        f"{summary.seconds:.1f} s"
     )
     return 0
 
