@@ -41,7 +41,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "side by side) into one index. Lucene copies the shards' segments; the merged index ranks exactly as one "
         "built from all the inputs at once.",
     )
-    merge.add_argument("--shards", nargs="+", required=True, metavar="DIR", help="the shard indexes, in order")
+    merge.add_argument(
+        "--shards", nargs="+", required=True, metavar="DIR", help="the shard indexes, in order"
+    )
     merge.add_argument("--index", required=True, metavar="DIR", help="the merged index directory to create")
     merge.add_argument("--overwrite", action="store_true", help="replace an existing index at DIR")
     merge.set_defaults(func=merge_main)
