@@ -2,6 +2,8 @@
 
 Runs, each as a user would (a subprocess, models and index loaded by it):
 
+0. ``cast run`` once untimed, so that both timed commands find the caches (passage embeddings, the OS's file
+   cache) equally warm (``--no-warm-up`` skips it);
 1. ``cast run`` of the base config over the topics: one full run (wall seconds ``W_run``);
 2. ``cast sweep`` of the grid (9 points by default: ``selector.gamma`` x ``selector.weight``): ``W_sweep``.
 
@@ -51,6 +53,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--ray", nargs="?", const="local", help="run the sweep's points on Ray (see cast sweep)"
     )
     parser.add_argument("--ray-workers", type=int, default=1)
+    parser.add_argument("--no-warm-up", action="store_true", help="skip the untimed first run")
     return parser.parse_args(argv)
 
 
@@ -73,6 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     for override in args.overrides:
         common += ["--set", override]
     cast = [sys.executable, "-m", "cast.cli"]
+    if not args.no_warm_up:
+        run_measured(
+            [*cast, "run", *common, "--output", str(args.out / "warm")], args.out / "warm.log", "warm-up"
+        )
     run_wall, run_cpu, _ = run_measured(
         [*cast, "run", *common, "--output", str(args.out / "full")], args.out / "run.log", "cast run"
     )
