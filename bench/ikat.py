@@ -96,7 +96,7 @@ def personal_queries(conversations: Sequence, rewriter: Any, ptkb: Any) -> dict[
     taken = lockstep(
         conversations,
         personal,
-        lambda turn, item: PastTurn(turn=turn, query=item[1].inputs.get("rewritten_query", item[1].query)),
+        lambda turn, item: PastTurn(turn=turn, query=item[1].history_query),
     )
     return {qid: (rewrite, chosen) for qid, rewrite, chosen in taken}
 

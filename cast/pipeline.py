@@ -89,7 +89,7 @@ class TurnResult:
             turn=_with_response(
                 self.turn, self.answer.text, self.answer.no_answer_reason, answer_as_response
             ),
-            query=self.rewrite.inputs.get("rewritten_query", self.rewrite.query),
+            query=self.rewrite.history_query,
             top_passage=self.ranking[0].passage if self.ranking else None,
             query_entities=self.query_entities,
             focus_entity=self.selection.focus_entity,
@@ -177,7 +177,7 @@ class PreparedTurn:
         topics' response: a prepared pass never sees answers)."""
         return PastTurn(
             turn=self.turn,
-            query=self.rewrite.inputs.get("rewritten_query", self.rewrite.query),
+            query=self.rewrite.history_query,
             top_passage=self.ranking[0].passage if self.ranking else None,
             query_entities=self.links.query_entities if self.links else (),
         )

@@ -151,6 +151,11 @@ class Rewrite:
         """The text the answer generator answers."""
         return self.question or self.query
 
+    @property
+    def history_query(self) -> str:
+        """The query later turns' rewriters read: without the PTKB statements a personalised query appends."""
+        return self.inputs.get("rewritten_query", self.query)
+
 
 @dataclass(frozen=True)
 class PastTurn:
