@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -89,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.ray:
         sweep += ["--ray", args.ray, "--ray-workers", str(args.ray_workers)]
     sweep_wall, sweep_cpu, _ = run_measured(sweep, args.out / "sweep.log", "cast sweep")
+    phases = dict(
+        re.findall(r"^(shared pass|points|report): ([\d.]+) s$", (args.out / "sweep.log").read_text(), re.M)
+    )
     points = sorted((args.out / "sweep").glob("*.answers.jsonl"))
     later = sum(later_seconds(p) for p in points)
     goal = run_wall + later
@@ -98,8 +102,13 @@ def main(argv: list[str] | None = None) -> int:
     print("| what | wall s | CPU s |\n| --- | ---: | ---: |")
     print(f"| one full run (cast run) | {run_wall:.1f} | {run_cpu:.1f} |")
     print(f"| the sweep ({len(points)} points, cast sweep) | {sweep_wall:.1f} | {sweep_cpu:.1f} |")
+    for phase, seconds in phases.items():
+        print(f"| of which: {phase} | {float(seconds):.1f} | |")
     print(f"| the points' own stages ({', '.join(LATER_STAGES)}), summed | {later:.1f} | |")
-    print(f"sweep / (one full run + the points' own stages) = {sweep_wall / goal:.2f}")
+    runs = sweep_wall - float(phases.get("report", 0.0))
+    print(
+        f"sweep / (one full run + the points' own stages) = {sweep_wall / goal:.2f}; without the report {runs / goal:.2f}"
+    )
     print(f"sweep / {len(points)} full runs = {sweep_wall / (len(points) * run_wall):.2f}")
     return 0
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -23,6 +24,8 @@ from cast.atomic import append_durably, write_lines_atomic
 from cast.errors import CastError
 from cast.records import ScoredPassage
 from cast.runfile import RUN_COLUMNS, check_tag, format_query, read_run, write_run
+
+_WHITESPACE = re.compile(r"\s")
 
 
 def run_scores(ranking: Sequence[ScoredPassage]) -> list[float]:
@@ -167,7 +170,7 @@ class RunOutputs:
 
     def append(self, qid: str, ranking: Sequence[ScoredPassage], record: dict[str, Any]) -> None:
         """Add one finished turn (its run lines, then its answers record)."""
-        spaced = next((p.id for p in ranking if not p.id or any(c.isspace() for c in p.id)), None)
+        spaced = next((p.id for p in ranking if not p.id or _WHITESPACE.search(p.id)), None)
         if spaced is not None:  # an index built before ids were checked: stop now, not after the last turn
             raise CastError(
                 f"the index returned passage id {spaced!r}, which a run file cannot hold (its columns are split on "

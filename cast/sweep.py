@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import itertools
 import re
+import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -182,8 +184,6 @@ def run_sweep(
         CastError: ``out`` is a file, a point's outputs are locked by another run, or a point's finished files
             were made with other settings (give --overwrite).
     """
-    import sys
-
     from cast.cluster import map_in_order
     from cast.commands.run import write_outputs
     from cast.outputs import RunOutputs
@@ -202,11 +202,14 @@ def run_sweep(
             print(f"kept: {outputs[point.name].run_path} (finished earlier)", file=sys.stderr)
     prepared, built = None, None
     if pending and stop_after is not None:
+        started = time.perf_counter()
         prepared, built = _prepare(base_config, conversations, stop_after, out / PREPARED_FILE, ray, progress)
+        print(f"shared pass: {time.perf_counter() - started:.1f} s", file=sys.stderr)
     runner = PointRunner(base_config, conversations, prepared)
     if built is not None:
         runner.use(*built)
     items = [(p.name, configs[p.name]) for p in pending]
+    started = time.perf_counter()
     for (name, _), (described, results) in map_in_order(runner, items, ray):
         target = outputs[name]
         with target.locked():
@@ -218,6 +221,8 @@ def run_sweep(
                 overwrite=True,
             )
         print(f"wrote {target.run_path} and {target.answers_path} ({name})", file=sys.stderr)
+    if items:
+        print(f"points: {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return SweepOutputs(
         runs={p.name: outputs[p.name].run_path for p in points},
         answers={p.name: outputs[p.name].answers_path for p in points},
@@ -288,8 +293,6 @@ def _prepare(
     """The turns every point shares: read back from ``path`` if an earlier sweep prepared them with these early
     stages, else prepared now (here, or on Ray actors) and saved there. Also the pipeline that prepared or
     checked them here (None on Ray)."""
-    import sys
-
     from cast.prepared import Prepared, early_description
 
     stored = Prepared.load(path) if path.is_file() else None

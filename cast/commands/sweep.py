@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import sys
+import time
 from pathlib import Path
 
 from cast.cluster import add_ray_arguments, ray_options
@@ -74,6 +76,7 @@ def main(args: argparse.Namespace) -> int:
         else "each a full run"
     )
     print(f"ran {len(points)} points ({shared}) in {args.output}")
+    started = time.perf_counter()
     report = sweep_report(
         points,
         outputs,
@@ -84,5 +87,6 @@ def main(args: argparse.Namespace) -> int:
         baseline=args.baseline,
         correction=args.correction,
     )
+    print(f"report: {time.perf_counter() - started:.1f} s", file=sys.stderr)
     print(f"wrote {report}")
     return 0
