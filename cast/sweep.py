@@ -147,12 +147,14 @@ class PointRunner:
             pipeline = Pipeline.from_config(config)
             return pipeline.describe(), pipeline.run(self.conversations)
         base, resources = self.base()
-        if config.get("knowledge_base") != self.config.get("knowledge_base"):
-            resources = Resources(config)  # the selector builds the knowledge base from its resources
+        # The selector builds the knowledge base from its resources: another one needs resources of its own.
+        other_knowledge = config.get("knowledge_base") != self.config.get("knowledge_base")
+        if other_knowledge:
+            resources = Resources(config)
         later = {
             kind: build_stage(kind, config[kind], resources)
             for kind in ("linker", "selector", "summarizer")
-            if config[kind] != self.config[kind] or resources.config is config
+            if config[kind] != self.config[kind] or (kind == "selector" and other_knowledge)
         }
         pipeline = base.with_stages(config, **later)
         return pipeline.describe(), pipeline.run(self.conversations, prepared=self.prepared)
