@@ -454,8 +454,10 @@ def test_each_turn_records_which_of_its_texts_went_unlinked(serve, tmp_path: Pat
         ScoredPassage(Passage(pid, text), 1.0) for pid, text in [("b", "Berlin"), ("g", "Germany")]
     )
     candidates = [(berlin, germany), (berlin,)]
-    _, _, unlinked = Pipeline._link(SimpleNamespace(linker=linker), ["Germany today", "Berlin"], candidates)
-    assert unlinked == [("query", "g"), ()]
+    links = Pipeline._link(
+        SimpleNamespace(linker=linker, candidates=2), ["Germany today", "Berlin"], candidates
+    )
+    assert [turn.unlinked_texts for turn in links] == [("query", "g"), ()]
 
 
 def test_spotlights_xml_to_json_error_means_no_entities_not_a_crash(serve, tmp_path: Path):
