@@ -2,7 +2,8 @@
 
 A stage is built from its config section by :func:`cast.registry.build_stage`, which calls
 ``cls.from_config(params, resources)``. The default ``from_config`` passes the section's keys as keyword
-arguments, so a stage's ``__init__`` signature is its configuration schema.
+arguments: a stage's ``__init__`` signature, with its limits and docs, is its configuration schema
+(:mod:`cast.settings`).
 
 Per turn the pipeline calls, in order::
 
@@ -20,9 +21,10 @@ Lucene's threaded search) override it.
 from __future__ import annotations
 
 import inspect
-from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from abc import ABCMeta, abstractmethod
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from cast.errors import ConfigError, ModelUnavailableError
@@ -36,40 +38,61 @@ from cast.records import (
     Selection,
     Turn,
 )
+from cast.settings import Setting, check_value, stage_settings
 
 if TYPE_CHECKING:
     from cast.resources import Resources
 
 
-class Stage(ABC):  # noqa: B024 (each kind below declares its one abstract method)
+class _StageType(ABCMeta):
+    """Builds a stage and records its settings: every keyword of the construction, defaults filled in, checked
+    against the declaration (:mod:`cast.settings`) first, however the stage is built (a config or a test)."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        declared = cls.settings()  # type: ignore[attr-defined]
+        bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs).arguments
+        given = {**{k: v for k, v in bound.items() if k in declared}, **bound.get(_extra_key(cls), {})}
+        for name, value in given.items():
+            if name in declared:
+                check_value(cls.kind, declared[name], value)  # type: ignore[attr-defined]
+        stage = super().__call__(*args, **kwargs)
+        stage._setting_values = {name: given.get(name, setting.default) for name, setting in declared.items()}
+        return stage
+
+
+def _extra_key(cls: type) -> str:
+    """The name of ``cls.__init__``'s ``**settings`` parameter, if it has one."""
+    for name, parameter in inspect.signature(cls.__init__).parameters.items():
+        if parameter.kind is parameter.VAR_KEYWORD:
+            return name
+    return ""
+
+
+class Stage(metaclass=_StageType):
     """Base of all stages. ``name`` is the registry name, which each class states (the contract test checks it
-    against the registry); each kind's one method is abstract, so a class lacking it cannot be built."""
+    against the registry); each kind's one method is abstract, so a class lacking it cannot be built.
+
+    A stage's settings are its constructor's keyword parameters (:mod:`cast.settings`); once built, it holds
+    their values in ``setting_values``, from which :meth:`describe` is made."""
 
     kind: ClassVar[str] = "stage"
     name: str = ""
+    _setting_values: dict[str, Any] = {}  # noqa: RUF012  (set per instance by the metaclass)
+
+    @property
+    def setting_values(self) -> Mapping[str, Any]:
+        """Every setting's value in this stage, defaults filled in (read-only)."""
+        return MappingProxyType(self._setting_values)
 
     @classmethod
-    def settings(cls) -> dict[str, inspect.Parameter]:
-        """The stage's settings: the parameters of its ``__init__``, and of the base classes' where it passes
-        ``**settings`` on to them (``resources`` is the pipeline's, not a setting)."""
-        found: dict[str, inspect.Parameter] = {}
-        for klass in cls.__mro__:
-            if "__init__" not in klass.__dict__:
-                continue
-            parameters = inspect.signature(klass.__dict__["__init__"]).parameters
-            for name, parameter in parameters.items():
-                if name not in ("self", "resources") and parameter.kind not in (
-                    parameter.VAR_KEYWORD,
-                    parameter.VAR_POSITIONAL,
-                ):
-                    found.setdefault(name, parameter)
-            if klass is object or not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
-                break
-        return found
+    def settings(cls) -> dict[str, Setting]:
+        """The stage's settings, as its constructor (and those of the bases it passes ``**settings`` to)
+        declares them."""
+        return stage_settings(cls)
 
     @classmethod
     def check_params(cls, params: dict[str, Any]) -> None:
-        """A :class:`ConfigError` for an unknown setting or a value of the wrong type (nothing is built)."""
+        """A :class:`ConfigError` for an unknown setting or a value that does not fit (nothing is built)."""
         accepted = cls.settings()
         unknown = sorted(set(params) - set(accepted))
         if unknown:
@@ -78,7 +101,7 @@ class Stage(ABC):  # noqa: B024 (each kind below declares its one abstract metho
                 f"allowed: {', '.join(sorted(accepted)) or 'none'}"
             )
         for key, value in params.items():
-            check_setting(f"{cls.kind}.{key}", value, accepted[key].annotation)
+            check_value(cls.kind, accepted[key], value)
 
     @classmethod
     def from_config(cls, params: dict[str, Any], resources: Resources) -> Stage:
@@ -97,47 +120,14 @@ class Stage(ABC):  # noqa: B024 (each kind below declares its one abstract metho
             ) from e
 
     def describe(self) -> dict[str, Any]:
-        """What to record about this stage in outputs (name and settings)."""
-        return {"name": self.name}
+        """What to record about this stage in outputs: its name, every setting's value, and what it resolved
+        when built (:meth:`described_extras`)."""
+        return {"name": self.name, **self.setting_values, **self.described_extras()}
 
-
-_SIMPLE_TYPES: dict[str, type] = {"int": int, "float": float, "bool": bool, "str": str}
-
-
-def check_setting(setting: str, value: Any, annotation: Any) -> None:
-    """Raise a :class:`ConfigError` when ``value`` does not fit a simple ``__init__`` annotation.
-
-    Only ``int``, ``float``, ``bool`` and ``str``, each optionally ``| None``, are checked (other annotations
-    are left to the stage). An int is a float, but a bool is not an int: ``--set first_stage.k=true`` is a slip.
-    An int is a count or a length, so it must not be negative.
-
-    Example:
-        >>> check_setting("first_stage.mu", "abc", "float")
-        Traceback (most recent call last):
-        cast.errors.ConfigError: first_stage.mu must be float, got 'abc'
-    """
-    if annotation is inspect.Parameter.empty:
-        return
-    # Stage modules use ``from __future__ import annotations``: annotations are strings such as "int | None".
-    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
-    names = [part.strip() for part in text.split("|")]
-    optional = "None" in names
-    names = [name for name in names if name != "None"]
-    if len(names) != 1 or names[0] not in _SIMPLE_TYPES:
-        return
-    expected = _SIMPLE_TYPES[names[0]]
-    if value is None:
-        fits = optional
-    elif isinstance(value, bool):
-        fits = expected is bool
-    else:
-        fits = isinstance(value, expected) or (expected is float and isinstance(value, int))
-    if not fits:
-        wanted = f"{names[0]} or null" if optional else names[0]
-        raise ConfigError(f"{setting} must be {wanted}, got {value!r}")
-    if expected is int and value is not None and value < 0:
-        # Every int setting of a stage is a count or a length: Python's slicing would read -1 as "all but one".
-        raise ConfigError(f"{setting} must be at least 0, got {value!r}")
+    def described_extras(self) -> dict[str, Any]:
+        """Values the stage resolved when it was built that change its outputs (a model's real dtype, the
+        checkpoint a default named): recorded beside its settings."""
+        return {}
 
 
 class Rewriter(Stage):

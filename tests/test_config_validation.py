@@ -8,7 +8,7 @@ from cast.errors import ConfigError, IndexUnavailableError, ModelUnavailableErro
 from cast.jvm import check_index
 from cast.registry import STAGES, build_stage, stage_class
 from cast.resources import Resources
-from cast.stages import check_setting
+from cast.settings import Setting, check_value
 
 
 def cli_error(capsys, argv):
@@ -32,7 +32,7 @@ def cli_error(capsys, argv):
 )
 def test_a_setting_of_the_wrong_type_is_named(value, annotation, message):
     with pytest.raises(ConfigError, match=f"^{message}$"):
-        check_setting("first_stage.x", value, annotation)
+        check_value("first_stage", Setting("x", annotation, None), value)
 
 
 @pytest.mark.parametrize(
@@ -41,7 +41,7 @@ def test_a_setting_of_the_wrong_type_is_named(value, annotation, message):
      (None, "int | None"), ([1, 2], "list[int]"), ("anything", "Path")],
 )  # fmt: skip
 def test_fitting_or_unchecked_settings_pass(value, annotation):
-    check_setting("kind.key", value, annotation)
+    check_value("kind", Setting("key", annotation, None), value)
 
 
 def test_stage_settings_are_checked_when_the_stage_is_built():
@@ -51,16 +51,13 @@ def test_stage_settings_are_checked_when_the_stage_is_built():
         build_stage("selector", {"name": "o", "candidates": "ten"}, Resources({}))
 
 
-def test_the_shipped_configs_fit_their_stages_annotations():
-    import inspect
-
+def test_the_shipped_configs_fit_their_stages_settings():
     for path in CONFIG_DIR.glob("*.yaml"):
         config = load_config(path)
         for kind in STAGES:
-            params = inspect.signature(stage_class(kind, config[kind]["name"]).__init__).parameters
-            for key, value in config[kind].items():
-                if key in params:
-                    check_setting(f"{kind}.{key}", value, params[key].annotation)
+            stage_class(kind, config[kind]["name"]).check_params(
+                {k: v for k, v in config[kind].items() if k != "name"}
+            )
 
 
 @pytest.mark.parametrize(
