@@ -213,13 +213,19 @@ def resume_conflict(
         utterances: the utterance of each turn this run answers, by qid.
         config: this run's stage settings, as its records store them (``Pipeline.describe()``).
     """
-    current = json.loads(json.dumps(config))  # as read back from a record: tuples become lists
+    from cast.registry import without_runtime_settings
+
+    # As read back from a record (tuples become lists); settings that change no output may differ.
+    current = without_runtime_settings(json.loads(json.dumps(config)))
     for qid, record in done.items():
         if qid not in utterances:
             return f"it answered turn {qid}, which is not in these topics"
         if record.get("utterance") != utterances[qid]:
             return f"turn {qid} had another utterance"
-        difference = _difference(record.get("config"), current)
+        recorded = record.get("config")
+        difference = _difference(
+            without_runtime_settings(recorded) if isinstance(recorded, dict) else recorded, current
+        )
         if difference is not None:
             return f"it answered turn {qid} with other settings ({difference})"
     return None

@@ -75,14 +75,24 @@ class Prepared:
 
     def check(self, pipeline: Pipeline) -> None:
         """A :class:`ConfigError` if ``pipeline``'s early stages are not those that prepared the turns."""
-        own = early_description(pipeline, self.stop_after)
-        for key in dict.fromkeys([*self.description, *own]):
-            if self.description.get(key) != own.get(key):
-                raise ConfigError(
-                    f"the prepared turns were made with another {key} ({_describe(self.description.get(key))}, "
-                    f"this pipeline: {_describe(own.get(key))}): prepare them again with this config, or finish "
-                    "them with the config that prepared them"
-                )
+        found = self.difference(early_description(pipeline, self.stop_after))
+        if found is not None:
+            raise ConfigError(
+                f"the prepared turns were made with another {found}: prepare them again with this config, or "
+                "finish them with the config that prepared them"
+            )
+
+    def difference(self, description: dict[str, Any]) -> str | None:
+        """How the early stages described by ``description`` (:func:`early_description`) differ from those that
+        prepared the turns (their :class:`~cast.settings.Runtime` settings aside), or None."""
+        from cast.registry import without_runtime_settings
+
+        recorded = without_runtime_settings(json.loads(json.dumps(self.description)))
+        own = without_runtime_settings(json.loads(json.dumps(description)))
+        for key in dict.fromkeys([*recorded, *own]):
+            if recorded.get(key) != own.get(key):
+                return f"{key} ({_describe(recorded.get(key))}, this pipeline: {_describe(own.get(key))})"
+        return None
 
     def missing(self, qids: Iterable[str]) -> list[str]:
         """Those of ``qids`` that were not prepared."""

@@ -7,6 +7,7 @@ choosing the BM25 first stage never imports torch (and ``cast --help`` imports n
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from cast.errors import ConfigError
@@ -74,6 +75,21 @@ def stage_class(kind: str, name: str) -> type[Stage]:
         raise ConfigError(f"unknown {kind} {name!r}; choose one of: {', '.join(sorted(names))}")
     module_name, class_name = names[name].split(":")
     return getattr(importlib.import_module(module_name), class_name)
+
+
+def without_runtime_settings(description: Mapping[str, Any]) -> dict[str, Any]:
+    """A pipeline's description (``Pipeline.describe()``) less its stages' :class:`~cast.settings.Runtime`
+    settings (batch sizes, threads, retries): what decides whether two runs' outputs may be mixed."""
+    kept: dict[str, Any] = {}
+    for kind, section in description.items():
+        if kind in STAGES and isinstance(section, Mapping) and section.get("name") in STAGES[kind]:
+            try:
+                settings = stage_class(kind, section["name"]).settings()
+            except ImportError:  # a stage this machine cannot load: compare all it recorded
+                settings = {}
+            section = {k: v for k, v in section.items() if not (k in settings and settings[k].runtime)}
+        kept[kind] = section
+    return kept
 
 
 def build_stage(kind: str, section: dict[str, Any], resources: Resources) -> Stage:

@@ -45,7 +45,9 @@ class Range:
             return f"{'above' if self.open_low else 'at least'} {self.low:g}"
         if self.low is None:
             return f"{'below' if self.open_high else 'at most'} {self.high:g}"
-        return f"in {'(' if self.open_low else '['}{self.low:g}, {self.high:g}{')' if self.open_high else ']'}"
+        return (
+            f"in {'(' if self.open_low else '['}{self.low:g}, {self.high:g}{')' if self.open_high else ']'}"
+        )
 
 
 class OneOf:

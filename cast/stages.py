@@ -50,7 +50,7 @@ class _StageType(ABCMeta):
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         declared = cls.settings()  # type: ignore[attr-defined]
-        bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs).arguments
+        bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs).arguments  # type: ignore[misc]
         given = {**{k: v for k, v in bound.items() if k in declared}, **bound.get(_extra_key(cls), {})}
         for name, value in given.items():
             if name in declared:
@@ -62,7 +62,7 @@ class _StageType(ABCMeta):
 
 def _extra_key(cls: type) -> str:
     """The name of ``cls.__init__``'s ``**settings`` parameter, if it has one."""
-    for name, parameter in inspect.signature(cls.__init__).parameters.items():
+    for name, parameter in inspect.signature(cls.__init__).parameters.items():  # type: ignore[misc]
         if parameter.kind is parameter.VAR_KEYWORD:
             return name
     return ""

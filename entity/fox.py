@@ -8,9 +8,10 @@ Nodes without a resource (the context, the document) are not entities and are sk
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from cast.errors import ServiceUnavailableError
+from cast.settings import Runtime
 from entity.linkers import LinkedSpan, RemoteLinker, locate, normalise_entity
 
 if TYPE_CHECKING:
@@ -54,10 +55,10 @@ class FoxLinker(RemoteLinker):
         passage_confidence: float = 0.0,
         max_chars: int = 4000,
         on_error: str = "fail",
-        timeout: float = 60.0,
-        retries: int = 3,
-        backoff: float = 1.0,
-        give_up_after: int = 2,
+        timeout: Annotated[float, Runtime()] = 60.0,
+        retries: Annotated[int, Runtime()] = 3,
+        backoff: Annotated[float, Runtime()] = 1.0,
+        give_up_after: Annotated[int, Runtime()] = 2,
         resources: Resources | None = None,
     ):
         super().__init__(

@@ -19,11 +19,12 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, NamedTuple
 from urllib.parse import unquote
 
 from cast.errors import CastError, ConfigError, ServiceUnavailableError
 from cast.records import EntityMention
+from cast.settings import Runtime
 from cast.stages import EntityLinker
 
 if TYPE_CHECKING:
@@ -237,13 +238,6 @@ class SpanLinker(EntityLinker):
             f"(last problem: {self.last_problem})"
         )
 
-    def describe(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "query_confidence": self.confidence["query"],
-            "passage_confidence": self.confidence["passage"],
-        }
-
 
 class NoLinker(EntityLinker):
     """Links nothing (for pipelines whose selector needs no entities)."""
@@ -307,10 +301,10 @@ class JsonHttpClient:
         self,
         service: str,
         *,
-        timeout: float = 10.0,
-        retries: int = 3,
-        backoff: float = 1.0,
-        give_up_after: int = 2,
+        timeout: Annotated[float, Runtime()] = 10.0,
+        retries: Annotated[int, Runtime()] = 3,
+        backoff: Annotated[float, Runtime()] = 1.0,
+        give_up_after: Annotated[int, Runtime()] = 2,
         refuse_partial: bool = False,
         advice: str = LINKER_ADVICE,
         sleep: Callable[[float], None] = time.sleep,
@@ -444,10 +438,10 @@ class RemoteLinker(SpanLinker):
         passage_confidence: float,
         max_chars: int,
         on_error: str,
-        timeout: float,
-        retries: int,
-        backoff: float,
-        give_up_after: int,
+        timeout: Annotated[float, Runtime()],
+        retries: Annotated[int, Runtime()],
+        backoff: Annotated[float, Runtime()],
+        give_up_after: Annotated[int, Runtime()],
         resources: Resources | None,
     ):
         super().__init__(query_confidence, passage_confidence, max_chars)
@@ -520,10 +514,8 @@ class RemoteLinker(SpanLinker):
             )
         return "\n".join(lines) or None
 
-    def describe(self) -> dict[str, Any]:
-        # How many texts went unlinked is recorded per turn (TurnResult.unlinked_texts), not here: a
-        # description is taken before the run.
-        return {**super().describe(), "endpoint": self.endpoint, "on_error": self.on_error}
+    # How many texts went unlinked is recorded per turn (TurnResult.unlinked_texts), not in describe(): a
+    # description is taken before the run.
 
 
 class NoEntitiesAnswer(CastError):

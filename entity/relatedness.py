@@ -18,11 +18,12 @@ import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 
 from cast.errors import CastError, ConfigError, DataFormatError, ServiceUnavailableError
+from cast.settings import Runtime
 from cast.stages import KnowledgeBase
 from entity.linkers import JsonHttpClient, normalise_entity
 
@@ -213,8 +214,8 @@ class CollectionKnowledgeBase(ArrayKnowledgeBase):
         super().__init__(arrays, passages)
         self.entities_dir = folder
 
-    def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "entities_dir": str(self.entities_dir), "passages": self.total}
+    def described_extras(self) -> dict[str, Any]:
+        return {"entities_dir": str(self.entities_dir), "passages": self.total}
 
 
 class LinkGraphKnowledgeBase(ArrayKnowledgeBase):
@@ -238,8 +239,8 @@ class LinkGraphKnowledgeBase(ArrayKnowledgeBase):
         super().__init__(arrays, total or nodes)
         self.path = graph
 
-    def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "path": str(self.path), "total": self.total}
+    def described_extras(self) -> dict[str, Any]:
+        return {"path": str(self.path), "total": self.total}
 
 
 def load_link_graph(path: Path) -> tuple[InLinkArrays, int]:
@@ -308,10 +309,10 @@ class SparqlKnowledgeBase(PairwiseKnowledgeBase):
         self,
         endpoint: str = "https://dbpedia.org/sparql",
         total: int | None = None,
-        batch: int = 50,
-        timeout: float = 30.0,
-        retries: int = 3,
-        backoff: float = 1.0,
+        batch: Annotated[int, Runtime()] = 50,
+        timeout: Annotated[float, Runtime()] = 30.0,
+        retries: Annotated[int, Runtime()] = 3,
+        backoff: Annotated[float, Runtime()] = 1.0,
         resources: Resources | None = None,
     ):
         super().__init__()
@@ -403,13 +404,6 @@ class SparqlKnowledgeBase(PairwiseKnowledgeBase):
             raise ServiceUnavailableError(
                 f"{self.endpoint} did not answer with SPARQL JSON results ({e}): {answer!r:.200}"
             ) from e
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "endpoint": self.endpoint,
-            "total": self._total,
-        }  # None: asked the endpoint
 
 
 # What an IRI may not hold, and "%", "?" and "#", which DBpedia's IRIs escape (dbr:Who_Framed_Roger_Rabbit%3F):

@@ -153,10 +153,6 @@ class _SelectorBase(PassageSelector):
         self.passage_order = passage_order
         self._resources = resources
 
-    def describe(self) -> dict[str, Any]:
-        settings = {k: v for k, v in vars(self).items() if not k.startswith("_")}
-        return {"name": self.name, **settings}
-
     def select(self, inputs: SelectionInput) -> Selection:
         turn = self._turn_entities(inputs)
         found = self._entity_scores(turn)

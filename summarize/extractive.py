@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from cast.errors import ConfigError
 from cast.records import Answer, AnswerSentence, Selection
 from cast.stages import Summarizer
@@ -44,6 +42,3 @@ class TopKTrimSummarizer(Summarizer):
             sentences=tuple(pieces),
             settings=self.describe(),
         )
-
-    def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "words": self.words}

@@ -18,11 +18,12 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from cast.decoding import BeamDecoder
 from cast.errors import ConfigError
 from cast.records import Answer, AnswerSentence, Selection
+from cast.settings import Runtime
 from cast.stages import Summarizer
 from cast.text import split_sentences
 from summarize import no_answer
@@ -89,11 +90,11 @@ class Seq2SeqSummarizer(Summarizer):
         with_query: bool = False,
         prefix: str | None = None,
         max_input_tokens: int | None = None,
-        batch_size: int = 8,
-        device: str | None = None,
+        batch_size: Annotated[int, Runtime()] = 8,
+        device: Annotated[str | None, Runtime()] = None,
         dtype: str = "auto",
-        decoding: str = "plain",
-        allow_download: bool = False,
+        decoding: Annotated[str, Runtime()] = "plain",
+        allow_download: Annotated[bool, Runtime()] = False,
         resources: Resources | None = None,
     ):
         from cast.models import load_seq2seq, load_tokenizer, resolve_device
@@ -151,10 +152,9 @@ class Seq2SeqSummarizer(Summarizer):
             "min_length": self.min_length,
         }
 
-    def describe(self) -> dict[str, Any]:
+    def described_extras(self) -> dict[str, Any]:
         generation_config = self.model.generation_config
         return {
-            "name": self.name,
             "model": self.model_name,
             # None in a generation config means generate()'s default, 1.0
             "length_penalty": 1.0
@@ -164,9 +164,8 @@ class Seq2SeqSummarizer(Summarizer):
             "max_length": "input length",
             "forced_bos_token_id": generation_config.forced_bos_token_id,
             "forced_eos_token_id": generation_config.forced_eos_token_id,
-            "with_query": self.with_query,
-            "prefix": self.prefix,
-            "max_input_tokens": self.max_input_tokens,
+            "prefix": self.prefix,  # the checkpoint's task prefix where the config sets none
+            "max_input_tokens": self.max_input_tokens,  # the model's own limit where the config sets none
             "dtype": str(self.model.dtype).removeprefix("torch."),
             "decoding": self.decoder.decoding,
         }

@@ -64,16 +64,18 @@ def test_the_shipped_configs_fit_their_stages_settings():
     "section, message",
     [
         ({"name": "lmd", "k": 0}, "first_stage.k must be at least 1, got 0"),
-        ({"name": "lmd", "k": -5}, "first_stage.k must be at least 0, got -5"),  # any int setting
+        ({"name": "lmd", "k": -5}, "first_stage.k must be at least 1, got -5"),
         ({"name": "lmd", "threads": 0}, "first_stage.threads must be at least 1, got 0"),
-        ({"name": "lmd", "mu": 0}, "first_stage.mu must be positive, got 0"),
+        ({"name": "lmd", "mu": 0}, "first_stage.mu must be above 0, got 0"),
         ({"name": "bm25", "k1": -0.1}, "first_stage.k1 must be at least 0, got -0.1"),
-        ({"name": "bm25", "b": 1.5}, "first_stage.b must be between 0 and 1, got 1.5"),
+        ({"name": "bm25", "b": 1.5}, r"first_stage.b must be in \[0, 1\], got 1.5"),
+        ({"name": "o", "candidates": -1}, "selector.candidates must be at least 0, got -1"),  # any count
     ],
 )
-def test_first_stage_parameters_out_of_range_are_config_errors(section, message):
+def test_settings_out_of_range_are_config_errors(section, message):
+    kind = "selector" if section["name"] == "o" else "first_stage"
     with pytest.raises(ConfigError, match=f"^{message}$"):
-        build_stage("first_stage", section, Resources({}))  # no index: checked before the JVM starts
+        build_stage(kind, section, Resources({}))  # no index: checked before the JVM starts
 
 
 def test_an_unknown_top_level_key_is_an_error_listing_the_known_ones(tmp_path):

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
-from cast.errors import CastError, ConfigError, EmptyUtteranceError
+from cast.errors import CastError, EmptyUtteranceError
 from cast.records import Passage, ScoredPassage
 from cast.resources import Resources
+from cast.settings import Range, Runtime
 from cast.stages import FirstStage
 
 
@@ -23,12 +24,6 @@ def passage_from_raw(docid: str, raw: str | None) -> Passage:
     return Passage(id=docid, text=fields.get("contents", ""), title=fields.get("title") or None)
 
 
-def require(condition: bool, setting: str, wanted: str, value: object) -> None:
-    """A :class:`ConfigError` naming ``setting`` unless ``condition`` holds (checked before the JVM starts)."""
-    if not condition:
-        raise ConfigError(f"{setting} must be {wanted}, got {value!r}")
-
-
 class LuceneFirstStage(FirstStage):
     """Searches the configured index; subclasses choose the scoring function.
 
@@ -37,9 +32,12 @@ class LuceneFirstStage(FirstStage):
         threads: threads for batch search (Lucene's own thread pool; no multiprocessing around the JVM).
     """
 
-    def __init__(self, resources: Resources, k: int = 1000, threads: int = 2):
-        require(k >= 1, "first_stage.k", "at least 1", k)
-        require(threads >= 1, "first_stage.threads", "at least 1", threads)
+    def __init__(
+        self,
+        resources: Resources,
+        k: Annotated[int, Range(1)] = 1000,
+        threads: Annotated[int, Range(1), Runtime()] = 2,
+    ):
         self.resources = resources
         self.k = k
         self.threads = threads
@@ -99,33 +97,35 @@ class LMDFirstStage(LuceneFirstStage):
 
     name = "lmd"
 
-    def __init__(self, resources: Resources, mu: float = 1000.0, k: int = 1000, threads: int = 2):
-        super().__init__(resources, k=k, threads=threads)
-        require(mu > 0, "first_stage.mu", "positive", mu)
+    def __init__(
+        self, resources: Resources, mu: Annotated[float, Range(0, open_low=True)] = 1000.0, **settings: Any
+    ):
+        super().__init__(resources, **settings)
         self.mu = mu
 
     def configure(self, searcher: Any) -> None:
         searcher.set_qld(float(self.mu))
 
-    def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "mu": self.mu, "k": self.k}
-
 
 class BM25FirstStage(LuceneFirstStage):
-    """BM25 (Pyserini's ``set_bm25``)."""
+    """BM25 (Pyserini's ``set_bm25``).
+
+    Args:
+        k1: term-frequency saturation.
+        b: length normalisation.
+    """
 
     name = "bm25"
 
     def __init__(
-        self, resources: Resources, k1: float = 0.9, b: float = 0.4, k: int = 1000, threads: int = 2
+        self,
+        resources: Resources,
+        k1: Annotated[float, Range(0)] = 0.9,
+        b: Annotated[float, Range(0, 1)] = 0.4,
+        **settings: Any,
     ):
-        super().__init__(resources, k=k, threads=threads)
-        require(k1 >= 0, "first_stage.k1", "at least 0", k1)
-        require(0 <= b <= 1, "first_stage.b", "between 0 and 1", b)
+        super().__init__(resources, **settings)
         self.k1, self.b = k1, b
 
     def configure(self, searcher: Any) -> None:
         searcher.set_bm25(float(self.k1), float(self.b))
-
-    def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "k1": self.k1, "b": self.b, "k": self.k}

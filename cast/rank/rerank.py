@@ -18,12 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 from cast.errors import ConfigError
 from cast.rank.fusion import NORMALISATIONS, interpolate
 from cast.records import Passage, ScoredPassage
 from cast.resources import Resources
+from cast.settings import Runtime
 from cast.stages import Reranker
 
 
@@ -121,12 +122,12 @@ class CrossEncoderReranker(Reranker):
         model: str | None = None,
         tokenizer: str | None = None,
         depth: int = 100,
-        batch_size: int = 32,
+        batch_size: Annotated[int, Runtime()] = 32,
         max_length: int = 512,
         relevant_label: int = 1,
         with_title: bool | None = None,
         dtype: str = "auto",
-        allow_download: bool = False,
+        allow_download: Annotated[bool, Runtime()] = False,
         first_stage_weight: float = 0.0,
         normalisation: str = "zscore",
     ):
@@ -151,18 +152,11 @@ class CrossEncoderReranker(Reranker):
         self.tokenizer = load_tokenizer(tokenizer or model, allow_download=allow_download)
         self.model = load_sequence_classifier(model, self.device, dtype, allow_download=allow_download)
 
-    def describe(self) -> dict[str, Any]:
+    def described_extras(self) -> dict[str, Any]:
         return {
-            "name": self.name,
-            "model": self.model_name,
-            "depth": self.depth,
-            "max_length": self.max_length,
+            "model": self.model_name,  # the class's default where the config names none
             "with_title": self.with_title,
-            "tokenizer": self.tokenizer_name,
-            "relevant_label": self.relevant_label,
             "dtype": str(self.model.dtype).removeprefix("torch."),
-            "first_stage_weight": self.first_stage_weight,
-            "normalisation": self.normalisation,
         }
 
     def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
@@ -246,13 +240,13 @@ class BiEncoderReranker(Reranker):
         resources: Resources,
         model: str | None = None,
         depth: int = 100,
-        batch_size: int = 64,
+        batch_size: Annotated[int, Runtime()] = 64,
         max_seq_length: int = 256,
         with_title: bool = True,
-        cache_embeddings: bool = True,
+        cache_embeddings: Annotated[bool, Runtime()] = True,
         first_stage_weight: float = 0.0,
         normalisation: str = "zscore",
-        embeddings: str | None = "auto",
+        embeddings: Annotated[str | None, Runtime()] = "auto",
     ):
         from index.embeddings import EmbeddingSettings, store_for_reranker
 
@@ -270,17 +264,12 @@ class BiEncoderReranker(Reranker):
             embeddings, resources.config.get("index"), self.embedding_settings, self.embedding_dimension
         )
 
-    def describe(self) -> dict[str, Any]:
+    def described_extras(self) -> dict[str, Any]:
         return {
-            "name": self.name,
             "model": self.encoder.model_id,
-            "depth": self.depth,
             "max_seq_length": self.encoder.max_seq_length,
-            "with_title": self.with_title,
             # int8 weights move scores: a run resumed with another backend would mix two re-rankers.
             "encoder": {"backend": self.encoder.settings.backend, "quantize": self.encoder.settings.quantize},
-            "first_stage_weight": self.first_stage_weight,
-            "normalisation": self.normalisation,
         }
 
     def embed(self, texts: Sequence[str]) -> Any:

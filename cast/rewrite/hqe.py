@@ -183,17 +183,6 @@ class HQERewriter(Rewriter):
                 e.model, e.reason, setting="rewriter.spacy_model", downloads_off=e.downloads_off
             ) from e
 
-    def describe(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "r_topic": self.r_topic,
-            "r_sub": self.r_sub,
-            "eta": self.eta,
-            "m": self.m,
-            "keyword_filter": self.keyword_filter,
-            "response_keywords": self.response_keywords,
-        }
-
     def candidate_words(self, utterance: str) -> list[str]:
         """The words of ``utterance`` that may become keywords (after the keyword filter), in order."""
         if self._tagger is not None:

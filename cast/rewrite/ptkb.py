@@ -27,11 +27,12 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 from cast.errors import ConfigError
 from cast.records import PastTurn, PTKBSelection, PTKBStatement, Rewrite, Turn
 from cast.resources import Resources
+from cast.settings import Runtime
 from cast.stages import Stage
 
 REWRITE_USES = ("append", "context", "none")
@@ -74,17 +75,6 @@ class PTKBSelector(Stage):
         self.context_weight = context_weight
         self.rewrite = rewrite
         self.answer = answer
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "k": self.k,
-            "threshold": self.threshold,
-            "context_turns": self.context_turns,
-            "context_weight": self.context_weight,
-            "rewrite": self.rewrite,
-            "answer": self.answer,
-        }
 
     def select(
         self, statements: Sequence[PTKBStatement], history: Sequence[PastTurn], turn: Turn
@@ -218,8 +208,8 @@ class BiEncoderPTKB(PTKBSelector):
         self.encoder = resources.sentence_encoder(model, max_seq_length)
         self.cache = resources.cache
 
-    def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "model": self.encoder.model_id}
+    def described_extras(self) -> dict[str, Any]:
+        return {"model": self.encoder.model_id}
 
     def scores(self, query: str, statements: Sequence[str]) -> list[float]:
         vectors = self.encoder.cached_embeddings([query, *statements], self.cache)
@@ -242,7 +232,7 @@ class CrossEncoderPTKB(PTKBSelector):
         resources: Resources,
         model: str | None = None,
         max_length: int = 256,
-        allow_download: bool = False,
+        allow_download: Annotated[bool, Runtime()] = False,
         **settings: Any,
     ):
         from cast.rank.rerank import CrossEncoderReranker
@@ -254,9 +244,6 @@ class CrossEncoderPTKB(PTKBSelector):
         self.scorer = CrossEncoderReranker(
             resources, model=model, max_length=max_length, with_title=False, allow_download=allow_download
         )
-
-    def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "model": self.model_name}
 
     def scores(self, query: str, statements: Sequence[str]) -> list[float]:
         return self.scorer.score_pairs([(query, s) for s in statements])

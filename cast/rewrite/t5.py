@@ -21,12 +21,13 @@ import functools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from cast.errors import ConfigError
 from cast.records import PastTurn, Rewrite, Turn
 from cast.resources import Resources
 from cast.rewrite.baselines import require_text
+from cast.settings import Runtime
 from cast.stages import Rewriter
 
 INPUT_FORMATS = ("castorini", "paper")
@@ -133,10 +134,10 @@ class T5Rewriter(Rewriter):
         num_beams: int = 10,
         max_input_length: int = 512,
         max_output_length: int = 64,
-        batch_size: int = 16,
+        batch_size: Annotated[int, Runtime()] = 16,
         dtype: str = "auto",
-        decoding: str = "plain",
-        allow_download: bool = False,
+        decoding: Annotated[str, Runtime()] = "plain",
+        allow_download: Annotated[bool, Runtime()] = False,
     ):
         from cast.decoding import BeamDecoder
         from cast.models import load_seq2seq, load_tokenizer, resolve_device, special_token_wrap
@@ -170,15 +171,9 @@ class T5Rewriter(Rewriter):
             self.model, decoding, max_input_length, max_output_length, setting="rewriter.decoding"
         )
 
-    def describe(self) -> dict[str, Any]:
+    def described_extras(self) -> dict[str, Any]:
         return {
-            "name": self.name,
             "model": self.model_name,
-            "input_format": self.input_format,
-            "history_query": self.history_query,
-            "num_beams": self.num_beams,
-            "max_input_length": self.max_input_length,
-            "max_output_length": self.max_output_length,
             "dtype": str(self.model.dtype).removeprefix("torch."),
             "decoding": self.decoder.decoding,
         }
