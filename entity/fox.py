@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any
 
 from cast.errors import ServiceUnavailableError
-from cast.settings import Runtime
-from entity.linkers import LinkedSpan, RemoteLinker, locate, normalise_entity
+from cast.settings import OneOf, Range, Runtime
+from entity.linkers import ON_ERROR, LinkedSpan, RemoteLinker, locate, normalise_entity
 
 if TYPE_CHECKING:
     from cast.resources import Resources
@@ -53,9 +53,9 @@ class FoxLinker(RemoteLinker):
         language: str = "en",
         query_confidence: float = 0.0,
         passage_confidence: float = 0.0,
-        max_chars: int = 4000,
-        on_error: str = "fail",
-        timeout: Annotated[float, Runtime()] = 60.0,
+        max_chars: Annotated[int, Range(1)] = 4000,
+        on_error: Annotated[str, OneOf(*ON_ERROR)] = "fail",
+        timeout: Annotated[float, Range(0, open_low=True), Runtime()] = 60.0,
         retries: Annotated[int, Runtime()] = 3,
         backoff: Annotated[float, Runtime()] = 1.0,
         give_up_after: Annotated[int, Runtime()] = 2,

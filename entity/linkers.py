@@ -179,8 +179,6 @@ class SpanLinker(EntityLinker):
     confidence_sent_to_service: ClassVar[bool] = False
 
     def __init__(self, query_confidence: float, passage_confidence: float, max_chars: int):
-        if max_chars <= 0:
-            raise ConfigError(f"linker {self.name}: max_chars must be positive, got {max_chars}")
         self.confidence = {"query": float(query_confidence), "passage": float(passage_confidence)}
         self.max_chars = max_chars
         self.texts_seen = 0
@@ -301,10 +299,10 @@ class JsonHttpClient:
         self,
         service: str,
         *,
-        timeout: Annotated[float, Runtime()] = 10.0,
-        retries: Annotated[int, Runtime()] = 3,
-        backoff: Annotated[float, Runtime()] = 1.0,
-        give_up_after: Annotated[int, Runtime()] = 2,
+        timeout: float = 10.0,
+        retries: int = 3,
+        backoff: float = 1.0,
+        give_up_after: int = 2,
         refuse_partial: bool = False,
         advice: str = LINKER_ADVICE,
         sleep: Callable[[float], None] = time.sleep,
@@ -445,10 +443,6 @@ class RemoteLinker(SpanLinker):
         resources: Resources | None,
     ):
         super().__init__(query_confidence, passage_confidence, max_chars)
-        if on_error not in ON_ERROR:
-            raise ConfigError(
-                f"linker {self.name}: on_error must be one of {', '.join(ON_ERROR)}, got {on_error!r}"
-            )
         self.endpoint = endpoint
         self.on_error = on_error
         self.http = JsonHttpClient(

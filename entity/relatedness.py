@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import numpy as np
 
 from cast.errors import CastError, ConfigError, DataFormatError, ServiceUnavailableError
-from cast.settings import Runtime
+from cast.settings import Range, Runtime
 from cast.stages import KnowledgeBase
 from entity.linkers import JsonHttpClient, normalise_entity
 
@@ -309,15 +309,13 @@ class SparqlKnowledgeBase(PairwiseKnowledgeBase):
         self,
         endpoint: str = "https://dbpedia.org/sparql",
         total: int | None = None,
-        batch: Annotated[int, Runtime()] = 50,
-        timeout: Annotated[float, Runtime()] = 30.0,
+        batch: Annotated[int, Range(1), Runtime()] = 50,
+        timeout: Annotated[float, Range(0, open_low=True), Runtime()] = 30.0,
         retries: Annotated[int, Runtime()] = 3,
         backoff: Annotated[float, Runtime()] = 1.0,
         resources: Resources | None = None,
     ):
         super().__init__()
-        if batch < 1:
-            raise ConfigError(f"knowledge_base.batch must be at least 1, got {batch}")
         self.endpoint = endpoint
         self.batch = batch
         self.http = JsonHttpClient(

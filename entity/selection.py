@@ -30,13 +30,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 
 from cast.errors import CastError, ConfigError
 from cast.rank.fusion import interpolate
 from cast.records import EntityMention, Passage, ScoredPassage, Selection
+from cast.settings import OneOf, Range
 from cast.stages import PassageSelector, SelectionInput
 from cast.text import count_words, split_sentences
 from entity import graph
@@ -112,34 +113,21 @@ class _SelectorBase(PassageSelector):
 
     def __init__(
         self,
-        candidates: int = 10,
-        n: int = 3,
-        combine: str = "interpolate",
-        weight: float = 0.5,
-        path_bonus: float = 0.0,
-        gamma: float = 0.25,
+        candidates: Annotated[int, Range(1)] = 10,
+        n: Annotated[int, Range(1)] = 3,
+        combine: Annotated[str, OneOf(*COMBINE_MODES)] = "interpolate",
+        weight: Annotated[float, Range(0, 1)] = 0.5,
+        path_bonus: Annotated[float, Range(0)] = 0.0,
+        gamma: Annotated[float, Range(0, 1)] = 0.25,
         threshold: float = 0.0,
         density_filter: bool = False,
-        min_density: float = 0.0,
+        min_density: Annotated[float, Range(0)] = 0.0,
         history: bool = True,
-        passage_order: str = "score",
+        passage_order: Annotated[str, OneOf(*PASSAGE_ORDERS)] = "score",
         resources: Resources | None = None,
     ):
-        if n < 1 or candidates < n:
-            raise ConfigError(f"selector: need 1 <= n <= candidates, got n={n}, candidates={candidates}")
-        if combine not in COMBINE_MODES:
-            raise ConfigError(f"selector.combine must be one of {', '.join(COMBINE_MODES)}, got {combine!r}")
-        for key, value in (("weight", weight), ("gamma", gamma)):
-            if not 0.0 <= value <= 1.0:
-                raise ConfigError(f"selector.{key} must be in [0, 1], got {value}")
-        if passage_order not in PASSAGE_ORDERS:
-            raise ConfigError(
-                f"selector.passage_order must be one of {', '.join(PASSAGE_ORDERS)}, got {passage_order!r}"
-            )
-        if path_bonus < 0 or min_density < 0:
-            raise ConfigError(
-                f"selector.path_bonus and selector.min_density must be >= 0, got {path_bonus}, {min_density}"
-            )
+        if candidates < n:
+            raise ConfigError(f"selector: need n <= candidates, got n={n}, candidates={candidates}")
         self.candidates = candidates
         self.n = n
         self.combine = combine
@@ -353,37 +341,11 @@ class EntityGraphSelector(_SelectorBase):
 
     def __init__(
         self,
-        candidates: int = 10,
-        n: int = 3,
-        gamma: float = 0.25,
-        threshold: float = 0.0,
-        alpha: float = 0.99,
-        aggregate: str = "sum",
-        combine: str = "interpolate",
-        weight: float = 0.5,
-        path_bonus: float = 0.0,
-        density_filter: bool = False,
-        min_density: float = 0.0,
-        history: bool = True,
-        passage_order: str = "score",
+        alpha: Annotated[float, Range(0, 1, open_low=True, open_high=True)] = 0.99,
+        aggregate: Annotated[str, OneOf("sum", "mean")] = "sum",
+        **settings: Any,
     ):
-        super().__init__(
-            candidates,
-            n,
-            combine,
-            weight,
-            path_bonus,
-            gamma,
-            threshold,
-            density_filter,
-            min_density,
-            history,
-            passage_order,
-        )
-        if not 0.0 < alpha < 1.0:
-            raise ConfigError(f"selector.alpha must be in (0, 1), got {alpha}")
-        if aggregate not in ("sum", "mean"):
-            raise ConfigError(f"selector.aggregate must be 'sum' or 'mean', got {aggregate!r}")
+        super().__init__(**settings)
         self.alpha = alpha
         self.aggregate = aggregate
 

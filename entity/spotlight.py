@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
-from cast.errors import ConfigError, ServiceUnavailableError
-from cast.settings import Runtime
+from cast.errors import ServiceUnavailableError
+from cast.settings import OneOf, Range, Runtime
 from entity.linkers import (
+    ON_ERROR,
     LinkedSpan,
     NoEntitiesAnswer,
     RemoteLinker,
@@ -63,21 +64,17 @@ class SpotlightLinker(RemoteLinker):
         query_confidence: float = 0.35,
         passage_confidence: float = 0.5,
         support: int = 0,
-        max_chars: int = 4000,
-        on_error: str = "fail",
-        timeout: Annotated[float, Runtime()] = 20.0,
+        max_chars: Annotated[int, Range(1)] = 4000,
+        on_error: Annotated[str, OneOf(*ON_ERROR)] = "fail",
+        timeout: Annotated[float, Range(0, open_low=True), Runtime()] = 20.0,
         retries: Annotated[int, Runtime()] = 3,
         backoff: Annotated[float, Runtime()] = 1.0,
         give_up_after: Annotated[int, Runtime()] = 2,
         types: str = "",
         sparql: str = "",
-        policy: str = "whitelist",
+        policy: Annotated[str, OneOf(*POLICIES)] = "whitelist",
         resources: Resources | None = None,
     ):
-        if policy not in POLICIES:
-            raise ConfigError(
-                f"linker spotlight: policy must be one of {', '.join(POLICIES)}, got {policy!r}"
-            )
         super().__init__(
             endpoint=endpoint or PUBLIC_ENDPOINT.format(language=language),
             query_confidence=query_confidence,

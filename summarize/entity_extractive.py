@@ -25,11 +25,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from cast.errors import ConfigError
 from cast.records import Answer, AnswerSentence, Selection
 from cast.resources import Resources
+from cast.settings import OneOf, Range
 from cast.stages import Summarizer
 from cast.text import WORD_JOINERS, count_words, split_sentences, word_tokens
 from summarize import no_answer
@@ -137,35 +138,21 @@ class EntityExtractiveSummarizer(Summarizer):
 
     def __init__(
         self,
-        words: int = 50,
-        entity_weight: float = 0.25,
-        novelty_weight: float = 0.1,
+        words: Annotated[int, Range(1)] = 50,
+        entity_weight: Annotated[float, Range(0, 1)] = 0.25,
+        novelty_weight: Annotated[float, Range(0, 1)] = 0.1,
         min_sentence_words: int = 4,
-        position_weight: float = 0.3,
+        position_weight: Annotated[float, Range(0, 1)] = 0.3,
         fill: bool = True,
-        relevance: str = "overlap",
+        relevance: Annotated[str, OneOf(*RELEVANCE)] = "overlap",
         model: str | None = None,
         max_seq_length: int = 256,
         resources: Resources | None = None,
     ):
-        if words < 1:
-            raise ConfigError(f"summarizer.words must be at least 1, got {words}")
-        if relevance not in RELEVANCE:
-            raise ConfigError(
-                f"summarizer.relevance must be one of {', '.join(RELEVANCE)}, got {relevance!r}"
-            )
         if relevance == "dense" and resources is None:
             raise ConfigError(
                 "summarizer.relevance: dense needs the pipeline's resources (build it from a config)"
             )
-        weights = (
-            ("entity_weight", entity_weight),
-            ("novelty_weight", novelty_weight),
-            ("position_weight", position_weight),
-        )
-        for key, value in weights:
-            if not 0.0 <= value <= 1.0:
-                raise ConfigError(f"summarizer.{key} must be in [0, 1], got {value}")
         self.words = words
         self.entity_weight = entity_weight
         self.novelty_weight = novelty_weight

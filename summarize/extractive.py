@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from cast.errors import ConfigError
+from typing import Annotated
+
 from cast.records import Answer, AnswerSentence, Selection
+from cast.settings import Range
 from cast.stages import Summarizer
 from summarize import no_answer
 
@@ -17,9 +19,7 @@ class TopKTrimSummarizer(Summarizer):
 
     name = "topk_trim"
 
-    def __init__(self, words: int = 50):
-        if words < 1:
-            raise ConfigError(f"summarizer.words must be at least 1, got {words}")
+    def __init__(self, words: Annotated[int, Range(1)] = 50):
         self.words = words
 
     def summarize(self, query: str, selection: Selection) -> Answer:

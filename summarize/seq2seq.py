@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from cast.decoding import BeamDecoder
 from cast.errors import ConfigError
 from cast.records import Answer, AnswerSentence, Selection
-from cast.settings import Runtime
+from cast.settings import Range, Runtime
 from cast.stages import Summarizer
 from cast.text import split_sentences
 from summarize import no_answer
@@ -84,13 +84,13 @@ class Seq2SeqSummarizer(Summarizer):
         self,
         model: str = "facebook/bart-large-cnn",
         min_length: int = 0,
-        num_beams: int = 4,
+        num_beams: Annotated[int, Range(1)] = 4,
         no_repeat_ngram_size: int = 3,
         early_stopping: bool = True,
         with_query: bool = False,
         prefix: str | None = None,
-        max_input_tokens: int | None = None,
-        batch_size: Annotated[int, Runtime()] = 8,
+        max_input_tokens: Annotated[int | None, Range(1)] = None,
+        batch_size: Annotated[int, Range(1), Runtime()] = 8,
         device: Annotated[str | None, Runtime()] = None,
         dtype: str = "auto",
         decoding: Annotated[str, Runtime()] = "plain",
@@ -99,17 +99,6 @@ class Seq2SeqSummarizer(Summarizer):
     ):
         from cast.models import load_seq2seq, load_tokenizer, resolve_device
 
-        for key, value, least in (
-            ("min_length", min_length, 0),
-            ("num_beams", num_beams, 1),
-            ("batch_size", batch_size, 1),
-        ):
-            if not isinstance(value, int) or value < least:
-                raise ConfigError(f"summarizer.{key} must be an integer of at least {least}, got {value!r}")
-        if max_input_tokens is not None and (not isinstance(max_input_tokens, int) or max_input_tokens < 1):
-            raise ConfigError(
-                f"summarizer.max_input_tokens must be a positive integer, got {max_input_tokens!r}"
-            )
         self.model_name = model
         self.min_length = min_length
         self.num_beams = num_beams

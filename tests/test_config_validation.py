@@ -69,11 +69,19 @@ def test_the_shipped_configs_fit_their_stages_settings():
         ({"name": "lmd", "mu": 0}, "first_stage.mu must be above 0, got 0"),
         ({"name": "bm25", "k1": -0.1}, "first_stage.k1 must be at least 0, got -0.1"),
         ({"name": "bm25", "b": 1.5}, r"first_stage.b must be in \[0, 1\], got 1.5"),
-        ({"name": "o", "candidates": -1}, "selector.candidates must be at least 0, got -1"),  # any count
+        ({"name": "o", "candidates": 0}, "selector.candidates must be at least 1, got 0"),
+        ({"name": "o", "gamma": 1.5}, r"selector.gamma must be in \[0, 1\], got 1.5"),
+        ({"name": "eg", "alpha": 1.0}, r"selector.alpha must be in \(0, 1\), got 1.0"),
+        ({"name": "o", "combine": "mix"}, "selector.combine must be one of reorder, interpolate, got 'mix'"),
+        (
+            {"name": "entity_extractive", "min_sentence_words": -1},
+            "summarizer.min_sentence_words must be at least 0, got -1",
+        ),  # any count
     ],
 )
 def test_settings_out_of_range_are_config_errors(section, message):
-    kind = "selector" if section["name"] == "o" else "first_stage"
+    kinds = {"o": "selector", "eg": "selector", "entity_extractive": "summarizer"}
+    kind = kinds.get(section["name"], "first_stage")
     with pytest.raises(ConfigError, match=f"^{message}$"):
         build_stage(kind, section, Resources({}))  # no index: checked before the JVM starts
 

