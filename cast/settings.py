@@ -196,7 +196,7 @@ def _annotation(annotation: Any, namespace: dict[str, Any]) -> tuple[str, tuple[
     return type_text(annotation), ()
 
 
-_ARG = re.compile(r"(\w+)(?: \([^)]*\))?: (.+)$")
+_ARG = re.compile(r"(\w+(?:, \w+)*)(?: \([^)]*\))?: (.+)$")  # "name: text", "a, b: text"
 
 
 def _docs(cls: type) -> dict[str, str]:
@@ -216,5 +216,6 @@ def _docs(cls: type) -> dict[str, str]:
                 break  # the next section (Raises:, Example:)
             found = _ARG.match(line.strip()) if width == indent else None
             if found:
-                docs.setdefault(found[1], found[2].strip())
+                for name in found[1].split(", "):
+                    docs.setdefault(name, found[2].strip())
     return docs

@@ -73,3 +73,113 @@ def test_the_original_order_selector_and_top_k_summarizer_batch_as_one_at_a_time
     summarizer = stage_class("summarizer", "topk_trim")()
     items = [(f"q{n}", s) for n, s in enumerate(selections)]
     assert summarizer.summarize_batch(items) == [summarizer.summarize(q, s) for q, s in items]
+
+
+@pytest.mark.parametrize("kind, name", REGISTERED)
+def test_every_setting_is_declared_with_a_type_and_a_doc_line(kind, name):
+    from cast.settings import Setting
+
+    settings = stage_class(kind, name).settings()
+    for setting in settings.values():
+        assert isinstance(setting, Setting)
+        assert setting.type, f"{kind}.{setting.name} has no type"
+        assert setting.doc, f"{kind}.{setting.name} has no line in the class docstring's Args:"
+        if not setting.required:
+            from cast.settings import check_value
+
+            check_value(kind, setting, setting.default)  # a default meets its own limits
+
+
+def _built(kind: str, name: str):
+    """The stage built from its defaults, where that needs no model, index file or service here."""
+    from cast.errors import CastError
+    from cast.resources import Resources
+
+    try:
+        return stage_class(kind, name).from_config({}, Resources({}))
+    except (CastError, ImportError, OSError, TypeError) as e:
+        pytest.skip(f"{kind} {name} does not build from its defaults here: {type(e).__name__}")
+
+
+@pytest.mark.parametrize("kind, name", REGISTERED)
+def test_describe_records_every_setting_of_a_built_stage(kind, name):
+    stage = _built(kind, name)
+    described = stage.describe()
+    assert described["name"] == name
+    assert set(stage.settings()) <= set(described), set(stage.settings()) - set(described)
+    assert dict(stage.setting_values) == {k: v.default for k, v in stage.settings().items()}
+
+
+def test_the_values_a_stage_was_built_with_are_recorded_and_read_only():
+    from cast.resources import Resources
+
+    selector = stage_class("selector", "eg").from_config({"gamma": 0.5, "alpha": 0.85}, Resources({}))
+    assert selector.setting_values["gamma"] == 0.5 and selector.setting_values["alpha"] == 0.85
+    assert selector.describe()["gamma"] == 0.5 and selector.describe()["n"] == 3  # a default, recorded too
+    with pytest.raises(TypeError):
+        selector.setting_values["gamma"] = 1.0  # type: ignore[index]
+    with pytest.raises(ConfigError, match=r"^selector.gamma must be in \[0, 1\], got 2$"):
+        stage_class("selector", "eg")(gamma=2)  # direct construction is checked as a config is
+
+
+def test_a_run_resumes_across_runtime_settings_but_not_across_others():
+    from cast.outputs import resume_conflict
+
+    reranker = {"name": "biencoder", "batch_size": 64, "with_title": True, "depth": 100}
+    record = {"qid": "1_1", "utterance": "u", "config": {"reranker": reranker}}
+    done, utterances = {"1_1": record}, {"1_1": "u"}
+    assert resume_conflict(done, utterances, {"reranker": {**reranker, "batch_size": 8}}) is None
+    conflict = resume_conflict(done, utterances, {"reranker": {**reranker, "with_title": False}})
+    assert conflict is not None and "reranker.with_title: True -> False" in conflict
+
+
+@pytest.fixture(scope="module")
+def resources_here(core_index, fixtures, tmp_path_factory):
+    """What the stages that need an index, entity files or models are built from: the fixture corpus's index and
+    entity files, a link graph and tiny random models."""
+    import tiny_models
+
+    from cast.resources import Resources
+    from entity.dictionary import build_entity_resources
+
+    folder = tmp_path_factory.mktemp("contract")
+    entities = build_entity_resources(
+        None, [fixtures / "core" / "corpus.jsonl"], output=folder / "entities", progress=False
+    )
+    graph = folder / "links.tsv"
+    graph.write_text("Glasgow\tRiver_Clyde\nCOP26\tGlasgow\n")
+    t5 = tiny_models.seq2seq(folder / "t5", "t5")
+    classifier = tiny_models.bert_classifier(folder / "bert")
+    sections = {
+        ("rewriter", "hqe"): {},
+        ("rewriter", "t5"): {"model": str(t5)},
+        ("ptkb", "cross_encoder"): {"model": str(classifier)},
+        ("reranker", "monobert"): {"model": str(classifier)},
+        ("reranker", "cross_encoder"): {"model": str(classifier)},
+        ("linker", "dictionary"): {"entities_dir": str(entities)},
+        ("knowledge_base", "collection"): {"entities_dir": str(entities)},
+        ("knowledge_base", "link_graph"): {"path": str(graph)},
+        ("summarizer", "seq2seq"): {"model": str(t5), "max_input_tokens": 64},
+    }
+    return Resources({"index": str(core_index), "device": "cpu"}), sections
+
+
+@pytest.mark.parametrize(
+    "kind, name",
+    [
+        ("rewriter", "hqe"),
+        ("rewriter", "t5"),
+        ("ptkb", "cross_encoder"),
+        ("reranker", "monobert"),
+        ("reranker", "cross_encoder"),
+        ("linker", "dictionary"),
+        ("knowledge_base", "collection"),
+        ("knowledge_base", "link_graph"),
+        ("summarizer", "seq2seq"),
+    ],
+)
+def test_describe_records_every_setting_of_the_stages_that_need_files(resources_here, kind, name):
+    resources, sections = resources_here
+    stage = stage_class(kind, name).from_config(sections[(kind, name)], resources)
+    described = stage.describe()
+    assert set(stage.settings()) <= set(described), set(stage.settings()) - set(described)

@@ -29,7 +29,11 @@ class RawRewriter(Rewriter):
 
 
 class _TopicRewriter(Rewriter):
-    """A rewrite taken from the topic file; ``fallback`` (a rewriter name) covers turns that have none."""
+    """A rewrite taken from the topic file.
+
+    Args:
+        fallback: a rewriter name (one that needs no topic rewrite, e.g. ``raw``, ``hqe``) for turns without one.
+    """
 
     field_name = ""
 

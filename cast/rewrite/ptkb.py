@@ -177,7 +177,12 @@ def bm25_scores(query: str, documents: Sequence[str], k1: float = 1.2, b: float 
 
 
 class BM25PTKB(PTKBSelector):
-    """Lexical selection: BM25 over the conversation's statements."""
+    """Lexical selection: BM25 over the conversation's statements.
+
+    Args:
+        k1: term-frequency saturation.
+        b: length normalisation.
+    """
 
     name = "bm25"
 
@@ -191,7 +196,12 @@ class BM25PTKB(PTKBSelector):
 
 
 class BiEncoderPTKB(PTKBSelector):
-    """Cosine of sentence embeddings (default the bundled all-MiniLM-L6-v2), kept in the shared cache."""
+    """Cosine of sentence embeddings, kept in the shared cache.
+
+    Args:
+        model: a sentence-transformers model folder; default the bundled all-MiniLM-L6-v2.
+        max_seq_length: texts are truncated to this many tokens.
+    """
 
     name = "biencoder"
 
