@@ -22,6 +22,7 @@ COMMAND_MODULES = [
     "cast.commands.demo",
     "cast.commands.run",
     "cast.commands.sweep",
+    "cast.commands.stages",
     "cast.commands.answer",
     "cast.commands.explore",
     "cast.commands.index",

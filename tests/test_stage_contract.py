@@ -183,3 +183,20 @@ def test_describe_records_every_setting_of_the_stages_that_need_files(resources_
     stage = stage_class(kind, name).from_config(sections[(kind, name)], resources)
     described = stage.describe()
     assert set(stage.settings()) <= set(described), set(stage.settings()) - set(described)
+
+
+def test_cast_stages_lists_every_stage_with_its_declared_settings(capsys):
+    from cast.cli import main
+
+    assert main(["stages"]) == 0
+    out = capsys.readouterr().out
+    for kind, name in REGISTERED:
+        assert f"\n{kind} {name}: " in f"\n{out}"
+    assert main(["stages", "selector", "eg"]) == 0
+    eg = capsys.readouterr().out
+    assert "  gamma: float = 0.25 (in [0, 1])\n      the query's weight" in eg
+    assert "  alpha: float = 0.99 (in (0, 1))" in eg
+    assert main(["stages", "reranker", "biencoder"]) == 0
+    assert "  batch_size: int = 64 (runtime)" in capsys.readouterr().out
+    assert main(["stages", "selecter"]) == 1
+    assert "unknown stage kind 'selecter'" in capsys.readouterr().err
