@@ -58,6 +58,19 @@ def core_index(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def core_entities(tmp_path_factory) -> Path:
+    """The dictionary linker's entity files of the six-passage fixture corpus (for EG pipelines on it)."""
+    from entity.dictionary import build_entity_resources
+
+    return build_entity_resources(
+        None,
+        [FIXTURES / "core" / "corpus.jsonl"],
+        output=tmp_path_factory.mktemp("core-entities") / "entities",
+        progress=False,
+    )
+
+
+@pytest.fixture(scope="session")
 def ray_runtime():
     """One local Ray runtime (2 CPUs) for every test that scales out; its start-up takes seconds."""
     import os

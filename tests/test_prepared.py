@@ -14,19 +14,7 @@ from cast.resources import Resources
 from cast.topics import load_topics
 
 
-@pytest.fixture(scope="module")
-def entities(fixtures, tmp_path_factory):
-    from entity.dictionary import build_entity_resources
-
-    return build_entity_resources(
-        None,
-        [fixtures / "core" / "corpus.jsonl"],
-        output=tmp_path_factory.mktemp("prepared") / "entities",
-        progress=False,
-    )
-
-
-def eg_config(index, entities, *overrides):
+def eg_config(index, core_entities, *overrides):
     return load_config(
         "offline",
         [
@@ -35,9 +23,9 @@ def eg_config(index, entities, *overrides):
             "reranker.name=none",
             "linker.name=dictionary",
             "linker.mentions=all",
-            f"linker.entities_dir={entities}",
+            f"linker.entities_dir={core_entities}",
             "knowledge_base.name=collection",
-            f"knowledge_base.entities_dir={entities}",
+            f"knowledge_base.entities_dir={core_entities}",
             "selector.name=eg",
             "selector.gamma=0.5",
             "selector.candidates=4",
@@ -55,8 +43,8 @@ def conversations(fixtures):
 
 
 @pytest.fixture(scope="module")
-def pipeline(core_index, entities):
-    return Pipeline.from_config(eg_config(core_index, entities))
+def pipeline(core_index, core_entities):
+    return Pipeline.from_config(eg_config(core_index, core_entities))
 
 
 def records(results):
@@ -72,12 +60,14 @@ def test_finishing_prepared_turns_gives_what_a_whole_run_gives(pipeline, convers
     finished = pipeline.run(conversations, prepared=prepared)
     assert records(finished) == records(whole)
     assert [r.ranking for r in finished] == [r.ranking for r in whole]
-    assert any(r.query_entities for r in finished)  # the selector saw entities
+    assert any(r.query_entities for r in finished)  # the selector saw core_entities
 
 
-def test_other_later_settings_finish_the_same_prepared_turns(pipeline, conversations, core_index, entities):
+def test_other_later_settings_finish_the_same_prepared_turns(
+    pipeline, conversations, core_index, core_entities
+):
     prepared = pipeline.prepare(conversations, stop_after="link")
-    config = eg_config(core_index, entities, "selector.gamma=1.0", "summarizer.words=8")
+    config = eg_config(core_index, core_entities, "selector.gamma=1.0", "summarizer.words=8")
     later = {kind: build_stage(kind, config[kind], Resources(config)) for kind in ("selector", "summarizer")}
     swept = pipeline.with_stages(config, **later).run(conversations, prepared=prepared)
     assert records(swept) == records(Pipeline.from_config(config).run(conversations))
@@ -96,13 +86,13 @@ def test_prepared_turns_survive_a_save_and_a_load(pipeline, conversations, tmp_p
 
 
 def test_a_pipeline_with_other_early_stages_refuses_the_prepared_turns(
-    pipeline, conversations, core_index, entities
+    pipeline, conversations, core_index, core_entities
 ):
     prepared = pipeline.prepare(conversations[:1], stop_after="link")
-    other = Pipeline.from_config(eg_config(core_index, entities, "first_stage.mu=500"))
+    other = Pipeline.from_config(eg_config(core_index, core_entities, "first_stage.mu=500"))
     with pytest.raises(ConfigError, match=r"another first_stage .*\"mu\": 1000.*\"mu\": 500"):
         other.run(conversations[:1], prepared=prepared)
-    fewer = Pipeline.from_config(eg_config(core_index, entities, "selector.candidates=3"))
+    fewer = Pipeline.from_config(eg_config(core_index, core_entities, "selector.candidates=3"))
     with pytest.raises(ConfigError, match="another candidates"):  # the links cover 4 candidates, not 3
         fewer.run(conversations[:1], prepared=prepared)
     # Prepared only as far as re-ranking, the candidates are linked when finishing: any number will do.
@@ -115,8 +105,10 @@ def test_turns_missing_from_the_prepared_ones_are_named(pipeline, conversations)
         pipeline.run(conversations, prepared=prepared)
 
 
-def test_turns_cannot_be_prepared_when_the_answers_are_the_responses(core_index, entities, conversations):
-    answers = Pipeline.from_config(eg_config(core_index, entities, "history_responses=answers"))
+def test_turns_cannot_be_prepared_when_the_answers_are_the_responses(
+    core_index, core_entities, conversations
+):
+    answers = Pipeline.from_config(eg_config(core_index, core_entities, "history_responses=answers"))
     with pytest.raises(ConfigError, match="history_responses: answers"):
         answers.prepare(conversations)
 
@@ -141,15 +133,15 @@ def test_a_pass_stops_only_where_later_turns_need_nothing_after_it(pipeline, con
 
 
 def test_cast_run_stops_after_linking_and_finishes_under_another_selector(
-    core_index, entities, fixtures, tmp_path, capsys
+    core_index, core_entities, fixtures, tmp_path, capsys
 ):
     from cast.cli import main
 
     topics = fixtures / "core" / "conversations.json"
     sets = [
         "--set", "rewriter.name=manual", "--set", "reranker.name=none",
-        "--set", "linker.name=dictionary", "--set", "linker.mentions=all", "--set", f"linker.entities_dir={entities}",
-        "--set", "knowledge_base.name=collection", "--set", f"knowledge_base.entities_dir={entities}",
+        "--set", "linker.name=dictionary", "--set", "linker.mentions=all", "--set", f"linker.entities_dir={core_entities}",
+        "--set", "knowledge_base.name=collection", "--set", f"knowledge_base.entities_dir={core_entities}",
         "--set", "selector.name=eg", "--set", "summarizer.name=topk_trim",
     ]  # fmt: skip
     common = ["run", "--index", str(core_index), "--topics", str(topics), *sets]

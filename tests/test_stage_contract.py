@@ -134,18 +134,15 @@ def test_a_run_resumes_across_runtime_settings_but_not_across_others():
 
 
 @pytest.fixture(scope="module")
-def resources_here(core_index, fixtures, tmp_path_factory):
+def resources_here(core_index, core_entities, tmp_path_factory):
     """What the stages that need an index, entity files or models are built from: the fixture corpus's index and
     entity files, a link graph and tiny random models."""
     import tiny_models
 
     from cast.resources import Resources
-    from entity.dictionary import build_entity_resources
 
     folder = tmp_path_factory.mktemp("contract")
-    entities = build_entity_resources(
-        None, [fixtures / "core" / "corpus.jsonl"], output=folder / "entities", progress=False
-    )
+    entities = core_entities
     graph = folder / "links.tsv"
     graph.write_text("Glasgow\tRiver_Clyde\nCOP26\tGlasgow\n")
     t5 = tiny_models.seq2seq(folder / "t5", "t5")

@@ -48,25 +48,13 @@ def test_the_shared_pass_stops_as_late_as_the_swept_stages_allow():
     assert stop_point(grid_points(["selector.gamma=0,1"]), configs(responses="answers")) is None
 
 
-@pytest.fixture(scope="module")
-def entities(fixtures, tmp_path_factory):
-    from entity.dictionary import build_entity_resources
-
-    return build_entity_resources(
-        None,
-        [fixtures / "core" / "corpus.jsonl"],
-        output=tmp_path_factory.mktemp("sweep") / "entities",
-        progress=False,
-    )
-
-
 @pytest.fixture
-def sweep_args(core_index, entities, fixtures, tmp_path):
+def sweep_args(core_index, core_entities, fixtures, tmp_path):
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("1_3 0 p2 3\n1_3 0 p1 1\n1_2 0 p4 2\n2_1 0 p5 2\n")
     sets = [
         "rewriter.name=manual", "reranker.name=none", "linker.name=dictionary", "linker.mentions=all",
-        f"linker.entities_dir={entities}", "knowledge_base.name=collection", f"knowledge_base.entities_dir={entities}",
+        f"linker.entities_dir={core_entities}", "knowledge_base.name=collection", f"knowledge_base.entities_dir={core_entities}",
         "selector.name=eg", "selector.candidates=4", "selector.n=2", "summarizer.name=topk_trim",
     ]  # fmt: skip
     common = ["--index", str(core_index), "--topics", str(fixtures / "core" / "conversations.json")]
