@@ -3,13 +3,9 @@
 import subprocess
 import sys
 
-BASELINE = [
-    "--set", "rewriter.name=raw",
-    "--set", "reranker.name=none",
-    "--set", "linker.name=none",
-    "--set", "selector.name=o",
-    "--set", "summarizer.name=topk_trim",
-]  # fmt: skip
+from fast_pipeline import FAST, cli_sets
+
+BASELINE = cli_sets("rewriter.name=raw", *FAST)
 
 
 def cast(*args, stdin=None):

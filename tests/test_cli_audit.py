@@ -9,6 +9,7 @@ import shutil
 import sys
 
 import pytest
+from fast_pipeline import FAST, cli_sets
 
 from cast.cli import main
 from cast.errors import CastError, DataFormatError, ModelUnavailableError
@@ -16,13 +17,7 @@ from cast.outputs import RunOutputs, resume_conflict
 from cast.runfile import read_run
 from cast.topics import read_qrels
 
-BASELINE = [
-    "--set", "rewriter.name=manual",
-    "--set", "reranker.name=none",
-    "--set", "linker.name=none",
-    "--set", "selector.name=o",
-    "--set", "summarizer.name=topk_trim",
-]  # fmt: skip
+BASELINE = cli_sets("rewriter.name=manual", *FAST)
 
 
 def cast(capsys, *argv: str) -> tuple[int, str, str]:

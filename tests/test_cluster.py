@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fast_pipeline import FAST, cli_sets
 
 from cast.cluster import RayOptions, map_in_order
 from cast.errors import CastError
@@ -97,14 +98,7 @@ def test_embeddings_built_on_ray_equal_the_local_ones(fixtures: Path, tmp_path: 
 
 # --- cast run --ray -----------------------------------------------------------------------------------------
 
-BASELINE = [
-    "--set", "rewriter.name=manual",
-    "--set", "reranker.name=none",
-    "--set", "linker.name=none",
-    "--set", "selector.name=o",
-    "--set", "summarizer.name=topk_trim",
-    "--set", "summarizer.words=12",
-]  # fmt: skip
+BASELINE = cli_sets("rewriter.name=manual", *FAST, "summarizer.words=12")
 
 
 def _turn(number: str, utterance: str, rewrite: str) -> dict:

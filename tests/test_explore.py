@@ -3,6 +3,7 @@
 import re
 
 import pytest
+from fast_pipeline import FAST
 from fastapi.testclient import TestClient
 
 from cast.config import load_config
@@ -11,15 +12,7 @@ from cast.explore.api import STATIC_DIR, create_app
 from cast.explore.engine import Choice, Explorer, stage_sections
 from cast.topics import load_topics
 
-BASELINE = [
-    "rewriter.name=manual",
-    "rewriter.fallback=raw",
-    "reranker.name=none",
-    "linker.name=none",
-    "selector.name=o",
-    "summarizer.name=topk_trim",
-    "summarizer.words=12",
-]
+BASELINE = ["rewriter.name=manual", "rewriter.fallback=raw", *FAST, "summarizer.words=12"]
 
 
 def explorer_config(index, cache_dir, *overrides):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from fast_pipeline import FAST, cli_sets
 
 from cast.cli import main
 from cast.ikat_runs import read_ikat_run
@@ -26,15 +27,7 @@ PASSAGES = [
         "Obesity is measured with the BMI, the waist size and the body fat share.",
     ),
 ]
-OFFLINE_AND_QUICK = [
-    "--set", "rewriter.name=raw",
-    "--set", "reranker.name=none",
-    "--set", "linker.name=none",
-    "--set", "selector.name=o",
-    "--set", "summarizer.name=topk_trim",
-    "--set", "ptkb.name=bm25",
-    "--set", "ptkb.threshold=0.5",
-]  # fmt: skip
+OFFLINE_AND_QUICK = cli_sets("rewriter.name=raw", *FAST, "ptkb.name=bm25", "ptkb.threshold=0.5")
 
 
 @pytest.fixture(scope="module")

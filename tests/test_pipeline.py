@@ -4,6 +4,7 @@ import json
 from dataclasses import replace
 
 import pytest
+from fast_pipeline import FAST
 
 from cast.config import load_config
 from cast.errors import CastError, ConfigError, EmptyUtteranceError
@@ -14,15 +15,8 @@ from cast.stages import Rewriter, Summarizer
 
 
 def baseline_config(index, **overrides):
-    sets = [
-        f"index={index}",
-        "rewriter.name=manual",
-        "reranker.name=none",
-        "linker.name=none",
-        "selector.name=o",
-        "summarizer.name=topk_trim",
-        "summarizer.words=12",
-    ] + [f"{k}={v}" for k, v in overrides.items()]
+    sets = [f"index={index}", "rewriter.name=manual", *FAST, "summarizer.words=12"]
+    sets += [f"{k}={v}" for k, v in overrides.items()]
     return load_config("offline", sets)
 
 
