@@ -104,8 +104,8 @@ def turns(topics: Path, provenance: Path, sample: list[dict], count: int) -> lis
 
 
 def own_article_scores(linker, sample: list[dict], mentions: list[list]) -> tuple[float, float]:
-    from entity.dictionary import title_aliases, words
     from entity.linkers import entity_uri
+    from entity.surfaces import title_aliases, words
 
     found_own = 0
     own_name_mentions = own_name_correct = 0
@@ -129,8 +129,9 @@ def timed(fn):
 
 def main() -> int:
     args = parse_args()
+    from cast.models import load_spacy
     from cast.resources import Resources
-    from entity.dictionary import DictionaryLinker, load_spacy
+    from entity.dictionary import DictionaryLinker
     from entity.relatedness import CollectionKnowledgeBase
 
     print(f"# bench/entities.py --index {args.index} --passages {args.passages} --seed {args.seed}")

@@ -207,8 +207,8 @@ def train(args, val, gold) -> None:
     import numpy as np
     from sklearn.ensemble import GradientBoostingClassifier
 
+    from entity.collection_entities import entities_dir
     from entity.conel import Link, read_dialogues, score
-    from entity.dictionary import entities_dir
     from entity.kb import DEFAULT_KB, load_kb
     from entity.wikipedia import (
         FEATURES,

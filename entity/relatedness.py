@@ -25,6 +25,7 @@ import numpy as np
 from cast.errors import CastError, ConfigError, DataFormatError, ServiceUnavailableError
 from cast.settings import Range, Runtime
 from cast.stages import KnowledgeBase
+from entity.inlinks import InLinkArrays
 from entity.linkers import JsonHttpClient, normalise_entity
 
 if TYPE_CHECKING:
@@ -118,42 +119,6 @@ def _pair(a: str, b: str) -> tuple[str, str]:
     return (a, b) if a <= b else (b, a)
 
 
-class InLinkArrays:
-    """In-link sets as one CSR structure: ``members[offsets[i]:offsets[i + 1]]`` is entity ``i``'s sorted set.
-
-    Args:
-        entities: the entity identifiers, in index order.
-        offsets: ``len(entities) + 1`` int64 boundaries.
-        members: the concatenated sorted sets (int32 ids of in-linking entities, or of passages).
-    """
-
-    def __init__(self, entities: Sequence[str], offsets: np.ndarray, members: np.ndarray):
-        self.index = {entity: i for i, entity in enumerate(entities)}
-        self.offsets = offsets
-        self.members = members
-
-    def inlinks(self, entity: str) -> np.ndarray:
-        i = self.index.get(entity)
-        if i is None:
-            return self.members[:0]
-        return self.members[self.offsets[i] : self.offsets[i + 1]]
-
-    def size(self, entity: str) -> int:
-        i = self.index.get(entity)
-        return 0 if i is None else int(self.offsets[i + 1] - self.offsets[i])
-
-    @classmethod
-    def from_pairs(cls, entities: Sequence[str], owners: np.ndarray, members: np.ndarray) -> InLinkArrays:
-        """Build from parallel arrays: ``members[k]`` belongs to the set of entity number ``owners[k]``."""
-        width = int(members.max(initial=0)) + 1
-        keys = np.unique(
-            owners.astype(np.int64) * width + members
-        )  # sorted by owner, then member; no repeats
-        offsets = np.zeros(len(entities) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(keys // width, minlength=len(entities)), out=offsets[1:])
-        return cls(entities, offsets, (keys % width).astype(np.int32))
-
-
 class ArrayKnowledgeBase(PairwiseKnowledgeBase):
     """A knowledge base whose in-link sets are :class:`InLinkArrays` held in memory."""
 
@@ -207,7 +172,7 @@ class CollectionKnowledgeBase(ArrayKnowledgeBase):
     name = "collection"
 
     def __init__(self, entities_dir: str | None = None, resources: Resources | None = None):
-        from entity.dictionary import load_postings, resolve_entities_dir
+        from entity.collection_entities import load_postings, resolve_entities_dir
 
         folder = resolve_entities_dir(entities_dir, resources)
         arrays, passages = load_postings(folder)

@@ -40,14 +40,15 @@ import numpy as np
 from cast.errors import DataFormatError
 from cast.models import load_spacy
 from cast.settings import Range, Runtime
-from entity.dictionary import NUMERIC_LABELS, stop_words, words
+from entity.dictionary import NUMERIC_LABELS
 from entity.helpers import HelperProcesses, Rebuild
 from entity.kb import DEFAULT_KB, form_of, load_kb
 from entity.linkers import LinkedSpan, SpanLinker, entity_uri
+from entity.surfaces import stop_words, words
 
 if TYPE_CHECKING:
     from cast.resources import Resources
-    from entity.dictionary import EntityDictionary
+    from entity.collection_entities import EntityDictionary
 
 MAX_WORDS = 5
 MODEL_FILE = Path(__file__).parent / "data" / "wikipedia-linker.json"
@@ -270,7 +271,7 @@ class CollectionSenses:
 
     @classmethod
     def load(cls, folder: Path) -> CollectionSenses:
-        from entity.dictionary import OFFSETS_FILE, load_dictionary
+        from entity.collection_entities import OFFSETS_FILE, load_dictionary
 
         offsets = np.load(folder / OFFSETS_FILE, mmap_mode="r")
         return cls(load_dictionary(folder), np.diff(np.asarray(offsets)))
@@ -757,8 +758,8 @@ class WikipediaLinker(SpanLinker):
 def collection_senses(
     entities_dir: str | None, resources: Resources | None
 ) -> tuple[CollectionSenses | None, str | None]:
-    from entity.dictionary import DICTIONARY_FILE, resolve_entities_dir
-    from entity.dictionary import entities_dir as beside_index
+    from entity.collection_entities import DICTIONARY_FILE, resolve_entities_dir
+    from entity.collection_entities import entities_dir as beside_index
 
     if entities_dir == "none":
         return None, None

@@ -60,7 +60,7 @@ def core_index(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def core_entities(tmp_path_factory) -> Path:
     """The dictionary linker's entity files of the six-passage fixture corpus (for EG pipelines on it)."""
-    from entity.dictionary import build_entity_resources
+    from entity.collection_entities import build_entity_resources
 
     return build_entity_resources(
         None,

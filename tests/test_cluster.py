@@ -64,15 +64,21 @@ def test_a_workers_own_error_comes_back_as_itself(ray_runtime):
 def test_sharded_entity_dictionary_equals_the_local_one(
     ray_runtime, fixtures: Path, tmp_path: Path, monkeypatch
 ):
-    from entity import dictionary
+    from entity import collection_entities
 
     collection = [fixtures / "entity" / "collection.jsonl"]
-    local = dictionary.build_entity_resources(None, collection, output=tmp_path / "local", progress=False)
-    monkeypatch.setattr(dictionary, "SCAN_CHUNK", 3)  # 7 chunks over 2 workers
-    sharded = dictionary.build_entity_resources(
+    local = collection_entities.build_entity_resources(
+        None, collection, output=tmp_path / "local", progress=False
+    )
+    monkeypatch.setattr(collection_entities, "SCAN_CHUNK", 3)  # 7 chunks over 2 workers
+    sharded = collection_entities.build_entity_resources(
         None, collection, output=tmp_path / "ray", progress=False, ray=TWO
     )
-    for name in (dictionary.DICTIONARY_FILE, dictionary.OFFSETS_FILE, dictionary.PASSAGES_FILE):
+    for name in (
+        collection_entities.DICTIONARY_FILE,
+        collection_entities.OFFSETS_FILE,
+        collection_entities.PASSAGES_FILE,
+    ):
         assert (sharded / name).read_bytes() == (local / name).read_bytes(), name
 
 

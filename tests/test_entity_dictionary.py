@@ -10,20 +10,16 @@ import pytest
 from cast.cache import Cache
 from cast.errors import CastError, ConfigError, IndexUnavailableError
 from cast.text import entity_label
-from entity.dictionary import (
+from entity.collection_entities import (
     DICTIONARY_FILE,
-    DictionaryLinker,
-    SurfaceMatcher,
     build_entity_resources,
     dictionary_path,
     entities_dir,
-    name_alias,
-    plural_form,
     specificity,
-    title_aliases,
-    usable_surface,
 )
+from entity.dictionary import DictionaryLinker
 from entity.linkers import chunk_spans, clean_html, entity_uri, locate, normalise_entity
+from entity.surfaces import SurfaceMatcher, name_alias, plural_form, title_aliases, usable_surface
 
 # --- shared helpers -------------------------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from cast.errors import CastError, DataFormatError
-from entity.dictionary import build_entity_resources
+from entity.collection_entities import build_entity_resources
 from entity.linkers import entity_uri
 from entity.relatedness import (
     CollectionKnowledgeBase,

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from entity.dictionary import EntityDictionary
+from entity.collection_entities import EntityDictionary
 from entity.helpers import share_by_length
 from entity.kb import build_kb, load_kb
 from entity.linkers import entity_uri
@@ -221,8 +221,8 @@ def test_the_shipped_model_reproduces_its_val_f1():
     sys.path.insert(0, str(REPO))
     from bench.common import DATA, DEFAULT_INDEX
     from bench.entity_linking import run_links, user_turns
+    from entity.collection_entities import entities_dir
     from entity.conel import gold_links, read_dialogues, score
-    from entity.dictionary import entities_dir
     from entity.kb import DEFAULT_KB
 
     recorded = load_model(str(MODEL_FILE)).recorded

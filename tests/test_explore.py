@@ -257,8 +257,8 @@ def test_the_page_never_builds_html_from_strings():
 
 
 def test_entity_graph_of_an_eg_turn(core_index, fixtures, tmp_path):
-    dictionary = pytest.importorskip("entity.dictionary")
-    entities = dictionary.build_entity_resources(
+    collection_entities = pytest.importorskip("entity.collection_entities")
+    entities = collection_entities.build_entity_resources(
         None, [fixtures / "core" / "corpus.jsonl"], output=tmp_path / "entities", progress=False
     )
     config = explorer_config(

@@ -32,7 +32,7 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def server(core_index, fixtures, tmp_path_factory):
-    from entity.dictionary import build_entity_resources
+    from entity.collection_entities import build_entity_resources
 
     folder = tmp_path_factory.mktemp("explore-browser")
     entities = build_entity_resources(

@@ -34,7 +34,7 @@ def demo_index(cache_dir: Path, rebuild: bool = False) -> Path:
     import hashlib
 
     from cast.atomic import write_text_atomic
-    from entity.dictionary import build_entity_resources
+    from entity.collection_entities import build_entity_resources
     from index.build import build_index
 
     index_dir = cache_dir / "indexes" / "demo"

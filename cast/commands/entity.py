@@ -68,7 +68,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main_dictionary(args: argparse.Namespace) -> int:
-    from entity.dictionary import build_entity_resources
+    from entity.collection_entities import build_entity_resources
 
     started = time.perf_counter()
     folder = build_entity_resources(

@@ -1,0 +1,529 @@
+"""The entity files beside an index: a dictionary of entity names built from the collection, and its postings.
+
+**Entity resources.** ``cast entity dictionary --index DIR --input PATH...`` (or
+:func:`build_entity_resources`) reads the collection the index was built from and writes, next to the index
+(:func:`entities_dir`: ``<index>.entities/``):
+
+* ``dictionary.json``: the entities (one per article title of the collection; lists and disambiguation pages
+  excepted) and their surface forms. Each title gives the title itself, the title without a parenthetical
+  qualifier (``Mercury (planet)`` -> ``Mercury``) and without a comma qualifier (``Paris, Texas`` -> ``Paris``);
+  a title that looks like a name gives its last word (``Marie Curie`` -> ``Curie``) where the article itself
+  uses it in at least a quarter of its passages, and seldom in lower case; and every form gives its regular plural (``black holes``)
+  unless that is another title's form. Surface forms are compared as lower-cased word sequences;
+  forms made only of stop words or digits are left out.
+* ``postings.offsets.npy`` / ``postings.passages.npy``: for every entity, the sorted numbers of the passages that
+  mention it (the collection knowledge base's in-link sets, :class:`entity.relatedness.CollectionKnowledgeBase`).
+
+**Counting mentions in the collection** is exact phrase matching of the surface forms over every passage's
+words, left to right, longest form first (one pass, no NLP: minutes for the 820k-passage collection). Every
+passage also mentions its own article. This gives each sense of an ambiguous form a **commonness**: how often
+the form occurs in that entity's own article (plus one), as a share of all its senses' counts; a mention of an
+ambiguous form elsewhere counts for its most common sense, or for the passage's own article where that is one
+of the senses.
+
+**Specificity** (:func:`specificity`, the linker's ``min_specificity``): commonness cannot tell a name from a
+common word, since most forms have one sense ("world" -> World, "day" -> Doris Day). Without anchor texts the
+collection still shows which links are generic: the share of an entity's passages that are its own article's
+passages using the form. "Nixon" -> Richard Nixon scores 115 / 924 = 0.12, "day" -> Doris Day 45 / 24,879 and
+"world" -> World 30 / 46,035: entities that most passages mention carry no topic and become hubs of the
+entity graph.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import logging
+import os
+import re
+import shutil
+import time
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from cast.errors import CastError, ConfigError, DataFormatError, IndexUnavailableError
+from cast.records import Passage
+from entity.linkers import entity_uri
+from entity.surfaces import SurfaceMatcher, name_alias, plural_form, title_aliases, usable_surface, words
+from index.collections import read_passages
+
+if TYPE_CHECKING:
+    from cast.cluster import RayOptions
+    from cast.resources import Resources
+    from entity.inlinks import InLinkArrays
+
+FORMAT = 1
+
+
+DICTIONARY_FILE = "dictionary.json"
+
+
+OFFSETS_FILE = "postings.offsets.npy"
+
+
+PASSAGES_FILE = "postings.passages.npy"
+
+
+# Article titles that name pages about many things, not an entity.
+_NOT_ENTITIES = ("List of ", "Lists of ", "Index of ", "Outline of ")
+
+
+# A name-derived alias must occur in at least this share of its article's passages (and in two).
+ALIAS_EVIDENCE = 0.25
+
+
+log = logging.getLogger(__name__)
+
+
+def entities_dir(index_dir: str | Path) -> Path:
+    """The folder of an index's entity resources: ``<index_dir>.entities``, beside the index."""
+    index = Path(index_dir).expanduser()
+    return index.with_name(index.name + ".entities")
+
+
+def dictionary_path(index_dir: str | Path) -> Path:
+    """The entity dictionary of an index (``<index_dir>.entities/dictionary.json``)."""
+    return entities_dir(index_dir) / DICTIONARY_FILE
+
+
+def resolve_entities_dir(folder: str | Path | None, resources: Resources | None) -> Path:
+    """``folder`` if given, else the entity resources beside the configured index; checked to exist."""
+    index = None
+    if folder is None:
+        if resources is None:
+            raise ConfigError(
+                "the offline linker and knowledge base need an index or an entities_dir setting"
+            )
+        index = resources.index_dir
+        folder = entities_dir(index)
+        how = f"--index {index}"
+    else:
+        how = f"--output {folder}"
+    folder = Path(folder).expanduser()
+    if not (folder / DICTIONARY_FILE).is_file() or not (folder / PASSAGES_FILE).is_file():
+        if index is not None and not index.is_dir():
+            _no_index(index)
+        raise CastError(
+            f"no entity dictionary at {folder}: build it from the indexed collection with "
+            f"`cast entity dictionary {how} --input COLLECTION...`"
+        )
+    return folder
+
+
+def _no_index(index_dir: Path) -> None:
+    raise IndexUnavailableError(
+        f"no index at {index_dir}: build one with `cast index build --input PATH --index {index_dir}`"
+    )
+
+
+@dataclass
+class EntityDictionary:
+    """Entities and their surface forms, with each sense's commonness.
+
+    Attributes:
+        entities: entity identifiers (DBpedia-style), by number.
+        senses: for each surface key, ``[(entity number, commonness), ...]``, most common first.
+        version: a hash of the dictionary's file, so that cached links are tied to the dictionary they used.
+        passages: the number of passages of the collection it was built from.
+        article_uses: for each surface key, one plus the passages of its most common sense's own article that
+            use it (the count behind that sense's commonness).
+    """
+
+    entities: list[str]
+    senses: dict[str, list[tuple[int, float]]]
+    version: str
+    passages: int
+    article_uses: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.keys = list(self.senses)
+        self.matcher = SurfaceMatcher(self.keys)
+
+    def best_sense(self, key: str) -> tuple[str, float]:
+        entity, commonness = self.senses[key][0]
+        return self.entities[entity], commonness
+
+    @classmethod
+    def load(cls, folder: Path) -> EntityDictionary:
+        raw = (folder / DICTIONARY_FILE).read_bytes()
+        try:
+            data = json.loads(raw)
+        except ValueError as e:
+            raise DataFormatError(folder / DICTIONARY_FILE, f"not JSON ({e}); rebuild it") from e
+        if data.get("format") != FORMAT:
+            raise DataFormatError(
+                folder / DICTIONARY_FILE, f"format {data.get('format')} is not {FORMAT}; rebuild it"
+            )
+        senses = {}
+        for key, counts in data["surfaces"].items():
+            total = sum(count for _, count in counts)
+            senses[key] = [(entity, count / total) for entity, count in counts]
+        version = hashlib.sha256(raw).hexdigest()[:16]
+        article_uses = {key: counts[0][1] for key, counts in data["surfaces"].items()}
+        return cls([entity_uri(t) for t in data["titles"]], senses, version, data["passages"], article_uses)
+
+
+@lru_cache(maxsize=4)
+def _load_dictionary(folder: str, mtime: float) -> EntityDictionary:
+    return EntityDictionary.load(Path(folder))
+
+
+def load_dictionary(folder: Path) -> EntityDictionary:
+    """The dictionary in ``folder``, loaded once per process (again if the file changes)."""
+    return _load_dictionary(str(folder), (folder / DICTIONARY_FILE).stat().st_mtime)
+
+
+def load_postings(folder: Path) -> tuple[InLinkArrays, int]:
+    """The passage postings of every entity (memory-mapped) and the number of passages of the collection."""
+    from entity.inlinks import InLinkArrays
+
+    dictionary = load_dictionary(folder)
+    offsets = np.load(folder / OFFSETS_FILE, mmap_mode="r")
+    passages = np.load(folder / PASSAGES_FILE, mmap_mode="r")
+    if len(offsets) != len(dictionary.entities) + 1:
+        raise DataFormatError(folder / OFFSETS_FILE, "does not match the dictionary's entities; rebuild both")
+    return InLinkArrays(dictionary.entities, offsets, passages), dictionary.passages
+
+
+def specificity(article_uses: int, entity_passages: int) -> float:
+    """How specific a link is: ``article_uses / entity_passages`` (see the module docstring).
+
+    Args:
+        article_uses: one plus the passages of the entity's own article that use the surface form.
+        entity_passages: the passages of the collection that mention the entity (its postings, own article
+            included); at least one is assumed.
+
+    Example:
+        >>> specificity(45, 24_879) < 0.002 < specificity(115, 924)
+        True
+    """
+    return article_uses / max(1, entity_passages)
+
+
+def build_entity_resources(
+    index_dir: str | Path | None,
+    inputs: Sequence[str | Path],
+    *,
+    output: str | Path | None = None,
+    fmt: str | None = None,
+    progress: bool = True,
+    ray: RayOptions | None = None,
+) -> Path:
+    """Build the entity dictionary and the passage postings of a collection; return their folder.
+
+    Passage numbers follow the order of ``inputs``. The folder is replaced atomically.
+
+    Args:
+        index_dir: the index built from the collection; the resources go beside it (:func:`entities_dir`).
+        inputs: the collection's JSON-lines files or folders (as given to the indexer).
+        output: another folder for the resources (instead of beside ``index_dir``).
+        fmt: the collection format (see :func:`index.collections.read_passages`); detected by default.
+        progress: show progress bars.
+        ray: scan the collection's passages for mentions on Ray workers (the titles are read here); the files
+            written are the same.
+
+    Raises:
+        IndexUnavailableError: there is no index at ``index_dir``.
+        CastError: ``output`` holds other files than entity resources; no passage of ``inputs`` has a title.
+        DataFormatError: an input is missing or malformed.
+    """
+    if output is None and index_dir is None:
+        raise ConfigError("give the index the entity resources belong to, or an output folder")
+    if output is None:
+        assert index_dir is not None  # checked above
+        if not Path(index_dir).expanduser().is_dir():
+            _no_index(Path(index_dir).expanduser())
+        folder = entities_dir(index_dir)
+    else:
+        folder = Path(output).expanduser()
+        if folder.is_dir() and any(folder.iterdir()) and not (folder / DICTIONARY_FILE).is_file():
+            raise CastError(
+                f"{folder} holds files but no {DICTIONARY_FILE}, so it is not replaced; choose an empty or new "
+                "--output folder"
+            )
+    started = time.perf_counter()
+
+    def passages() -> Iterator[Passage]:
+        return read_passages(inputs, fmt)
+
+    titles, article_of = _read_titles(passages(), progress)
+    if not titles:
+        raise CastError(
+            f"none of the {len(article_of):,} passages of {', '.join(map(str, inputs))} has an article title; the "
+            "entity dictionary is made of a collection's titles (JSON lines with 'title', Washington Post)"
+        )
+    forms, tentative = _surface_forms(titles)
+    keys = list(forms)
+    senses = [forms[k] for k in keys]  # per form id: the entity numbers it may name
+    form_ids = {key: form for form, key in enumerate(keys)}
+    lower_case_checks: dict[int, list[tuple[int, re.Pattern]]] = {}
+    for key, entity in tentative:
+        pattern = re.compile(rf"\b{re.escape(key)}\b")  # the name in lower case, as a common word
+        lower_case_checks.setdefault(entity, []).append((form_ids[key], pattern))
+    found = _scan(passages(), MentionScanner(keys, senses, lower_case_checks), article_of, ray, progress)
+    mentions_passage, mentions_form = found.passages, found.forms
+    self_counts, lower_case_uses = found.self_counts, found.lower_case_uses
+
+    # A name-derived alias ("Curie" for "Marie Curie") is kept only where the article itself uses it often, and
+    # as a name: seldom in lower case ("conference" of "Wannsee Conference" is a common word).
+    article_sizes = np.bincount(article_of[article_of >= 0], minlength=len(titles))
+
+    def evidence(form: int, entity: int) -> bool:
+        uses = self_counts[(form, entity)]
+        return (
+            uses >= max(2, ALIAS_EVIDENCE * article_sizes[entity])
+            and lower_case_uses[(form, entity)] * 10 < uses
+        )
+
+    for form, key in enumerate(keys):
+        senses[form] = [e for e in senses[form] if (key, e) not in tentative or evidence(form, e)]
+    kept = np.fromiter((bool(s) for s in senses), bool, len(senses))
+    mentions_passage, mentions_form = (
+        mentions_passage[kept[mentions_form]],
+        mentions_form[kept[mentions_form]],
+    )
+
+    # Commonness counts: one plus the passages of the sense's own article that use the form.
+    surfaces = {}
+    best = np.full(len(keys), -1, dtype=np.int32)
+    for form, key in enumerate(keys):
+        if senses[form]:
+            counts = sorted(
+                ((e, 1 + self_counts[(form, e)]) for e in senses[form]), key=lambda c: (-c[1], c[0])
+            )
+            surfaces[key] = counts
+            best[form] = counts[0][0]
+
+    # Each mention counts for the most common sense, or for the passage's own article where it is a sense.
+    owners = best[mentions_form]
+    ambiguous = np.flatnonzero(np.fromiter((len(s) > 1 for s in senses), bool, len(senses))[mentions_form])
+    for k in ambiguous:
+        article = int(article_of[mentions_passage[k]])
+        if article in senses[mentions_form[k]]:
+            owners[k] = article
+    titled = np.flatnonzero(article_of >= 0).astype(np.int32)
+    owners = np.concatenate([owners, article_of[titled]])
+    owner_passages = np.concatenate([mentions_passage, titled])
+
+    from entity.inlinks import InLinkArrays
+
+    arrays = InLinkArrays.from_pairs(titles, owners, owner_passages)
+    data = {
+        "format": FORMAT,
+        "passages": len(article_of),
+        "inputs": [str(p) for p in inputs],
+        "titles": titles,
+        "surfaces": surfaces,
+    }
+    _write_folder(folder, data, arrays)
+    log.info(
+        "entity resources for %d passages, %d entities, %d surface forms written to %s in %.0f s",
+        len(article_of),
+        len(titles),
+        len(surfaces),
+        folder,
+        time.perf_counter() - started,
+    )
+    return folder
+
+
+def _read_titles(passages: Iterable[Passage], progress: bool) -> tuple[list[str], np.ndarray]:
+    """The distinct article titles (entity numbers by first appearance) and each passage's entity (-1: none)."""
+    from tqdm import tqdm
+
+    numbers: dict[str, int] = {}
+    article_of = []
+    for passage in tqdm(passages, desc="entity titles", unit=" passages", disable=not progress):
+        title = passage.title
+        if title is None or title.startswith(_NOT_ENTITIES) or title.endswith("(disambiguation)"):
+            article_of.append(-1)
+            continue
+        article_of.append(numbers.setdefault(title, len(numbers)))
+    return list(numbers), np.asarray(article_of, dtype=np.int32)
+
+
+def _surface_forms(titles: Sequence[str]) -> tuple[dict[str, list[int]], set[tuple[str, int]]]:
+    """Surface key -> the entity numbers it may name; and the (key, entity) senses that need evidence.
+
+    Plurals come last and only where no title form has the same words ("Mars" the planet is no plural).
+    """
+    forms: dict[str, list[int]] = {}
+    tentative: set[tuple[str, int]] = set()
+
+    def add(key: str, number: int, needs_evidence: bool) -> None:
+        if usable_surface(key):
+            senses = forms.setdefault(key, [])
+            if number not in senses:
+                senses.append(number)
+                if needs_evidence:
+                    tentative.add((key, number))
+
+    for number, title in enumerate(titles):
+        for alias in title_aliases(title):
+            add(" ".join(words(alias)), number, needs_evidence=False)
+        surname = name_alias(title)
+        if surname:
+            add(" ".join(words(surname)), number, needs_evidence=True)
+    singulars = list(forms.items())
+    for key, numbers in singulars:
+        plural = plural_form(key)
+        if plural not in forms:
+            for number in numbers:
+                if (key, number) not in tentative:
+                    add(plural, number, needs_evidence=False)
+    return forms, tentative
+
+
+# Passages per chunk of the mention scan: a Ray call's share, and what a progress bar step counts.
+SCAN_CHUNK = 5_000
+
+
+@dataclass(frozen=True)
+class PassageChunk:
+    """Consecutive passages of the collection, as the mention scan reads them.
+
+    Attributes:
+        first: the number of the first passage (passages are numbered in collection order).
+        texts: the passages' texts.
+        articles: the entity number of each passage's own article (-1: none).
+    """
+
+    first: int
+    texts: tuple[str, ...]
+    articles: np.ndarray
+
+
+@dataclass
+class MentionCounts:
+    """What the mention scan found (of a chunk, or of the whole collection once merged).
+
+    Attributes:
+        passages: the passage number of each (passage, form) mention, in passage order.
+        forms: the form id of each mention.
+        self_counts: per (form, entity), the passages of the entity's own article that use the form.
+        lower_case_uses: per (form, entity) of the lower-case checks, the passages of the article where the form
+            is written in lower case (a name used as a common word).
+    """
+
+    passages: np.ndarray
+    forms: np.ndarray
+    self_counts: Counter
+    lower_case_uses: Counter
+
+    @classmethod
+    def merge(cls, parts: Iterable[MentionCounts]) -> MentionCounts:
+        """The counts of consecutive chunks, given in collection order."""
+        parts = list(parts)
+        merged = cls(
+            np.concatenate([p.passages for p in parts] or [np.zeros(0, np.int32)]),
+            np.concatenate([p.forms for p in parts] or [np.zeros(0, np.int32)]),
+            Counter(),
+            Counter(),
+        )
+        for part in parts:
+            merged.self_counts.update(part.self_counts)
+            merged.lower_case_uses.update(part.lower_case_uses)
+        return merged
+
+
+class MentionScanner:
+    """Finds every surface form in a :class:`PassageChunk` (one worker's share of the collection scan).
+
+    Picklable and small (its matcher is built on first use), so Ray ships it to each worker once.
+
+    Args:
+        keys: the surface keys, by form id.
+        senses: per form id, the entity numbers it may name.
+        lower_case_checks: per article (entity number), ``(form id, pattern)`` of its names to look for in lower
+            case.
+    """
+
+    def __init__(
+        self,
+        keys: Sequence[str],
+        senses: Sequence[Sequence[int]],
+        lower_case_checks: dict[int, list[tuple[int, re.Pattern]]],
+    ):
+        self.keys = list(keys)
+        self.senses = [frozenset(s) for s in senses]
+        self.lower_case_checks = lower_case_checks
+        self._matcher: SurfaceMatcher | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_matcher": None}
+
+    def __call__(self, chunk: PassageChunk) -> MentionCounts:
+        if self._matcher is None:
+            self._matcher = SurfaceMatcher(self.keys)
+        mention_passages = array("i")
+        mention_forms = array("i")
+        self_counts: Counter = Counter()
+        lower_case_uses: Counter = Counter()
+        for number, (text, article) in enumerate(zip(chunk.texts, chunk.articles.tolist(), strict=True)):
+            found = {form for _, _, form in self._matcher.matches(words(text))}
+            for form in found:
+                mention_passages.append(chunk.first + number)
+                mention_forms.append(form)
+                if article >= 0 and article in self.senses[form]:
+                    self_counts[(form, article)] += 1
+            for form, pattern in self.lower_case_checks.get(article, ()):
+                if pattern.search(text):
+                    lower_case_uses[(form, article)] += 1
+        return MentionCounts(
+            np.frombuffer(mention_passages, dtype=np.int32),
+            np.frombuffer(mention_forms, dtype=np.int32),
+            self_counts,
+            lower_case_uses,
+        )
+
+
+def _scan(
+    passages: Iterable[Passage],
+    scanner: MentionScanner,
+    article_of: np.ndarray,
+    ray: RayOptions | None,
+    progress: bool,
+) -> MentionCounts:
+    """The mentions of the whole collection: chunks scanned here, or on Ray workers, merged in order."""
+    from tqdm import tqdm
+
+    from cast.cluster import map_in_order
+
+    def chunks() -> Iterator[PassageChunk]:
+        passage_iter = iter(passages)
+        for first in itertools.count(0, SCAN_CHUNK):
+            texts = tuple(p.text for p in itertools.islice(passage_iter, SCAN_CHUNK))
+            if not texts:
+                return
+            yield PassageChunk(first, texts, article_of[first : first + len(texts)])
+
+    parts = []
+    with tqdm(desc="entity mentions", unit=" passages", total=len(article_of), disable=not progress) as bar:
+        for chunk, counts in map_in_order(scanner, chunks(), ray):
+            parts.append(counts)
+            bar.update(len(chunk.texts))
+    return MentionCounts.merge(parts)
+
+
+def _write_folder(folder: Path, data: dict[str, Any], arrays: InLinkArrays) -> None:
+    """Write the resources into a fresh folder and swap it in place of the old one."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    fresh = folder.with_name(f"{folder.name}.tmp-{os.getpid()}")
+    shutil.rmtree(fresh, ignore_errors=True)
+    fresh.mkdir()
+    (fresh / DICTIONARY_FILE).write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    np.save(fresh / OFFSETS_FILE, np.asarray(arrays.offsets, dtype=np.int64))
+    np.save(fresh / PASSAGES_FILE, np.asarray(arrays.members, dtype=np.int32))
+    old = folder.with_name(f"{folder.name}.old-{os.getpid()}")
+    if folder.exists():
+        folder.rename(old)
+    fresh.rename(folder)
+    shutil.rmtree(old, ignore_errors=True)
