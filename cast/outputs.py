@@ -170,37 +170,56 @@ class RunOutputs:
 
     def append(self, qid: str, ranking: Sequence[ScoredPassage], record: dict[str, Any]) -> None:
         """Add one finished turn (its run lines, then its answers record)."""
-        spaced = next((p.id for p in ranking if not p.id or _WHITESPACE.search(p.id)), None)
-        if spaced is not None:  # an index built before ids were checked: stop now, not after the last turn
-            raise CastError(
-                f"the index returned passage id {spaced!r}, which a run file cannot hold (its columns are split on "
-                "whitespace); rebuild the index with `cast index build`, which refuses such ids"
-            )
-        scored = zip((p.id for p in ranking), run_scores(ranking), strict=True)
-        append_durably(self.run_partial, format_query(qid, scored, self.tag))
+        append_durably(self.run_partial, format_query(qid, _scored_ids(ranking), self.tag))
         append_durably(self.answers_partial, json.dumps(record, ensure_ascii=False) + "\n")
 
     def finalize(self, qid_order: Sequence[str]) -> None:
-        """Write both files in ``qid_order`` and move them into place."""
-        order = {qid: i for i, qid in enumerate(qid_order)}
+        """Write both files in ``qid_order`` from the turns appended, and move them into place."""
         records = [json.loads(line) for line in self.answers_partial.read_text(encoding="utf-8").splitlines()]
+        rankings = read_run(self.run_partial) if self.run_partial.exists() else {}
+        self._write({qid: list(scored.items()) for qid, scored in rankings.items()}, records, qid_order)
+        self.discard_partial()
+
+    def write_whole(
+        self, turns: Sequence[tuple[str, Sequence[ScoredPassage], dict[str, Any]]], qid_order: Sequence[str]
+    ) -> None:
+        """Write both files at once from turns all answered (``(qid, ranking, record)``), in ``qid_order``: no
+        partial files, for outputs made whole elsewhere (a sweep's point)."""
+        rankings = {qid: list(_scored_ids(ranking)) for qid, ranking, _ in turns}
+        self._write(rankings, [record for _, _, record in turns], qid_order)
+        self.discard_partial()
+
+    def _write(
+        self,
+        rankings: dict[str, list[tuple[str, float]]],
+        records: list[dict[str, Any]],
+        qid_order: Sequence[str],
+    ) -> None:
+        order = {qid: i for i, qid in enumerate(qid_order)}
         missing = set(order) - {r["qid"] for r in records}
         if missing:
             raise CastError(
                 f"cannot finish the run: {len(missing)} turn(s) have no answer, e.g. {sorted(missing)[0]}"
             )
-        records.sort(key=lambda r: order[r["qid"]])
-        rankings = read_run(self.run_partial) if self.run_partial.exists() else {}
-        write_run(
-            self.run_path, {qid: list(rankings[qid].items()) for qid in order if qid in rankings}, self.tag
-        )
+        records = sorted(records, key=lambda r: order[r["qid"]])
+        write_run(self.run_path, {qid: rankings[qid] for qid in order if qid in rankings}, self.tag)
         try:
             write_lines_atomic(self.answers_path, (json.dumps(r, ensure_ascii=False) + "\n" for r in records))
         except BaseException:
             # Both or neither: a run file alone would look complete, and stop the resume that finishes it.
             self.run_path.unlink(missing_ok=True)
             raise
-        self.discard_partial()
+
+
+def _scored_ids(ranking: Sequence[ScoredPassage]) -> Iterator[tuple[str, float]]:
+    """``(passage id, run score)`` of a ranking, refusing an id a run file cannot hold."""
+    spaced = next((p.id for p in ranking if not p.id or _WHITESPACE.search(p.id)), None)
+    if spaced is not None:  # an index built before ids were checked: stop now, not after the last turn
+        raise CastError(
+            f"the index returned passage id {spaced!r}, which a run file cannot hold (its columns are split on "
+            "whitespace); rebuild the index with `cast index build`, which refuses such ids"
+        )
+    return zip((p.id for p in ranking), run_scores(ranking), strict=True)
 
 
 def resume_conflict(

@@ -187,7 +187,6 @@ def run_sweep(
             were made with other settings (give --overwrite).
     """
     from cast.cluster import map_in_order
-    from cast.commands.run import write_outputs
     from cast.outputs import RunOutputs
 
     if out.exists() and not out.is_dir():
@@ -212,15 +211,12 @@ def run_sweep(
         runner.use(*built)
     items = [(p.name, configs[p.name]) for p in pending]
     started = time.perf_counter()
+    qids = list(dict.fromkeys(t.qid for c in conversations for t in c.turns))
     for (name, _), (described, results) in map_in_order(runner, items, ray):
         target = outputs[name]
-        with target.locked():
-            write_outputs(
-                target,
-                described,
-                conversations,
-                _replay(results),
-                overwrite=True,
+        with target.locked():  # a point is written whole, once all its turns are answered
+            target.write_whole(
+                [(r.qid, r.ranking, {**r.to_record(), "config": described}) for r in results], qids
             )
         print(f"wrote {target.run_path} and {target.answers_path} ({name})", file=sys.stderr)
     if items:
@@ -264,16 +260,6 @@ def _check_manifest(path: Path, config: dict[str, Any], overwrite: bool) -> None
                 "--output, or pass --overwrite to run every point again"
             )
     write_text_atomic(path, json.dumps({"config": current}, indent=2, sort_keys=True) + "\n")
-
-
-def _replay(results: list[TurnResult]) -> Callable[[Any, Callable[[Any], None]], None]:
-    """``write_outputs``'s ``answer`` for results computed elsewhere (``write`` skips turns written before)."""
-
-    def answer(done: Any, write: Callable[[Any], None]) -> None:
-        for result in results:
-            write(result)
-
-    return answer
 
 
 def _tag(point: Point) -> str:
