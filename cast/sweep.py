@@ -5,9 +5,9 @@ Where every swept setting belongs to a stage after re-ranking (selector, summari
 are prepared as far as entity linking; the linker: as far as re-ranking), the early stages run once
 (:meth:`cast.pipeline.Pipeline.prepare`, saved as ``OUT/prepared.jsonl.gz``) and each point runs only its later
 stages from them. Otherwise each point is a full run. Points run one after another in this process, or side by
-side on Ray actors (each holding the pipeline's early stages once, and the prepared turns shipped once). Every
-point is written through the same resumable outputs as ``cast run``: a sweep run again keeps the points it
-finished and resumes the one it was writing.
+side on Ray actors (each holding the pipeline's early stages once, and the prepared turns shipped once). Each
+point's run and answers files are written whole, atomically, once its turns are answered (the files ``cast run``
+writes with its settings): a sweep run again keeps the points it finished and redoes the others.
 """
 
 from __future__ import annotations
