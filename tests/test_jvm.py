@@ -42,8 +42,13 @@ def test_ctrl_c_reaches_python_once_the_jvm_runs():
     # The JVM used to take SIGINT and end the process: no KeyboardInterrupt, so no clean-up and no message.
     # A process-directed SIGINT (as Ctrl-C sends) may be taken by any thread, a JVM one too, and reach Python's
     # main thread a moment later: the code waits for it (up to a minute), busy, not past the end of the script.
+    # The child starts as a shell's would, SIGINT unblocked and handled by Python: a pytest process that ran the JVM
+    # or Ray may hand its children SIGINT blocked or ignored, which is not what this test is about.
     code = (
-        "import os, signal, time\nfrom cast import jvm\njvm.start()\n"
+        "import os, signal, time\n"
+        "signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        "from cast import jvm\njvm.start()\n"
         "try:\n    os.kill(os.getpid(), signal.SIGINT)\n    deadline = time.monotonic() + 60\n"
         "    while time.monotonic() < deadline:\n        pass\n"
         "except KeyboardInterrupt:\n    print('interrupted')\n"
