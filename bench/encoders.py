@@ -60,7 +60,7 @@ def command_speed(args: argparse.Namespace) -> int:
     import torch
 
     from cast.encoder import EncoderSettings, SentenceEncoder
-    from cast.rank.rerank import passage_text
+    from cast.text import passage_text
     from index.collections import read_passages
 
     torch.set_num_threads(args.torch_threads)
@@ -127,9 +127,9 @@ def command_rerank(args: argparse.Namespace) -> int:
 
     from bench.retrieval import build_resources, load_conversations, ranked_run, rewrite_all, stage_section
     from cast.pipeline import merge_head
-    from cast.rank.rerank import passage_text
     from cast.registry import build_stage
     from cast.resources import Resources
+    from cast.text import passage_text
     from cast.topics import read_qrels
 
     torch.set_num_threads(args.torch_threads)

@@ -1,4 +1,5 @@
-"""Text as the toolkit reads it: the one sentence splitter, the one word pattern and entity labels.
+"""Text as the toolkit reads it: the one sentence splitter, the one word pattern, entity labels and the text a
+passage encoder reads.
 
 Every stage that cuts a text into sentences (the density filter ED, the summarizers' attribution, groundedness in
 the evaluation) or into words uses these functions, so that they agree on what a sentence and a word are. Light
@@ -8,8 +9,11 @@ regular expressions only: no model to load.
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import unquote
+
+if TYPE_CHECKING:
+    from cast.records import Passage
 
 # A sentence ends at . ! or ? (and any closing quotes/brackets) followed by white space and an upper-case
 # letter, a digit or an opening quote/bracket.
@@ -99,3 +103,10 @@ def entity_label(entity: str) -> str:
     """
     name = entity.rstrip("/").rsplit("/", 1)[-1]
     return unquote(name).replace("_", " ") or entity
+
+
+def passage_text(passage: Passage, with_title: bool) -> str:
+    """The text a re-ranker reads: ``"title. text"`` when asked and the passage has a title, else the text."""
+    if with_title and passage.title and not passage.text.startswith(passage.title):
+        return f"{passage.title}. {passage.text}"
+    return passage.text

@@ -34,7 +34,7 @@ import numpy as np
 
 from cast.atomic import atomic_path, write_lines_atomic, write_text_atomic
 from cast.errors import CastError, ConfigError
-from cast.rank.rerank import passage_text
+from cast.text import passage_text
 from index.collections import collection_formats, read_duplicates, read_passages
 
 if TYPE_CHECKING:

@@ -14,10 +14,10 @@ import pytest
 
 from cast.cli import main as cast_main
 from cast.errors import CastError, ConfigError
-from cast.rank.rerank import passage_text
 from cast.records import Passage, ScoredPassage
 from cast.registry import build_stage
 from cast.resources import Resources
+from cast.text import passage_text
 from index.build import build_index
 from index.collections import read_passages
 from index.embeddings import (

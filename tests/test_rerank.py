@@ -9,10 +9,11 @@ import pytest
 import tiny_models
 
 from cast.errors import ConfigError, ModelUnavailableError
-from cast.rank.rerank import passage_text, rank_head, relevance_probability, reorder
+from cast.rank.rerank import rank_head, relevance_probability, reorder
 from cast.records import Passage, ScoredPassage
 from cast.registry import build_stage
 from cast.resources import Resources
+from cast.text import passage_text
 
 
 @pytest.fixture(autouse=True)

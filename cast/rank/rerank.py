@@ -22,10 +22,11 @@ from typing import Annotated, Any, ClassVar
 
 from cast.errors import ConfigError
 from cast.rank.fusion import NORMALISATIONS, interpolate
-from cast.records import Passage, ScoredPassage
+from cast.records import ScoredPassage
 from cast.resources import Resources
 from cast.settings import OneOf, Range, Runtime
 from cast.stages import Reranker
+from cast.text import passage_text
 
 
 class NoReranker(Reranker):
@@ -37,13 +38,6 @@ class NoReranker(Reranker):
 
     def rerank(self, query: str, passages: Sequence[ScoredPassage]) -> list[ScoredPassage]:
         return []
-
-
-def passage_text(passage: Passage, with_title: bool) -> str:
-    """The text a re-ranker reads: ``"title. text"`` when asked and the passage has a title, else the text."""
-    if with_title and passage.title and not passage.text.startswith(passage.title):
-        return f"{passage.title}. {passage.text}"
-    return passage.text
 
 
 def relevance_probability(logits: Any, relevant_label: int = 1) -> Any:
