@@ -13,6 +13,7 @@ settings), the explorer's controls and ``cast stages``.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 import sys
@@ -99,6 +100,16 @@ class Setting:
 def stage_settings(cls: type) -> dict[str, Setting]:
     """The settings of a stage class: the parameters of its ``__init__``, and of the base classes' where it passes
     ``**settings`` on to them (``resources`` is the pipeline's, not a setting)."""
+    return dict(_declared(cls))
+
+
+@functools.cache
+def _declared(cls: type) -> tuple[tuple[str, Setting], ...]:
+    # Read once per class: every construction, every resume comparison and every explorer request asks.
+    return tuple(_read_declarations(cls).items())
+
+
+def _read_declarations(cls: type) -> dict[str, Setting]:
     docs = _docs(cls)
     found: dict[str, Setting] = {}
     for klass in cls.__mro__:

@@ -183,8 +183,8 @@ def run_sweep(
     """Run every point of the grid into ``out`` (``<point>.run``, ``<point>.answers.jsonl``).
 
     Raises:
-        CastError: ``out`` is a file, a point's outputs are locked by another run, or a point's finished files
-            were made with other settings (give --overwrite).
+        CastError: ``out`` is a file or holds a sweep of another base config (give --overwrite), a point's
+            config is not valid, or a point's outputs are locked by another run.
     """
     from cast.cluster import map_in_order
     from cast.outputs import RunOutputs
@@ -341,9 +341,7 @@ def sweep_report(
     from cast.topics import load_topics
 
     names = {p.name: p.file_name for p in points}
-    if baseline is not None and baseline not in names:
-        raise CastError(f"--baseline {baseline!r} is not a point of the grid; points: {', '.join(names)}")
-    base = names[baseline or points[0].name]
+    base = names[baseline_point(points, baseline).name]
     with_responses = topics is not None and any(t.response for c in load_topics(topics) for t in c.turns)
     if qrels is None and not with_responses:
         raise CastError("a sweep's report needs --qrels, or topics with written responses (CAsT 2022)")
@@ -380,6 +378,20 @@ def sweep_report(
     sections += ["## Figure", "", f"![sweep]({plot.name})", ""]
     rep.write_text(out / "report.md", "\n".join(sections))
     return out / "report.md"
+
+
+def baseline_point(points: Sequence[Point], baseline: str | None) -> Point:
+    """The point named ``baseline`` (the first point if None).
+
+    Raises:
+        CastError: no point has that name.
+    """
+    found = next((p for p in points if p.name == (baseline or points[0].name)), None)
+    if found is None:
+        raise CastError(
+            f"--baseline {baseline!r} is not a point of the grid; points: {', '.join(p.name for p in points)}"
+        )
+    return found
 
 
 def _axes(points: Sequence[Point]) -> list[str]:

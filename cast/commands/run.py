@@ -161,8 +161,6 @@ def write_outputs(
 
     def write(result) -> None:
         nonlocal written
-        if result.qid in done:  # answered again elsewhere (e.g. a sweep's worker): kept as first written
-            return
         try:
             outputs.append(result.qid, result.ranking, {**result.to_record(), "config": described})
         except OSError as e:  # a full disk, most often: say what is safe, not where Python was

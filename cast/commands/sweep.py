@@ -48,17 +48,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cast.sweep import grid_points, run_sweep, sweep_report
+    from cast.sweep import baseline_point, grid_points, run_sweep, sweep_report
     from cast.topics import load_topics
 
     points = grid_points(args.grid)
+    baseline_point(points, args.baseline)  # a misspelt point fails now, not after the runs
     base = config_from_args(args)
-    if args.baseline is not None and args.baseline not in {p.name for p in points}:
-        from cast.errors import CastError
-
-        raise CastError(
-            f"--baseline {args.baseline!r} is not a point of the grid; points: {', '.join(p.name for p in points)}"
-        )
     configs = {p.name: config_from_args(args, p.overrides) for p in points}
     conversations = load_topics(args.topics, rewrites=args.rewrites)
     outputs = run_sweep(
