@@ -127,8 +127,13 @@ def test_a_sweep_refuses_a_mistyped_setting_before_any_work_and_another_config_i
 ):
     common, qrels = sweep_args
     out = tmp_path / "sweep"
-    assert main(["sweep", *common, "--grid", "selector.gama=0,1", "--output", str(out)]) != 0
+    assert (
+        main(["sweep", *common, "--grid", "selector.gama=0,1", "--output", str(out), "--qrels", str(qrels)])
+        != 0
+    )
     assert "point gama=0: " in capsys.readouterr().err and not (out / "prepared.jsonl.gz").exists()
+    assert main(["sweep", *common, "--grid", "summarizer.words=8,9", "--output", str(out)]) != 0
+    assert "give --qrels" in capsys.readouterr().err and not list(out.glob("*.run"))
     assert (
         main(
             ["sweep", *common, "--grid", "summarizer.words=8,9", "--output", str(out), "--qrels", str(qrels)]

@@ -56,6 +56,13 @@ def main(args: argparse.Namespace) -> int:
     base = config_from_args(args)
     configs = {p.name: config_from_args(args, p.overrides) for p in points}
     conversations = load_topics(args.topics, rewrites=args.rewrites)
+    if args.qrels is None and not any(t.response for c in conversations for t in c.turns):
+        from cast.errors import CastError
+
+        # Checked before the runs: the report is what a sweep is for.
+        raise CastError(
+            "give --qrels: the report compares the points, and these topics have no written responses"
+        )
     outputs = run_sweep(
         points,
         lambda point: configs[point.name],
