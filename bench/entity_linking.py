@@ -78,26 +78,6 @@ def cross_fitted_anchors(items, candidates, folds=5):
                 anchors.add_features(found)
 
 
-def export(model) -> dict:
-    """A fitted scikit-learn GradientBoostingClassifier as the arrays entity.wikipedia.TreeEnsemble reads."""
-    import numpy as np
-
-    trees = []
-    for estimator in model.estimators_[:, 0]:
-        tree = estimator.tree_
-        trees.append(
-            {
-                "left": tree.children_left.tolist(),
-                "right": tree.children_right.tolist(),
-                "feature": np.maximum(tree.feature, 0).tolist(),
-                "threshold": [round(float(t), 6) for t in tree.threshold],
-                "value": [round(float(v), 6) for v in tree.value[:, 0, 0]],
-            }
-        )
-    prior = model.init_.class_prior_[1]
-    return {"trees": trees, "init": float(np.log(prior / (1 - prior))), "rate": model.learning_rate}
-
-
 def run_links(items, linked):
     from entity.conel import Link
 
@@ -207,6 +187,7 @@ def train(args, val, gold) -> None:
     import numpy as np
     from sklearn.ensemble import GradientBoostingClassifier
 
+    from cast.trees import TreeEnsemble, export
     from entity.collection_entities import entities_dir
     from entity.conel import Link, read_dialogues, score
     from entity.kb import DEFAULT_KB, load_kb
@@ -216,7 +197,6 @@ def train(args, val, gold) -> None:
         Anchors,
         CandidateFinder,
         LinkerModel,
-        TreeEnsemble,
         collection_senses,
         decide,
     )

@@ -235,6 +235,7 @@ def command_quality(args: argparse.Namespace) -> int:
     from sacrebleu import corpus_bleu
 
     from cast.registry import build_stage
+    from cast.rewrite.vocabulary import IndexVocabulary
 
     config, resources = build_resources(args.index, args.overrides)
     scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
@@ -242,8 +243,7 @@ def command_quality(args: argparse.Namespace) -> int:
         spec: build_stage("rewriter", stage_section(config, "rewriter", spec), resources)
         for spec in args.methods
     }
-    analyzer = next((r for r in rewriters.values() if r.name == "hqe"), None)
-    analyzer = analyzer or build_stage("rewriter", {"name": "hqe"}, resources)  # its index analyzer
+    vocabulary = IndexVocabulary(resources)
     for spec, rewriter in rewriters.items():
         print(f"{spec}: {rewriter.describe()}")
     rows = []
@@ -277,8 +277,8 @@ def command_quality(args: argparse.Namespace) -> int:
             rouge = [scorer.score(ref, hyp) for ref, hyp in zip(refs, hyps, strict=True)]
             found = gold = hit = 0
             for q, hyp in zip(qids, hyps, strict=True):
-                mine = added_terms(analyzer.analyzed_terms, hyp, turns[q].utterance)
-                wanted = added_terms(analyzer.analyzed_terms, turns[q].manual_rewrite, turns[q].utterance)
+                mine = added_terms(vocabulary.analyzed_terms, hyp, turns[q].utterance)
+                wanted = added_terms(vocabulary.analyzed_terms, turns[q].manual_rewrite, turns[q].utterance)
                 found, gold, hit = found + len(mine), gold + len(wanted), hit + len(mine & wanted)
             precision = hit / found if found else 0.0
             recall = hit / gold if gold else 0.0

@@ -22,6 +22,7 @@ STAGES: dict[str, dict[str, str]] = {
         "manual": "cast.rewrite.baselines:ManualRewriter",
         "automatic": "cast.rewrite.baselines:AutomaticRewriter",
         "hqe": "cast.rewrite.hqe:HQERewriter",
+        "term_selection": "cast.rewrite.terms:TermSelectionRewriter",
         "t5": "cast.rewrite.t5:T5Rewriter",
     },
     "ptkb": {

@@ -40,6 +40,7 @@ import numpy as np
 from cast.errors import DataFormatError
 from cast.models import load_spacy
 from cast.settings import Range, Runtime
+from cast.trees import TreeEnsemble
 from entity.dictionary import NUMERIC_LABELS
 from entity.helpers import HelperProcesses, Rebuild
 from entity.kb import DEFAULT_KB, form_of, load_kb
@@ -123,66 +124,6 @@ class Candidate:
     title: str  # the article's lower-cased title form (knowledge base form, qualifier included)
     entity: str  # the DBpedia-style identifier
     features: dict[str, float]
-
-
-class TreeEnsemble:
-    """A gradient-boosted binary classifier read from JSON (scikit-learn's trees, exported as arrays).
-
-    Args:
-        trees: each ``{"left": [...], "right": [...], "feature": [...], "threshold": [...], "value": [...]}``
-            (a leaf has ``left == -1``).
-        init: the ensemble's initial log-odds.
-        rate: the learning rate the trees' values are scaled by.
-    """
-
-    def __init__(self, trees: Sequence[dict[str, list]], init: float, rate: float):
-        # Each tree is laid out as a complete binary tree of the ensemble's depth (a leaf above the last level
-        # becomes nodes that always go left), so a level is one vectorised step over every tree and row.
-        self.depth = max((_depth(tree, 0) for tree in trees), default=0)
-        internal, leaves = 2**self.depth - 1, 2**self.depth
-        # 32-bit indexes: np.take over flat arrays is a quarter faster than two-dimensional fancy indexing.
-        self.feature = np.zeros((len(trees), max(internal, 1)), dtype=np.int32)
-        self.threshold = np.full((len(trees), max(internal, 1)), np.inf)
-        self.value = np.zeros((len(trees), leaves))
-        for number, tree in enumerate(trees):
-            self._lay_out(number, tree, 0, 0, 0)
-        self.init = float(init)
-        self.rate = float(rate)
-
-    def _lay_out(self, number: int, tree: dict[str, list], node: int, position: int, level: int) -> None:
-        if tree["left"][node] == -1:
-            first = position
-            for _ in range(self.depth - level):
-                first = 2 * first + 1  # the leftmost leaf under position: where "always left" ends
-            leaf = first - (2**self.depth - 1)
-            self.value[number, leaf] = tree["value"][node]
-            return
-        self.feature[number, position] = tree["feature"][node]
-        self.threshold[number, position] = tree["threshold"][node]
-        self._lay_out(number, tree, tree["left"][node], 2 * position + 1, level + 1)
-        self._lay_out(number, tree, tree["right"][node], 2 * position + 2, level + 1)
-
-    def probabilities(self, rows: np.ndarray) -> np.ndarray:
-        """P(link) for each row of features."""
-        rows = np.asarray(rows, dtype=np.float64)
-        count, width = rows.shape
-        trees, internal = self.feature.shape
-        features, thresholds, flat = self.feature.ravel(), self.threshold.ravel(), rows.ravel()
-        tree_start = (np.arange(trees, dtype=np.int32) * internal)[None, :]
-        row_start = (np.arange(count, dtype=np.int32) * width)[:, None]
-        position = np.zeros((count, trees), dtype=np.int32)
-        for _ in range(self.depth):
-            node = tree_start + position
-            position = 2 * position + 1 + (flat.take(row_start + features.take(node)) > thresholds.take(node))
-        leaves = position - (2**self.depth - 1)
-        raw = self.init + self.rate * self.value[np.arange(trees)[None, :], leaves].sum(axis=1)
-        return 1.0 / (1.0 + np.exp(-raw))
-
-
-def _depth(tree: dict[str, list], node: int) -> int:
-    if tree["left"][node] == -1:
-        return 0
-    return 1 + max(_depth(tree, tree["left"][node]), _depth(tree, tree["right"][node]))
 
 
 @dataclass(frozen=True)

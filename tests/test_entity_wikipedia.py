@@ -20,7 +20,6 @@ from entity.wikipedia import (
     CandidateFinder,
     CollectionSenses,
     LinkerModel,
-    TreeEnsemble,
     WikipediaLinker,
     context_rules,
     decide,
@@ -38,24 +37,6 @@ PLAIN = {"title_coverage": 1.0, "is_title": 1.0, "is_redirect": 0.0, "entity_see
 def candidate(first, end, title, surface="x", **features):
     features = {**PLAIN, "qualifier_in_context": 0.0, **features}
     return Candidate(first, end, first, end, surface, title, entity_uri(title), features)
-
-
-def test_tree_ensemble_by_hand():
-    # One stump: feature 0 <= 0.5 -> -1, else +2; init 0.5, rate 0.5.
-    tree = {"left": [1, -1, -1], "right": [2, -1, -1], "feature": [0, 0, 0], "threshold": [0.5, 0, 0],
-            "value": [0.0, -1.0, 2.0]}  # fmt: skip
-    ensemble = TreeEnsemble([tree, tree], init=0.5, rate=0.5)
-    p = ensemble.probabilities(np.array([[0.0], [1.0]]))
-    assert p == pytest.approx([1 / (1 + np.exp(-(0.5 - 1.0))), 1 / (1 + np.exp(-(0.5 + 2.0)))])
-
-
-def test_an_unbalanced_tree_is_followed_as_written():
-    # node 0: x0 <= 0.5 ? leaf 1 (-1) : node 2; node 2: x1 <= 0.5 ? leaf 3 (+1) : leaf 4 (+3)
-    tree = {"left": [1, -1, 3, -1, -1], "right": [2, -1, 4, -1, -1], "feature": [0, 0, 1, 0, 0],
-            "threshold": [0.5, 0, 0.5, 0, 0], "value": [0, -1.0, 0, 1.0, 3.0]}  # fmt: skip
-    ensemble = TreeEnsemble([tree], init=0.0, rate=1.0)
-    raw = np.log(1 / ensemble.probabilities(np.array([[0, 9], [1, 0], [1, 1]])) - 1) * -1
-    assert raw == pytest.approx([-1.0, 1.0, 3.0])
 
 
 def test_decide_keeps_the_more_probable_of_overlapping_mentions():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from tiny_index import tiny_index
 
 from cast.errors import ConfigError, ModelUnavailableError
 from cast.records import PastTurn, Turn
@@ -13,12 +14,12 @@ from cast.registry import build_stage
 from cast.resources import Resources
 from cast.rewrite.hqe import (
     Keyword,
-    bm25_idf,
     expansion_keywords,
     query_performance,
     salient_keywords,
     split_keywords,
 )
+from cast.rewrite.vocabulary import bm25_idf
 
 # Document frequencies in the fixture (N = 20): throat 1, lung 1, treatable 2, symptoms 2, cancer 5, disease 10.
 FIXTURE_PASSAGES = [
@@ -80,14 +81,7 @@ def test_salient_keywords_rank_by_count_times_importance():
 
 @pytest.fixture(scope="session")
 def fixture_index(tmp_path_factory):
-    from cast import jvm
-
-    folder = tmp_path_factory.mktemp("hqe-index")
-    indexer = jvm.indexer(folder, stemmer="krovetz", threads=1)
-    for n, text in enumerate(FIXTURE_PASSAGES):
-        indexer.add_doc_dict({"id": f"d{n}", "contents": text})
-    indexer.close()
-    return folder
+    return tiny_index(tmp_path_factory.mktemp("hqe-index"), FIXTURE_PASSAGES)
 
 
 def turn(n: int, utterance: str) -> Turn:

