@@ -111,9 +111,10 @@ def examples(featurizer: Any, name: str, conversations: Sequence, rewrite: Any =
         for turn in conversation.turns:
             query = turn.manual_rewrite or turn.utterance
             if turn.manual_rewrite or rewrite is not None:
-                features = featurizer.features(history, turn)
+                past = featurizer.past_texts(history)
+                features = featurizer.features(past, turn)
                 terms = list(features)
-                words = dict(zip(terms, featurizer.surface_words(history, terms), strict=True))
+                words = dict(zip(terms, featurizer.surface_words(past, terms), strict=True))
                 if turn.manual_rewrite:
                     wanted = (set(analysed(turn.manual_rewrite)) - set(analysed(turn.utterance))) & set(
                         features
@@ -134,28 +135,26 @@ def all_examples(featurizer: Any, rewrite: Any = None) -> list[Example]:
 
 def own_queries(models: dict[str, Any], threshold: float, max_terms: int) -> Any:
     """``rewrite`` for :func:`examples`: a turn's query as the model of its fold writes it."""
-    import numpy as np
-
-    from cast.rewrite.terms import FEATURES, chosen_terms
+    from cast.rewrite.terms import chosen_terms, feature_rows
 
     def rewrite(group: str, features: dict, words: dict, utterance: str) -> str:
         if not features:
             return utterance
-        rows = np.array([[features[t][f] for f in FEATURES] for t in features], dtype=np.float64)
-        scores = dict(zip(features, models[group].predict_proba(rows)[:, 1].tolist(), strict=True))
+        probabilities = models[group].predict_proba(feature_rows(features))[:, 1].tolist()
+        scores = dict(zip(features, probabilities, strict=True))
         return " ".join([*(words[t] for t in chosen_terms(scores, threshold, max_terms)), utterance])
 
     return rewrite
 
 
 def matrix(items: Sequence[Example]) -> tuple[Any, Any]:
+    """The examples' candidate terms as feature rows, and whether each is wanted."""
     import numpy as np
 
-    from cast.rewrite.terms import FEATURES
+    from cast.rewrite.terms import feature_rows
 
-    rows = [[e.features[t][f] for f in FEATURES] for e in items for t in e.features]
     labels = [t in e.wanted for e in items for t in e.features]
-    return np.array(rows, dtype=np.float64).reshape(len(labels), len(FEATURES)), np.array(labels, dtype=int)
+    return np.concatenate([feature_rows(e.features) for e in items]), np.array(labels, dtype=int)
 
 
 def fit(items: Sequence[Example], args: argparse.Namespace) -> Any:

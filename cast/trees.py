@@ -1,13 +1,19 @@
 """Gradient-boosted tree classifiers kept as JSON in the repository (the Wikipedia linker's decision, the term
-selection rewriter): scikit-learn trains them, :func:`export` writes their arrays, :class:`TreeEnsemble` scores
-without scikit-learn."""
+selection rewriter): scikit-learn trains them, :func:`export` writes their arrays, :func:`load_tree_model` reads
+a model file and :class:`TreeEnsemble` scores without scikit-learn."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
+
+from cast.errors import DataFormatError
+
+Model = TypeVar("Model")
 
 
 class TreeEnsemble:
@@ -86,3 +92,34 @@ def export(model: Any) -> dict[str, Any]:
         )
     prior = model.init_.class_prior_[1]
     return {"trees": trees, "init": float(np.log(prior / (1 - prior))), "rate": model.learning_rate}
+
+
+def load_tree_model(
+    path: str | Path,
+    features: tuple[str, ...],
+    build: Callable[[TreeEnsemble, dict[str, Any]], Model],
+    what: str,
+    retrain: str,
+) -> Model:
+    """A model file read: ``build(ensemble, data)`` with the file's ensemble and all its fields.
+
+    Args:
+        features: the feature order the code computes; a file trained on another is refused.
+        what: what the file should be, for the error (e.g. ``linker model``).
+        retrain: the command that (re)trains one, for the errors.
+
+    Raises:
+        DataFormatError: the file is missing, not such a model, or trained on other features.
+    """
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        trained_on = tuple(data["features"])
+        model = build(TreeEnsemble(data["trees"], data["init"], data["rate"]), data)
+    except FileNotFoundError:
+        raise DataFormatError(path, f"no such model file; train one with {retrain}") from None
+    except (ValueError, KeyError, TypeError) as e:
+        raise DataFormatError(path, f"not a {what} ({type(e).__name__}: {e})") from None
+    if trained_on != features:
+        raise DataFormatError(path, f"was trained on other features; retrain it with {retrain}")
+    return model

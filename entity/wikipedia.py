@@ -26,7 +26,6 @@ title in Wikipedia's sentence case, or in the mention's own casing where the men
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -37,10 +36,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 
-from cast.errors import DataFormatError
 from cast.models import load_spacy
 from cast.settings import Range, Runtime
-from cast.trees import TreeEnsemble
+from cast.trees import TreeEnsemble, load_tree_model
 from entity.dictionary import NUMERIC_LABELS
 from entity.helpers import HelperProcesses, Rebuild
 from entity.kb import DEFAULT_KB, form_of, load_kb
@@ -138,27 +136,17 @@ class LinkerModel:
 
     @classmethod
     def load(cls, path: str | Path) -> LinkerModel:
-        path = Path(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            model = cls(
-                TreeEnsemble(data["trees"], data["init"], data["rate"]),
-                tuple(data["features"]),
+        def build(ensemble: TreeEnsemble, data: dict[str, Any]) -> LinkerModel:
+            features = tuple(data["features"])
+            return cls(
+                ensemble,
+                features,
                 float(data["threshold"]),
                 data.get("recorded", {}),
                 Anchors(data["anchors"]),
             )
-        except FileNotFoundError:
-            raise DataFormatError(
-                path, "no such model file; train one with bench/entity_linking.py --train"
-            ) from None
-        except (ValueError, KeyError, TypeError) as e:
-            raise DataFormatError(path, f"not a linker model ({type(e).__name__}: {e})") from None
-        if model.features != FEATURES:
-            raise DataFormatError(
-                path, "was trained on other features; retrain it with bench/entity_linking.py --train"
-            )
-        return model
+
+        return load_tree_model(path, FEATURES, build, "linker model", "bench/entity_linking.py --train")
 
     def probabilities(self, candidates: Sequence[Candidate]) -> np.ndarray:
         """P(link) of each candidate (its anchor features are added first)."""

@@ -20,7 +20,6 @@ Retrieval with exactly those terms from the history added reaches 91% of the man
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import Counter
@@ -32,14 +31,13 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from cast.errors import DataFormatError
 from cast.records import PastTurn, Rewrite, Turn
 from cast.resources import Resources
 from cast.rewrite.baselines import require_text
 from cast.rewrite.vocabulary import IndexVocabulary, load_tagger
 from cast.settings import Range
 from cast.stages import Rewriter
-from cast.trees import TreeEnsemble
+from cast.trees import TreeEnsemble, load_tree_model
 
 MODEL_FILE = Path(__file__).resolve().parent.parent / "data" / "term-selector.json"
 
@@ -133,17 +131,27 @@ def term_features(
         "has_response": float(last_response is not None),
     }
     response_counts = Counter(w.term for r in responses if r is not None for w in r.words)
+    utterance_terms = [p.utterance.terms for p in past]
+    response_terms = [r.terms if r is not None else frozenset() for r in responses]
+    last_counts = Counter(w.term for w in last_response.words) if last_response is not None else Counter()
+    last_first_position: dict[str, float] = {}
+    for w in last_response.words if last_response is not None else ():
+        last_first_position.setdefault(w.term, w.position)
     occurrences: dict[str, list[Word]] = {}
+    overlap: dict[str, float] = {}  # the most of the utterance's terms a sentence holding the term shares
     texts = [p.utterance for p in past] + [r for r in responses if r is not None]
     for text in texts:
         for word in text.words:
             if word.term not in current_terms:
                 occurrences.setdefault(word.term, []).append(word)
+        for sentence in text.sentence_terms:
+            shared_part = len(sentence & current_terms) / max(len(current_terms), 1)
+            for term in sentence:
+                overlap[term] = max(overlap.get(term, 0.0), shared_part)
     features = {}
     for term, words in occurrences.items():
-        in_utterances = [i for i, p in enumerate(past) if term in p.utterance.terms]
-        in_responses = [i for i, r in enumerate(responses) if r is not None and term in r.terms]
-        in_last = [w for w in last_response.words if w.term == term] if last_response is not None else []
+        in_utterances = [i for i, terms in enumerate(utterance_terms) if term in terms]
+        in_responses = [i for i, terms in enumerate(response_terms) if term in terms]
         in_queries = [i for i, p in enumerate(past) if term in p.query_terms]
         tags = [w.tag for w in words]
         features[term] = {
@@ -154,28 +162,26 @@ def term_features(
             "in_first_utterance": float(bool(in_utterances) and in_utterances[0] == 0),
             "response_recency": 1.0 / (n - in_responses[-1]) if in_responses else 0.0,
             "response_share": len(in_responses) / n,
-            "last_response_count": math.log1p(len(in_last)),
+            "last_response_count": math.log1p(last_counts[term]),
             "response_count": math.log1p(response_counts[term]),
             "in_previous_query": float(bool(in_queries) and in_queries[-1] == n - 1),
             "query_share": len(in_queries) / n,
-            "last_response_position": in_last[0].position if in_last else 1.0,
+            "last_response_position": last_first_position.get(term, 1.0),
             "noun": _share(tags, ("NN", "NNS")),
             "proper_noun": _share(tags, ("NNP", "NNPS")),
             "adjective": _share(tags, ("JJ", "JJR", "JJS")),
             "verb": _share(tags, ("VB", "VBD", "VBG", "VBN", "VBP", "VBZ")),
             "number": _share(tags, ("CD",)),
             "capitalised": sum(w.capitalised for w in words) / len(words),
-            "shares_sentence": max(
-                (
-                    len(sentence & current_terms) / max(len(current_terms), 1)
-                    for text in texts
-                    for sentence in text.sentence_terms
-                    if term in sentence
-                ),
-                default=0.0,
-            ),
+            "shares_sentence": overlap.get(term, 0.0),
         }
     return features
+
+
+def feature_rows(features: dict[str, dict[str, float]]) -> np.ndarray:
+    """The terms' :data:`FEATURES`, one row each, in the order of ``features``."""
+    rows = [[values[name] for name in FEATURES] for values in features.values()]
+    return np.array(rows, dtype=np.float64).reshape(len(rows), len(FEATURES))
 
 
 def _share(tags: Sequence[str], wanted: tuple[str, ...]) -> float:
@@ -200,30 +206,17 @@ class TermSelectorModel:
 
     @classmethod
     def load(cls, path: str | Path) -> TermSelectorModel:
-        path = Path(path)
-        retrain = "train one with bench/term_selection.py --train"
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            model = cls(
-                TreeEnsemble(data["trees"], data["init"], data["rate"]),
-                float(data["threshold"]),
-                data.get("recorded", {}),
-            )
-            features = tuple(data["features"])
-        except FileNotFoundError:
-            raise DataFormatError(path, f"no such model file; {retrain}") from None
-        except (ValueError, KeyError, TypeError) as e:
-            raise DataFormatError(path, f"not a term selection model ({type(e).__name__}: {e})") from None
-        if features != FEATURES:
-            raise DataFormatError(path, f"was trained on other features; {retrain}")
-        return model
+        def build(ensemble: TreeEnsemble, data: dict[str, Any]) -> TermSelectorModel:
+            return cls(ensemble, float(data["threshold"]), data.get("recorded", {}))
+
+        return load_tree_model(
+            path, FEATURES, build, "term selection model", "bench/term_selection.py --train"
+        )
 
     def probabilities(self, features: dict[str, dict[str, float]]) -> dict[str, float]:
         """``{term: P(the manual rewrite adds it)}``."""
-        terms = list(features)
-        rows = np.array([[features[t][name] for name in FEATURES] for t in terms], dtype=np.float64)
-        scores = self.ensemble.probabilities(rows.reshape(len(terms), len(FEATURES)))
-        return dict(zip(terms, scores.tolist(), strict=True))
+        scores = self.ensemble.probabilities(feature_rows(features))
+        return dict(zip(features, scores.tolist(), strict=True))
 
 
 @lru_cache(maxsize=2)
@@ -236,12 +229,11 @@ class TermFeaturizer:
 
     Args:
         resources: where the index (analyzer, document frequencies) comes from.
-        spacy_model: the spaCy pipeline that tags words.
-        setting: the config key that chose ``spacy_model`` (for the error when it is not installed).
+        spacy_model: the spaCy pipeline that tags words (chosen by ``rewriter.spacy_model``).
     """
 
-    def __init__(self, resources: Resources, spacy_model: str, setting: str = "rewriter.spacy_model"):
-        self._tagger = load_tagger(spacy_model, setting)
+    def __init__(self, resources: Resources, spacy_model: str):
+        self._tagger = load_tagger(spacy_model, "rewriter.spacy_model")
         self.vocabulary = IndexVocabulary(resources)
         self.analyse = lru_cache(maxsize=8192)(self._analyse)
 
@@ -277,9 +269,8 @@ class TermFeaturizer:
             for p in history
         ]
 
-    def features(self, history: Sequence[PastTurn], turn: Turn) -> dict[str, dict[str, float]]:
-        """Every candidate term's features at this turn."""
-        past = self.past_texts(history)
+    def features(self, past: Sequence[PastText], turn: Turn) -> dict[str, dict[str, float]]:
+        """Every candidate term's features at this turn, given the earlier turns' :meth:`past_texts`."""
         current = self.analyse(require_text(turn.utterance, turn, "utterance"))
         texts = [current, *(p.utterance for p in past), *(p.response for p in past if p.response)]
         idf = {w.term: self._importance(w.text) for text in texts for w in text.words}
@@ -290,11 +281,12 @@ class TermFeaturizer:
         assert known is not None  # an analysed word is one the index knows
         return known[1]
 
-    def surface_words(self, history: Sequence[PastTurn], terms: Sequence[str]) -> list[str]:
+    @staticmethod
+    def surface_words(past: Sequence[PastText], terms: Sequence[str]) -> list[str]:
         """Each term as the conversation last wrote it (lower-cased unless it was capitalised)."""
         latest: dict[str, str] = {}
-        for past in self.past_texts(history):
-            for text in (past.utterance, past.response):
+        for earlier in past:
+            for text in (earlier.utterance, earlier.response):
                 for w in text.words if text else ():
                     latest[w.term] = w.text if w.capitalised else w.text.lower()
         return [latest[t] for t in terms]
@@ -333,10 +325,11 @@ class TermSelectionRewriter(Rewriter):
 
     def rewrite(self, history: Sequence[PastTurn], turn: Turn) -> Rewrite:
         utterance = require_text(turn.utterance, turn, "utterance")
-        features = self.featurizer.features(history, turn)
+        past = self.featurizer.past_texts(history)
+        features = self.featurizer.features(past, turn)
         probabilities = self.model.probabilities(features) if features else {}
         added = chosen_terms(probabilities, self.threshold, self.max_terms)
-        words = self.featurizer.surface_words(history, added)
+        words = self.featurizer.surface_words(past, added)
         inputs = {
             "added_terms": [
                 {"term": t, "word": w, "probability": round(probabilities[t], 4)}
