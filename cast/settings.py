@@ -211,13 +211,16 @@ _ARG = re.compile(r"(\w+(?:, \w+)*)(?: \([^)]*\))?: (.+)$")  # "name: text", "a,
 
 
 def _docs(cls: type) -> dict[str, str]:
-    """Each setting's first line in the ``Args:`` sections of ``cls``'s docstring and its bases'."""
+    """Each setting's description in the ``Args:`` sections of ``cls``'s docstring and its bases' (a description
+    continued on more deeply indented lines is joined into one line)."""
     docs: dict[str, str] = {}
     for klass in cls.__mro__:
         text = klass.__dict__.get("__doc__") or ""
         if "Args:" not in text:
             continue
-        indent = None
+        indent: int | None = None
+        described: dict[str, str] = {}
+        names: list[str] = []  # the settings the line at hand describes
         for line in text.split("Args:", 1)[1].splitlines()[1:]:
             if not line.strip():
                 continue
@@ -225,8 +228,14 @@ def _docs(cls: type) -> dict[str, str]:
             indent = width if indent is None else indent
             if width < indent:
                 break  # the next section (Raises:, Example:)
-            found = _ARG.match(line.strip()) if width == indent else None
+            if width > indent:
+                for name in names:
+                    described[name] += " " + line.strip()
+                continue
+            found = _ARG.match(line.strip())
+            names = found[1].split(", ") if found else []
             if found:
-                for name in found[1].split(", "):
-                    docs.setdefault(name, found[2].strip())
+                described.update(dict.fromkeys(names, found[2].strip()))
+        for name, doc in described.items():
+            docs.setdefault(name, doc)
     return docs

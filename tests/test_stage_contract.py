@@ -90,6 +90,17 @@ def test_every_setting_is_declared_with_a_type_and_a_doc_line(kind, name):
             check_value(kind, setting, setting.default)  # a default meets its own limits
 
 
+def test_a_setting_described_over_several_lines_keeps_the_whole_description():
+    settings = stage_class("rewriter", "hqe").settings()
+    assert settings["keyword_filter"].doc == (
+        "``pos`` (nouns and adjectives, tagged with spaCy), ``stopwords`` (spaCy's stop list), or ``none`` "
+        "(every word the index analyzer keeps)."
+    )
+    assert settings["spacy_model"].doc == (
+        "the spaCy pipeline for ``pos`` (an installed package name or a folder)."
+    )
+
+
 def _built(kind: str, name: str):
     """The stage built from its defaults, where that needs no model, index file or service here."""
     from cast.errors import CastError
