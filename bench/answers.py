@@ -210,24 +210,21 @@ def filter_links(prepared: Any, linker: Any, min_specificity: float) -> Any:
     return with_links(prepared, linker, filtered)
 
 
-def relink(prepared: Any, linker: Any, candidates: int) -> Any:
-    """The prepared turns with their queries and first ``candidates`` passages linked by ``linker`` instead."""
-    from cast.pipeline import TurnLinks
-
+def relink(prepared: Any, pipeline: Any, conversations: list) -> Any:
+    """The prepared turns with their queries and candidates linked again by ``pipeline``'s linker, as the
+    pipeline links them (each turn after its conversation's earlier prepared queries)."""
     turns = prepared.turns
-    query_links = dict(
-        zip(turns, linker.link_batch([t.rewrite.query for t in turns.values()], kind="query"), strict=True)
+    histories = {}
+    for conversation in conversations:
+        earlier = [turns[t.qid].past_turn() for t in conversation.turns if t.qid in turns]
+        for number, past in enumerate(earlier):
+            histories.setdefault(past.turn.qid, earlier[:number])
+    qids = list(turns)
+    links = pipeline._link(
+        [turns[q].rewrite.query for q in qids], [turns[q].ranking for q in qids], [histories[q] for q in qids]
     )
-    texts = {p.id: p.passage.text for turn in turns.values() for p in turn.ranking[:candidates]}
-    passage_links = dict(zip(texts, linker.link_batch(list(texts.values()), kind="passage"), strict=True))
-    return with_links(
-        prepared,
-        linker,
-        lambda turn: TurnLinks(
-            query_entities=tuple(query_links[turn.qid]),
-            passage_entities={p.id: tuple(passage_links[p.id]) for p in turn.ranking[:candidates]},
-        ),
-    )
+    found = dict(zip(qids, links, strict=True))
+    return with_links(prepared, pipeline.linker, lambda turn: found[turn.qid])
 
 
 class TimedSelector:
@@ -273,8 +270,8 @@ def main(argv: list[str] | None = None) -> int:
         section = {keys[-1]: value for keys, value in map(parse_override, args.relink)}
         linker = build_stage("linker", section, resources)
         start = time.perf_counter()
-        prepared = relink(prepared, linker, pipeline.candidates)
         pipeline = pipeline.with_stages(config, linker=linker)
+        prepared = relink(prepared, pipeline, conversations)
         print(f"re-linked with {linker.describe()} in {time.perf_counter() - start:.0f} s", file=sys.stderr)
     base_selector = {k: v for k, v in config["selector"].items() if k in ("candidates", "n")}
     # The config's settings of that summarizer (e.g. the offline profile's relevance: dense), --words on top.

@@ -144,11 +144,9 @@ def main() -> int:
         config = {**load_config("offline", [f"index={args.index}"]), "linker": settings, "cache_dir": None}
         linker = Resources(config).stage("linker")
         started, cpu = time.perf_counter(), time.process_time()
-        if name == "wikipedia":
-            linked = linker.link_in_context([t.utterance for t, _ in val], [c for _, c in val])
-        else:
-            linked = linker.link_batch([t.utterance for t, _ in val], kind="query")
-            linked = [[_span(m) for m in mentions] for mentions in linked]
+        # Each user turn after the dialogue's earlier turns, for linkers that read the conversation.
+        linked = linker.link_batch([t.utterance for t, _ in val], kind="query", contexts=[c for _, c in val])
+        linked = [[linked_span(m) for m in mentions] for mentions in linked]
         per_query = (time.perf_counter() - started) / len(val) * 1000
         cpu_per_query = (time.process_time() - cpu) / len(val) * 1000
         turns = [texts[i : i + args.per_turn] for i in range(0, len(texts), args.per_turn)][: args.turns + 1]
@@ -176,7 +174,7 @@ def main() -> int:
     return 0
 
 
-def _span(mention):
+def linked_span(mention):
     from entity.linkers import LinkedSpan
 
     return LinkedSpan(mention.start, mention.end, mention.entity, mention.confidence)

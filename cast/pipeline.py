@@ -309,7 +309,9 @@ class Pipeline:
         rankings = [tuple(merge_head(head, ranking)) for head, ranking in zip(heads, first, strict=True)]
         links: list[TurnLinks | None] = [None] * len(items)
         if stop_after == "link":
-            links = list(timed("link", lambda: self._link(queries, rankings)))
+            links = list(
+                timed("link", lambda: self._link(queries, rankings, [history for history, _ in items]))
+            )
         return [
             PreparedTurn(
                 turn=turn,
@@ -341,7 +343,9 @@ class Pipeline:
         elif all(p.links is not None for p in prepared):
             links = [p.links for p in prepared if p.links is not None]
         else:
-            links = timed("link", lambda: self._link([p.rewrite.query for p in prepared], candidates))
+            links = timed(
+                "link", lambda: self._link([p.rewrite.query for p in prepared], candidates, histories)
+            )
         selection_inputs = [
             SelectionInput(
                 query=p.rewrite.query,
@@ -377,10 +381,22 @@ class Pipeline:
             for p, selection, answer, turn_links in zip(prepared, selections, answers, links, strict=True)
         ]
 
-    def _link(self, queries: Sequence[str], rankings: Sequence[Sequence[ScoredPassage]]) -> list[TurnLinks]:
-        """Each turn's entities: its query's and its candidates' (the first :attr:`candidates` of its ranking)."""
+    def _link(
+        self,
+        queries: Sequence[str],
+        rankings: Sequence[Sequence[ScoredPassage]],
+        histories: Sequence[Sequence[PastTurn]],
+    ) -> list[TurnLinks]:
+        """Each turn's entities: its query's and its candidates' (the first :attr:`candidates` of its ranking).
+
+        A query is linked after the conversation's earlier queries ("the band" after a turn about Metallica), for
+        linkers that read them; a passage carries its own context, so it is linked once, whatever the turn (the
+        conversation as a passage's context lowered EG's answers: bench/RESULTS.md, issue 13)."""
         candidates = [ranking[: self.candidates] for ranking in rankings]
-        query_entities = [tuple(m) for m in self.linker.link_batch(list(queries), kind="query")]
+        earlier = [" ".join(past.query for past in history) for history in histories]
+        query_entities = [
+            tuple(m) for m in self.linker.link_batch(list(queries), kind="query", contexts=earlier)
+        ]
         unlinked_queries = set(self.linker.unlinked_in_last_batch)
         unique = {p.id: p.passage.text for cands in candidates for p in cands}
         linked = dict(zip(unique, self.linker.link_batch(list(unique.values()), kind="passage"), strict=True))

@@ -189,7 +189,11 @@ class EntityLinker(Stage):
         """``kind`` is ``"query"`` or ``"passage"`` (linkers may use different confidence thresholds)."""
         raise NotImplementedError
 
-    def link_batch(self, texts: Sequence[str], *, kind: str = "passage") -> list[list[EntityMention]]:
+    def link_batch(
+        self, texts: Sequence[str], *, kind: str = "passage", contexts: Sequence[str] | None = None
+    ) -> list[list[EntityMention]]:
+        """The mentions in each text; ``contexts`` (aligned with ``texts``) is what the conversation said before
+        each one ("the band" after a turn about Metallica), for linkers that read it (others ignore it)."""
         return [self.link(t, kind=kind) for t in texts]
 
     def report(self) -> str | None:

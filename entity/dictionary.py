@@ -87,7 +87,9 @@ class DictionaryLinker(SpanLinker):
             Rebuild("entity.dictionary:DictionaryLinker", settings, "find_here"), shared
         )
 
-    def link_pieces(self, pieces: Sequence[str], kind: str) -> Sequence[list[LinkedSpan] | None]:
+    def link_pieces(
+        self, pieces: Sequence[str], kind: str, contexts: Sequence[str]
+    ) -> Sequence[list[LinkedSpan] | None]:
         inputs = [
             {
                 "dictionary": self.dictionary.version,

@@ -186,25 +186,34 @@ class SpanLinker(EntityLinker):
         self.unlinked_in_last_batch: tuple[int, ...] = ()
         self.last_problem = ""
 
-    def link_pieces(self, pieces: Sequence[str], kind: str) -> Sequence[list[LinkedSpan] | None]:
+    def link_pieces(
+        self, pieces: Sequence[str], kind: str, contexts: Sequence[str]
+    ) -> Sequence[list[LinkedSpan] | None]:
         """The mentions in each piece (offsets relative to the piece), or None for a piece that could not be
-        linked (its text then counts as unlinked). Pieces are non-empty."""
+        linked (its text then counts as unlinked). Pieces are non-empty; ``contexts`` are their texts' contexts
+        ("" for none; see :meth:`EntityLinker.link_batch`)."""
         raise NotImplementedError
 
     def link(self, text: str, *, kind: str = "passage") -> list[EntityMention]:
         return self.link_batch([text], kind=kind)[0]
 
-    def link_batch(self, texts: Sequence[str], *, kind: str = "passage") -> list[list[EntityMention]]:
+    def link_batch(
+        self, texts: Sequence[str], *, kind: str = "passage", contexts: Sequence[str] | None = None
+    ) -> list[list[EntityMention]]:
         check_kind(kind)
+        if contexts is not None and len(contexts) != len(texts):
+            raise ValueError(f"{len(contexts)} contexts for {len(texts)} texts")
         cleaned = [clean_html(text) for text in texts]
         pieces: list[str] = []
+        piece_contexts: list[str] = []
         owners: list[tuple[int, int]] = []  # (text number, chunk start in the cleaned text)
         for number, clean in enumerate(cleaned):
             for start, end in chunk_spans(clean.text, self.max_chars):
                 if clean.text[start:end].strip():
                     pieces.append(clean.text[start:end])
+                    piece_contexts.append(contexts[number] if contexts is not None else "")
                     owners.append((number, start))
-        found = self.link_pieces(pieces, kind) if pieces else []
+        found = self.link_pieces(pieces, kind, piece_contexts) if pieces else []
         mentions: list[list[EntityMention]] = [[] for _ in texts]
         unlinked: set[int] = set()
         threshold = 0.0 if self.confidence_sent_to_service else self.confidence[kind]
@@ -457,7 +466,9 @@ class RemoteLinker(SpanLinker):
     def annotate(self, piece: str, kind: str) -> list[LinkedSpan]:
         raise NotImplementedError
 
-    def link_pieces(self, pieces: Sequence[str], kind: str) -> Sequence[list[LinkedSpan] | None]:
+    def link_pieces(
+        self, pieces: Sequence[str], kind: str, contexts: Sequence[str]
+    ) -> Sequence[list[LinkedSpan] | None]:
         cache = self.resources.cache if self.resources is not None else None
         inputs = [self.cache_inputs(piece, kind) for piece in pieces]
         answers: list[Any] = cache.get_many(self.name, inputs) if cache is not None else [None] * len(pieces)

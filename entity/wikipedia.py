@@ -572,6 +572,8 @@ class WikipediaLinker(SpanLinker):
         query_confidence: the least probability of a link kept in a query (``null``: the model's threshold,
             chosen for F1 on ConEL-2 val).
         passage_confidence: the same for passages.
+        conversation: read what the conversation said before a text (the pipeline gives a query its
+            conversation's earlier queries) for the model's context features; ``false`` links each text alone.
         kb_path: the knowledge base file built by ``cast entity kb``.
         entities_dir: the collection's entity resources (``cast entity dictionary``); by default those beside the
             configured index, if built; ``none`` links without them.
@@ -589,6 +591,7 @@ class WikipediaLinker(SpanLinker):
         self,
         query_confidence: Annotated[float | None, Range(0, 1)] = None,
         passage_confidence: Annotated[float | None, Range(0, 1)] = None,
+        conversation: bool = True,
         kb_path: str = str(DEFAULT_KB),
         entities_dir: str | None = None,
         model_path: str | None = None,
@@ -606,6 +609,7 @@ class WikipediaLinker(SpanLinker):
             threshold if passage_confidence is None else passage_confidence,
             max_chars,
         )
+        self.conversation = conversation
         self.kb = load_kb(str(Path(kb_path).expanduser()))
         self.kb_path = str(self.kb.path)
         self.collection, self.entities_dir = collection_senses(entities_dir, resources)
@@ -622,15 +626,11 @@ class WikipediaLinker(SpanLinker):
         )
         self.cache = resources.cache if resources is not None else None
 
-    def link_pieces(self, pieces: Sequence[str], kind: str) -> Sequence[list[LinkedSpan] | None]:
-        return self._link_cached([(piece, "") for piece in pieces], min(self.confidence.values()))
-
-    def link_in_context(
-        self, texts: Sequence[str], contexts: Sequence[str], threshold: float | None = None
-    ) -> list[list[LinkedSpan]]:
-        """Links in each text given what was said before it (``contexts``, e.g. the earlier turns joined)."""
-        threshold = self.model.threshold if threshold is None else threshold
-        return self._link_cached(list(zip(texts, contexts, strict=True)), threshold)
+    def link_pieces(
+        self, pieces: Sequence[str], kind: str, contexts: Sequence[str]
+    ) -> Sequence[list[LinkedSpan] | None]:
+        said = contexts if self.conversation else [""] * len(pieces)
+        return self._link_cached(list(zip(pieces, said, strict=True)), min(self.confidence.values()))
 
     def _link_cached(self, items: list[tuple[str, str]], least: float) -> list[list[LinkedSpan]]:
         inputs = [

@@ -1,4 +1,5 @@
-"""`cast demo`, the README's main job, end to end: sample index built on first use, every turn answered."""
+"""`cast demo`, the README's main job, end to end: sample index and the linker's knowledge base built on first use,
+every turn answered."""
 
 import json
 import subprocess
@@ -9,11 +10,16 @@ import pytest
 from cast.commands.demo import SAMPLE_CONVERSATION
 
 
-@pytest.mark.slow  # about 50 s: indexes the sample, loads the models; make test (CI) runs it
+# About 3 min: indexes the sample, builds the Wikipedia knowledge base (as on a fresh machine), loads the models;
+# make test (CI) runs it.
+@pytest.mark.slow
 def test_demo_builds_once_and_answers_every_turn(tmp_path):
     def demo():
         return subprocess.run(
-            [sys.executable, "-m", "cast.cli", "demo", "--set", f"cache_dir={tmp_path}"],
+            [
+                *(sys.executable, "-m", "cast.cli", "demo", "--set", f"cache_dir={tmp_path}"),
+                *("--set", f"linker.kb_path={tmp_path / 'wikipedia-kb.sqlite'}"),
+            ],
             capture_output=True,
             text=True,
             timeout=900,
@@ -25,6 +31,7 @@ def test_demo_builds_once_and_answers_every_turn(tmp_path):
     for number, turn in enumerate(turns, start=1):
         assert f"Q{number}: {turn['utterance']}" in first.stdout
     assert "building the sample index" in first.stdout
+    assert "building the Wikipedia knowledge base" in first.stdout
     assert "No answer was found" not in first.stdout
     # The answers read the sample's passages, which are cited with their titles.
     assert "polonium" in first.stdout.lower() and "] Marie Curie" in first.stdout
@@ -32,3 +39,4 @@ def test_demo_builds_once_and_answers_every_turn(tmp_path):
     again = demo()
     assert again.returncode == 0, again.stderr
     assert "building the sample index" not in again.stdout
+    assert "building the Wikipedia knowledge base" not in again.stdout

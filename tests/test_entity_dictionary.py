@@ -261,7 +261,8 @@ def test_cli_builds_links_and_relates(fixtures: Path, tmp_path: Path, capsys):
     assert "written to" in run(
         "dictionary", "--index", str(index), "--input", str(fixtures / "entity" / "collection.jsonl")
     )
-    settings = ["--index", str(index), "--set", "linker.mentions=all", "--set", "cache_dir=null"]
+    settings = ["--index", str(index), "--set", "linker.name=dictionary", "--set", "linker.mentions=all"]
+    settings += ["--set", "cache_dir=null"]
     [line] = run("link", *settings, "Mercury and Venus").splitlines()
     assert [m["entity"] for m in json.loads(line)["mentions"]] == [
         entity_uri("Mercury (planet)"),

@@ -455,7 +455,7 @@ def test_each_turn_records_which_of_its_texts_went_unlinked(serve, tmp_path: Pat
     )
     candidates = [(berlin, germany), (berlin,)]
     links = Pipeline._link(
-        SimpleNamespace(linker=linker, candidates=2), ["Germany today", "Berlin"], candidates
+        SimpleNamespace(linker=linker, candidates=2), ["Germany today", "Berlin"], candidates, [(), ()]
     )
     assert [turn.unlinked_texts for turn in links] == [("query", "g"), ()]
 

@@ -125,6 +125,29 @@ def test_the_band_not_the_disease_in_a_metal_conversation(finder):
     assert medical[0] == "Anthrax"
 
 
+def test_the_stage_reads_the_conversation_unless_told_not_to(kb_file, finder):
+    # Through the stage's own call, as the pipeline makes it: the same text, with and without what was said.
+    text = ["Have you heard the new Anthrax album?"]
+    said = ["I love thrash metal bands like Slayer."]
+
+    def entities(linker, contexts):
+        found = linker.link_batch(text, kind="query", contexts=contexts)[0]
+        return [m.entity.rsplit("/", 1)[-1] for m in found]
+
+    # The fixture's few passages make both senses unlikely: a lower threshold shows which one wins.
+    linker = WikipediaLinker(kb_path=kb_file, entities_dir="none", processes=1, query_confidence=0.1)
+    linker.finder = finder  # with the band's sense, which the fixture's collection knows
+    assert entities(linker, said) == ["Anthrax_(American_band)"]
+    assert entities(linker, None) != entities(linker, said)
+    alone = WikipediaLinker(
+        kb_path=kb_file, entities_dir="none", processes=1, query_confidence=0.1, conversation=False
+    )
+    alone.finder = finder
+    assert entities(alone, said) == entities(alone, None)
+    with pytest.raises(ValueError, match="2 contexts for 1 texts"):
+        linker.link_batch(text, contexts=said * 2)
+
+
 def test_burger_king_is_one_mention(finder):
     # The collection has the article, so its casing is used; "king" alone is not linked inside the name.
     found = links(finder, "We had lunch at burger king today")
@@ -201,7 +224,7 @@ def test_share_by_length_keeps_every_item_once():
 def test_the_shipped_model_reproduces_its_val_f1():
     sys.path.insert(0, str(REPO))
     from bench.common import DATA, DEFAULT_INDEX
-    from bench.entity_linking import run_links, user_turns
+    from bench.entity_linking import linked_span, run_links, user_turns
     from entity.collection_entities import entities_dir
     from entity.conel import gold_links, read_dialogues, score
     from entity.kb import DEFAULT_KB
@@ -215,8 +238,10 @@ def test_the_shipped_model_reproduces_its_val_f1():
         pytest.skip(f"the model was chosen with the collection's entity resources: {folder} is absent")
     linker = WikipediaLinker(entities_dir=str(folder) if recorded["with_collection"] else "none")
     val = user_turns(read_dialogues(val_path))
-    linked = linker.link_in_context([t.utterance for t, _ in val], [c for _, c in val])
-    figures = score(run_links(val, linked), gold_links([[t for t, _ in val]]))
+    linked = linker.link_batch([t.utterance for t, _ in val], kind="query", contexts=[c for _, c in val])
+    figures = score(
+        run_links(val, [[linked_span(m) for m in ms] for ms in linked]), gold_links([[t for t, _ in val]])
+    )
     assert figures.f1 == pytest.approx(recorded["val_f1"], abs=0.002)
     assert figures.precision == pytest.approx(recorded["val_precision"], abs=0.002)
 

@@ -1,6 +1,7 @@
 """The pipeline end to end on the six-passage fixture index, with the baseline stages."""
 
 import json
+from collections.abc import Sequence
 from dataclasses import replace
 
 import pytest
@@ -281,3 +282,36 @@ def test_a_session_turn_by_turn_sees_the_history_a_run_sees(pipeline, history_re
     assert by_session.responses == by_run.responses
     assert [r.rewrite for r in typed] == [r.rewrite for r in run]
     assert by_run.responses["1_2"] != [None]
+
+
+def test_a_query_is_linked_after_the_conversations_earlier_queries_and_a_passage_alone(pipeline):
+    from cast.registry import build_stage
+    from cast.stages import EntityLinker
+
+    class RecordingLinker(EntityLinker):
+        name = "recording"
+
+        def __init__(self) -> None:
+            self.calls: list[tuple[str, list[str], Sequence[str] | None]] = []
+
+        def link(self, text, *, kind="passage"):
+            return []
+
+        def link_batch(self, texts, *, kind="passage", contexts=None):
+            self.calls.append((kind, list(texts), contexts))
+            return [[] for _ in texts]
+
+    linker = RecordingLinker()
+    selector = build_stage("selector", {"name": "eg"}, None)
+    pipeline.with_stages(pipeline.config, linker=linker, selector=selector).run(conversations()[:1])
+    queries = [(texts, contexts) for kind, texts, contexts in linker.calls if kind == "query"]
+    assert queries == [
+        (["Tell me about Glasgow."], [""]),
+        (["Which river flows through Glasgow?"], ["Tell me about Glasgow."]),
+        (
+            ["What climate conference was held in Glasgow?"],
+            ["Tell me about Glasgow. Which river flows through Glasgow?"],
+        ),
+    ]
+    passages = [contexts for kind, _, contexts in linker.calls if kind == "passage"]
+    assert len(passages) == 3 and passages == [None] * 3

@@ -17,7 +17,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "demo",
         help="answer the bundled sample conversation (builds the sample index on first use)",
-        description="Builds an index of the bundled Wikipedia sample into the cache directory on first use, then "
+        description="Builds an index of the bundled Wikipedia sample into the cache directory (and the wikipedia "
+        "linker's knowledge base, `cast entity kb`) on first use, then "
         "answers the sample conversation turn by turn with the offline profile (reading the conversation's "
         "manual rewrites unless --set rewriter.name=... says otherwise).",
     )
@@ -49,6 +50,18 @@ def demo_index(cache_dir: Path, rebuild: bool = False) -> Path:
     return index_dir
 
 
+def demo_kb(linker: dict) -> None:
+    """The Wikipedia knowledge base the configured linker reads, built on first use (a couple of minutes)."""
+    from entity.kb import DEFAULT_KB, build_kb
+
+    if linker.get("name") != "wikipedia":
+        return
+    path = Path(linker.get("kb_path") or DEFAULT_KB).expanduser()
+    if not path.is_file():
+        print(f"building the Wikipedia knowledge base at {path} (first use only, a couple of minutes)")
+        build_kb(path)
+
+
 def main(args: argparse.Namespace) -> int:
     from cast.commands.answer import format_result
     from cast.config import load_config
@@ -59,6 +72,7 @@ def main(args: argparse.Namespace) -> int:
     config = load_config(args.config, DEMO_OVERRIDES + args.overrides)
     index_dir = demo_index(Path(config.get("cache_dir", "~/.cache/cast-toolkit")).expanduser(), args.rebuild)
     config["index"] = str(index_dir)
+    demo_kb(config["linker"])
     pipeline = Pipeline.from_config(config)
     print(
         f"rewriter: {config['rewriter']['name']}, re-ranker: {config['reranker']['name']}, "
