@@ -79,6 +79,7 @@ def cross_fitted_anchors(items, candidates, folds=5):
 
 
 def run_links(items, linked):
+    """The ConEL-2 rows of each ``(turn, context)`` item's linked mentions (``link_batch``'s output)."""
     from entity.conel import Link
 
     return [
@@ -146,7 +147,6 @@ def main() -> int:
         started, cpu = time.perf_counter(), time.process_time()
         # Each user turn after the dialogue's earlier turns, for linkers that read the conversation.
         linked = linker.link_batch([t.utterance for t, _ in val], kind="query", contexts=[c for _, c in val])
-        linked = [[linked_span(m) for m in mentions] for mentions in linked]
         per_query = (time.perf_counter() - started) / len(val) * 1000
         cpu_per_query = (time.process_time() - cpu) / len(val) * 1000
         turns = [texts[i : i + args.per_turn] for i in range(0, len(texts), args.per_turn)][: args.turns + 1]
@@ -172,12 +172,6 @@ def main() -> int:
             p, r, f1, *_ = score(read_links(path), gold)
             print(f"{peer + ' (published run)':<22} {p:6.3f} {r:6.3f} {f1:6.3f}")
     return 0
-
-
-def linked_span(mention):
-    from entity.linkers import LinkedSpan
-
-    return LinkedSpan(mention.start, mention.end, mention.entity, mention.confidence)
 
 
 def train(args, val, gold) -> None:

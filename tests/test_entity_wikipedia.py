@@ -224,7 +224,7 @@ def test_share_by_length_keeps_every_item_once():
 def test_the_shipped_model_reproduces_its_val_f1():
     sys.path.insert(0, str(REPO))
     from bench.common import DATA, DEFAULT_INDEX
-    from bench.entity_linking import linked_span, run_links, user_turns
+    from bench.entity_linking import run_links, user_turns
     from entity.collection_entities import entities_dir
     from entity.conel import gold_links, read_dialogues, score
     from entity.kb import DEFAULT_KB
@@ -239,9 +239,7 @@ def test_the_shipped_model_reproduces_its_val_f1():
     linker = WikipediaLinker(entities_dir=str(folder) if recorded["with_collection"] else "none")
     val = user_turns(read_dialogues(val_path))
     linked = linker.link_batch([t.utterance for t, _ in val], kind="query", contexts=[c for _, c in val])
-    figures = score(
-        run_links(val, [[linked_span(m) for m in ms] for ms in linked]), gold_links([[t for t, _ in val]])
-    )
+    figures = score(run_links(val, linked), gold_links([[t for t, _ in val]]))
     assert figures.f1 == pytest.approx(recorded["val_f1"], abs=0.002)
     assert figures.precision == pytest.approx(recorded["val_precision"], abs=0.002)
 
