@@ -11,6 +11,9 @@
   uses it in at least a quarter of its passages, and seldom in lower case; and every form gives its regular plural (``black holes``)
   unless that is another title's form. Surface forms are compared as lower-cased word sequences;
   forms made only of stop words or digits are left out.
+  It also holds a casing table (``casing``): how the collection's text writes the names it capitalises other
+  than in sentence case (:mod:`entity.casing`; a second pass over the passages), which the ``wikipedia`` linker
+  uses for titles the collection has no article for.
 * ``postings.offsets.npy`` / ``postings.passages.npy``: for every entity, the sorted numbers of the passages that
   mention it (the collection knowledge base's in-link sets, :class:`entity.relatedness.CollectionKnowledgeBase`).
 
@@ -41,16 +44,17 @@ import shutil
 import time
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from cast.errors import CastError, ConfigError, DataFormatError, IndexUnavailableError
 from cast.records import Passage
+from entity import casing
 from entity.linkers import entity_uri
 from entity.surfaces import SurfaceMatcher, name_alias, plural_form, title_aliases, usable_surface, words
 from index.collections import read_passages
@@ -81,6 +85,7 @@ ALIAS_EVIDENCE = 0.25
 
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def entities_dir(index_dir: str | Path) -> Path:
@@ -135,6 +140,8 @@ class EntityDictionary:
         passages: the number of passages of the collection it was built from.
         article_uses: for each surface key, one plus the passages of its most common sense's own article that
             use it (the count behind that sense's commonness).
+        casing: lower-cased name -> how the collection writes it, for names it writes with capitals inside
+            (:mod:`entity.casing`; empty in resources built before it existed).
     """
 
     entities: list[str]
@@ -142,6 +149,7 @@ class EntityDictionary:
     version: str
     passages: int
     article_uses: dict[str, int] = field(default_factory=dict)
+    casing: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.keys = list(self.senses)
@@ -168,7 +176,14 @@ class EntityDictionary:
             senses[key] = [(entity, count / total) for entity, count in counts]
         version = hashlib.sha256(raw).hexdigest()[:16]
         article_uses = {key: counts[0][1] for key, counts in data["surfaces"].items()}
-        return cls([entity_uri(t) for t in data["titles"]], senses, version, data["passages"], article_uses)
+        return cls(
+            [entity_uri(t) for t in data["titles"]],
+            senses,
+            version,
+            data["passages"],
+            article_uses,
+            data.get("casing", {}),
+        )
 
 
 @lru_cache(maxsize=4)
@@ -268,9 +283,19 @@ def build_entity_resources(
     for key, entity in tentative:
         pattern = re.compile(rf"\b{re.escape(key)}\b")  # the name in lower case, as a common word
         lower_case_checks.setdefault(entity, []).append((form_ids[key], pattern))
-    found = _scan(passages(), MentionScanner(keys, senses, lower_case_checks), article_of, ray, progress)
+    found = MentionCounts.merge(
+        _scan(passages(), MentionScanner(keys, senses, lower_case_checks), article_of, ray, progress)
+    )
     mentions_passage, mentions_form = found.passages, found.forms
     self_counts, lower_case_uses = found.self_counts, found.lower_case_uses
+
+    # The second pass: every occurrence, whatever its casing, of the names seen capitalised often enough.
+    frequent = Counter(
+        {name: count for name, count in found.cased_names.items() if count >= casing.LEAST_USES}
+    )
+    occurrences: Counter = Counter()
+    for part in _scan(passages(), NameOccurrences(frequent), article_of, ray, progress, "name casing"):
+        occurrences.update(part)
 
     # A name-derived alias ("Curie" for "Marie Curie") is kept only where the article itself uses it often, and
     # as a name: seldom in lower case ("conference" of "Wannsee Conference" is a common word).
@@ -322,6 +347,7 @@ def build_entity_resources(
         "inputs": [str(p) for p in inputs],
         "titles": titles,
         "surfaces": surfaces,
+        "casing": casing.casing_table(frequent, occurrences),
     }
     _write_folder(folder, data, arrays)
     log.info(
@@ -411,26 +437,29 @@ class MentionCounts:
         self_counts: per (form, entity), the passages of the entity's own article that use the form.
         lower_case_uses: per (form, entity) of the lower-case checks, the passages of the article where the form
             is written in lower case (a name used as a common word).
+        cased_names: the capitalised names written other than in sentence case, and how often
+            (:func:`entity.casing.cased_names`).
     """
 
     passages: np.ndarray
     forms: np.ndarray
     self_counts: Counter
     lower_case_uses: Counter
+    cased_names: Counter
 
     @classmethod
     def merge(cls, parts: Iterable[MentionCounts]) -> MentionCounts:
-        """The counts of consecutive chunks, given in collection order."""
-        parts = list(parts)
-        merged = cls(
-            np.concatenate([p.passages for p in parts] or [np.zeros(0, np.int32)]),
-            np.concatenate([p.forms for p in parts] or [np.zeros(0, np.int32)]),
-            Counter(),
-            Counter(),
-        )
+        """The counts of consecutive chunks, given in collection order (each chunk's counters are added as it
+        comes, so that the chunks' name counts are not all held at once)."""
+        passages, forms = [np.zeros(0, np.int32)], [np.zeros(0, np.int32)]
+        merged = cls(passages[0], forms[0], Counter(), Counter(), Counter())
         for part in parts:
+            passages.append(part.passages)
+            forms.append(part.forms)
             merged.self_counts.update(part.self_counts)
             merged.lower_case_uses.update(part.lower_case_uses)
+            merged.cased_names.update(part.cased_names)
+        merged.passages, merged.forms = np.concatenate(passages), np.concatenate(forms)
         return merged
 
 
@@ -467,6 +496,7 @@ class MentionScanner:
         mention_forms = array("i")
         self_counts: Counter = Counter()
         lower_case_uses: Counter = Counter()
+        names: Counter = Counter()
         for number, (text, article) in enumerate(zip(chunk.texts, chunk.articles.tolist(), strict=True)):
             found = {form for _, _, form in self._matcher.matches(words(text))}
             for form in found:
@@ -477,22 +507,49 @@ class MentionScanner:
             for form, pattern in self.lower_case_checks.get(article, ()):
                 if pattern.search(text):
                     lower_case_uses[(form, article)] += 1
+            names.update(casing.cased_names(text))
         return MentionCounts(
             np.frombuffer(mention_passages, dtype=np.int32),
             np.frombuffer(mention_forms, dtype=np.int32),
             self_counts,
             lower_case_uses,
+            names,
         )
+
+
+class NameOccurrences:
+    """Counts every occurrence, in any casing, of the given names in a :class:`PassageChunk` (the casing scan).
+
+    Args:
+        names: the names (any casing); they are counted as lower-cased word sequences.
+    """
+
+    def __init__(self, names: Iterable[str]):
+        self.keys = sorted({" ".join(words(name)) for name in names})
+        self._matcher: SurfaceMatcher | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_matcher": None}
+
+    def __call__(self, chunk: PassageChunk) -> Counter:
+        if self._matcher is None:
+            self._matcher = SurfaceMatcher(self.keys)
+        counts: Counter = Counter()
+        for text in chunk.texts:
+            counts.update(self._matcher.every_match(words(text)))
+        return Counter({self.keys[form]: count for form, count in counts.items()})
 
 
 def _scan(
     passages: Iterable[Passage],
-    scanner: MentionScanner,
+    scanner: Callable[[PassageChunk], T],
     article_of: np.ndarray,
     ray: RayOptions | None,
     progress: bool,
-) -> MentionCounts:
-    """The mentions of the whole collection: chunks scanned here, or on Ray workers, merged in order."""
+    description: str = "entity mentions",
+) -> Iterator[T]:
+    """What ``scanner`` finds in each chunk of the collection, in collection order (scanned here, or on Ray
+    workers)."""
     from tqdm import tqdm
 
     from cast.cluster import map_in_order
@@ -505,12 +562,10 @@ def _scan(
                 return
             yield PassageChunk(first, texts, article_of[first : first + len(texts)])
 
-    parts = []
-    with tqdm(desc="entity mentions", unit=" passages", total=len(article_of), disable=not progress) as bar:
+    with tqdm(desc=description, unit=" passages", total=len(article_of), disable=not progress) as bar:
         for chunk, counts in map_in_order(scanner, chunks(), ray):
-            parts.append(counts)
             bar.update(len(chunk.texts))
-    return MentionCounts.merge(parts)
+            yield counts
 
 
 def _write_folder(folder: Path, data: dict[str, Any], arrays: InLinkArrays) -> None:

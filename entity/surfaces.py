@@ -5,7 +5,7 @@ sequences; the dictionary's keys depend on this module's word pattern, so it kee
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
 
 # The dictionary's word pattern: its surface keys are these words, lower-cased (cast/text.py has the toolkit's own).
@@ -113,3 +113,15 @@ class SurfaceMatcher:
             else:
                 i += 1
         return found
+
+    def every_match(self, tokens: Sequence[str]) -> Iterator[int]:
+        """The form id of every occurrence of a form, overlapping ones included ("new york" inside "new york
+        city")."""
+        longest, ids = self.longest, self.ids
+        for i, word in enumerate(tokens):
+            most = longest.get(word)
+            if most:
+                for end in range(i + 1, min(i + most, len(tokens)) + 1):
+                    form = ids.get(" ".join(tokens[i:end]))
+                    if form is not None:
+                        yield form

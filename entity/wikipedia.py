@@ -21,7 +21,8 @@ It decides as TagMe and WAT do, with what is available offline:
    threshold chosen on ConEL-2 val are dropped.
 
 Identifiers: the collection's title where it has the article (its casing), else the knowledge base's lower-cased
-title in Wikipedia's sentence case, or in the mention's own casing where the mention is a capitalised name.
+title as the collection's text writes it where that is a proper name (:mod:`entity.casing`: "Big_Mac"), else in
+the mention's own casing where the mention is a capitalised name, else in Wikipedia's sentence case.
 """
 
 from __future__ import annotations
@@ -477,10 +478,14 @@ def _related_forms(form: str, title: str) -> float:
 
 
 def _identifier(title: str, name: str | None, collection: CollectionSenses | None) -> str:
-    """The collection's identifier of the article, else the mention's own text where it is a capitalised name
-    of exactly this title (``name``), else the title in sentence case."""
-    if collection is not None and title in collection.cased:
-        return collection.cased[title]
+    """The collection's identifier of the article, else the title as the collection's text writes it (a proper
+    name, :mod:`entity.casing`), else the mention's own text where it is a capitalised name of exactly this title
+    (``name``), else the title in sentence case."""
+    if collection is not None:
+        if title in collection.cased:
+            return collection.cased[title]
+        if title in collection.dictionary.casing:
+            return entity_uri(collection.dictionary.casing[title])
     return entity_uri(name if name is not None else sentence_case(title))
 
 

