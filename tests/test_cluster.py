@@ -1,5 +1,6 @@
 """Scaling out on Ray (a local runtime of 2 CPUs): collection jobs and runs give the files a local run writes."""
 
+import json
 import os
 import subprocess
 import sys
@@ -80,6 +81,10 @@ def test_sharded_entity_dictionary_equals_the_local_one(
         collection_entities.PASSAGES_FILE,
     ):
         assert (sharded / name).read_bytes() == (local / name).read_bytes(), name
+    # The casing table too, counted across chunks ("Solar System" is written so in several of them).
+    assert json.loads((sharded / collection_entities.DICTIONARY_FILE).read_text())["casing"] == {
+        "solar system": "Solar System"
+    }
 
 
 @pytest.mark.slow
