@@ -119,7 +119,8 @@ def check_index(index_dir: str | Path) -> Path:
         )
     if not any(p.name.startswith("segments_") for p in path.iterdir()):
         raise IndexUnavailableError(
-            f"{path} is not a Lucene index (no segments file); rebuild it with `cast index build`"
+            f"{path} is not a Lucene index (no segments file); build it with "
+            f"`cast index build --input FILES... --index {path} --overwrite`"
         )
     return path
 
@@ -160,13 +161,23 @@ def index_reader(index_dir: str) -> Any:
         raise corrupt_index(path, e) from e
 
 
-def corrupt_index(path: str | Path, error: BaseException) -> IndexUnavailableError:
-    """The one-line error for an index Lucene cannot read (its Java stack trace cut to its first line)."""
+def corrupt_index(path: str | Path, error: BaseException) -> CastError:
+    """The one-line error for an index Lucene cannot read (its Java stack trace cut to its first line), with the
+    command that rebuilds it; an error that is not about reading the index's files (a setting Lucene cannot use)
+    says so instead: rebuilding would not help, and loses the index."""
+    from index.build import index_command
+
     said = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
+    if not _READ_ERRORS.search(str(error)):
+        return CastError(f"Lucene failed to search the index at {path} ({excerpt(said, 160)})")
     return IndexUnavailableError(
         f"cannot read the index at {path}, which looks damaged ({excerpt(said, 160)}); rebuild it with "
-        f"`cast index build --input FILES... --index {path} --overwrite`"
+        f"`{index_command(path, 'build')}`"
     )
+
+
+# Java exceptions that mean an index's files cannot be read (damaged, cut short, missing or of another version).
+_READ_ERRORS = re.compile(r"IOException|CorruptIndex|EOFException|NoSuchFile|FileNotFound|IndexFormat|Checksum")
 
 
 def indexer(index_dir: str | Path, *, stemmer: str = "krovetz", threads: int = 2) -> Any:

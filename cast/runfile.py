@@ -18,7 +18,7 @@ from types import TracebackType
 
 from cast.atomic import write_lines_atomic
 from cast.errors import DataFormatError, excerpt
-from cast.textfiles import utf8_lines
+from cast.textfiles import RUN_LINE_BYTES, utf8_lines
 
 RUN_COLUMNS = 6
 
@@ -98,7 +98,7 @@ def read_run(path: str | Path) -> dict[str, dict[str, float]]:
         raise DataFormatError(path, "no such run file")
     run: dict[str, dict[str, float]] = {}
     first_seen: dict[tuple[str, str], int] = {}
-    for line_number, line in utf8_lines(path):
+    for line_number, line in utf8_lines(path, RUN_LINE_BYTES):
         if not line.strip():
             continue
         parts = line.split()

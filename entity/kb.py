@@ -20,6 +20,7 @@ indexed query per batch of forms; nothing is held in memory.
 from __future__ import annotations
 
 import ast
+import shlex
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
@@ -177,8 +178,15 @@ class WikipediaKB:
         self._local = threading.local()
         meta = dict(self._db().execute("SELECT key, value FROM meta").fetchall())
         if meta.get("format") != FORMAT:
-            raise DataFormatError(self.path, f"format {meta.get('format')} is not {FORMAT}; rebuild it")
+            raise DataFormatError(
+                self.path, f"format {meta.get('format')} is not {FORMAT}; rebuild it with `{self.rebuild}`"
+            )
         self.meta = meta
+
+    @property
+    def rebuild(self) -> str:
+        """The command that builds this file again in place."""
+        return f"cast entity kb --output {shlex.quote(str(self.path))} --overwrite"
 
     def _db(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
@@ -188,7 +196,7 @@ class WikipediaKB:
                 db.execute("SELECT 1 FROM meta LIMIT 1")
             except sqlite3.DatabaseError as e:
                 raise DataFormatError(
-                    self.path, f"not a knowledge base ({e}); rebuild it with `cast entity kb`"
+                    self.path, f"not a knowledge base ({e}); rebuild it with `{self.rebuild}`"
                 ) from e
             self._local.db = db
         return db
