@@ -177,7 +177,9 @@ def corrupt_index(path: str | Path, error: BaseException) -> CastError:
 
 
 # Java exceptions that mean an index's files cannot be read (damaged, cut short, missing or of another version).
-_READ_ERRORS = re.compile(r"IOException|CorruptIndex|EOFException|NoSuchFile|FileNotFound|IndexFormat|Checksum")
+_READ_ERRORS = re.compile(
+    r"IOException|CorruptIndex|EOFException|NoSuchFile|FileNotFound|IndexFormat|Checksum"
+)
 
 
 def indexer(index_dir: str | Path, *, stemmer: str = "krovetz", threads: int = 2) -> Any:

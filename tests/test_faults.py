@@ -209,7 +209,11 @@ def test_a_damaged_index_is_one_line_naming_it_and_the_rebuild(core_index, tmp_p
     assert "\n" not in message and f"cannot read the index at {index}" in message
     # The advice names the inputs the index was built from, so that it works as given.
     advised = advised_command(message)
-    assert advised[:3] == ["index", "build", "--input"] and advised[-3:] == ["--index", str(index), "--overwrite"]
+    assert advised[:3] == ["index", "build", "--input"] and advised[-3:] == [
+        "--index",
+        str(index),
+        "--overwrite",
+    ]
     assert cast(capsys, *advised)[0] == 0
     assert LMDFirstStage(Resources({"index": str(index)})).search("Glasgow")
 
