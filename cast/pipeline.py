@@ -240,6 +240,10 @@ class Pipeline:
             stages["knowledge_base"] = self.config["knowledge_base"]
         if not isinstance(self.ptkb, NoPTKB):
             stages["ptkb"] = self.ptkb.describe()
+        if self.config.get("index"):  # the collection searched: outputs of another one must not be mixed in
+            from index.build import index_identity
+
+            stages["index"] = index_identity(self.config["index"])
         return {**stages, "history_responses": "answers" if self.answers_as_responses else "topics"}
 
     def answer_turn(

@@ -6,6 +6,10 @@ Records are frozen dataclasses; ``to_dict`` / ``from_dict`` give the JSON form u
 from __future__ import annotations
 
 import copy
+import functools
+import math
+import types
+import typing
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
@@ -241,8 +245,67 @@ def _plain(value: Any) -> Any:
 
 
 def from_dict(cls: type, data: dict[str, Any]) -> Any:
-    """Rebuild a record written by :func:`to_dict` (nested records included)."""
-    return _RECORD_READERS[cls](data)
+    """Rebuild a record written by :func:`to_dict` (nested records included).
+
+    Raises:
+        TypeError: ``data`` is not such a record: a field is missing or unknown, or of another type than the
+            record declares (a file damaged or edited by hand), which would otherwise fail later and elsewhere.
+    """
+    try:
+        record = _RECORD_READERS[cls](data)
+    except (KeyError, TypeError, AttributeError) as e:
+        raise TypeError(f"not a {cls.__name__} record ({type(e).__name__}: {e})") from None
+    wrong = _wrong_field(record)
+    if wrong is not None:
+        raise TypeError(f"not a {cls.__name__} record: {wrong}")
+    return record
+
+
+@functools.cache
+def _field_types(cls: type) -> list[tuple[str, Any]]:
+    hints = typing.get_type_hints(cls)
+    return [(f.name, hints[f.name]) for f in fields(cls)]
+
+
+def _wrong_field(record: Any) -> str | None:
+    """The first field of ``record`` (nested records included) whose value is not of its declared type, as
+    ``name = value``, or None."""
+    for name, hint in _field_types(type(record)):
+        value = getattr(record, name)
+        if not _fits(value, hint):
+            return f"{type(record).__name__}.{name} = {value!r:.80}"
+        if is_dataclass(value):
+            inner = _wrong_field(value)
+            if inner is not None:
+                return inner
+        elif isinstance(value, tuple):
+            inner = next((w for v in value if is_dataclass(v) and (w := _wrong_field(v)) is not None), None)
+            if inner is not None:
+                return inner
+    return None
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether ``value`` is of the declared type ``hint`` (records: their own type; their fields are checked by
+    :func:`_wrong_field`); floats must be finite."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, arg) for arg in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint in (str, bool) or (isinstance(hint, type) and is_dataclass(hint)):
+        return isinstance(value, hint)
+    if origin is tuple:
+        return isinstance(value, tuple) and all(_fits(v, typing.get_args(hint)[0]) for v in value)
+    if origin is dict:
+        return isinstance(value, dict) and all(
+            isinstance(k, str) and _fits(v, typing.get_args(hint)[1]) for k, v in value.items()
+        )
+    return True  # Any
 
 
 def _turn(d: dict) -> Turn:

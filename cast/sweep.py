@@ -13,15 +13,17 @@ writes with its settings): a sweep run again keeps the points it finished and re
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cast.errors import CastError, ConfigError
+from cast.errors import CastError, ConfigError, DataFormatError
 
 if TYPE_CHECKING:
     from cast.cluster import RayOptions
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
 AFTER_LINKING = ("selector", "summarizer", "knowledge_base")
 AFTER_RERANKING = (*AFTER_LINKING, "linker")
 PREPARED_FILE = "prepared.jsonl.gz"
+LOCK_FILE = "sweep.lock"
 # The base config a sweep's folder holds points of: points of another base config must not join them.
 MANIFEST_FILE = "sweep.json"
 
@@ -183,21 +186,56 @@ def run_sweep(
     """Run every point of the grid into ``out`` (``<point>.run``, ``<point>.answers.jsonl``).
 
     Raises:
-        CastError: ``out`` is a file or holds a sweep of another base config (give --overwrite), a point's
-            config is not valid, or a point's outputs are locked by another run.
+        CastError: ``out`` is a file or holds a sweep of another base config, topics or index, or a point of the
+            same name with other settings (give --overwrite); a point's config is not valid; another sweep writes
+            in ``out``.
     """
-    from cast.cluster import map_in_order
-    from cast.outputs import RunOutputs
+    with sweep_lock(out):
+        return _run_sweep(points, config_of, base_config, conversations, out, ray, overwrite, progress)
+
+
+@contextmanager
+def sweep_lock(out: Path) -> Iterator[None]:
+    """Hold ``OUT/sweep.lock`` (two sweeps in one folder would mix their points), and remove the temporary files a
+    killed sweep left there.
+
+    Raises:
+        CastError: ``out`` is a file, or another sweep holds the lock.
+    """
+    from cast.atomic import PARTIAL
+    from cast.outputs import held_lock
 
     if out.exists() and not out.is_dir():
         raise CastError(f"--output {out} is a file; give a folder for the sweep's runs")
     out.mkdir(parents=True, exist_ok=True)
-    _check_manifest(out / MANIFEST_FILE, base_config, overwrite)
+    busy = f"another cast sweep (PID {{holder}}) is writing in {out}; wait for it to finish, or choose another --output"
+    with held_lock(out / LOCK_FILE, busy):
+        for leftover in out.glob(f".*{PARTIAL}*"):
+            if leftover.is_file() and not leftover.is_symlink():
+                leftover.unlink()
+        yield
+
+
+def _run_sweep(
+    points: Sequence[Point],
+    config_of: Callable[[Point], dict[str, Any]],
+    base_config: dict[str, Any],
+    conversations: list[Conversation],
+    out: Path,
+    ray: RayOptions | None,
+    overwrite: bool,
+    progress: bool,
+) -> SweepOutputs:
+    from cast.cluster import map_in_order
+    from cast.outputs import RunOutputs
+
+    inputs = sweep_inputs(base_config, conversations)
+    kept = _check_manifest(out / MANIFEST_FILE, base_config, inputs, points, overwrite)
     configs = {point.name: config_of(point) for point in points}
     _check_configs(configs)
     stop_after = stop_point(points, list(configs.values()))
     outputs = {point.name: RunOutputs(out / point.file_name, _tag(point), overwrite=True) for point in points}
-    pending = [p for p in points if overwrite or not _finished(outputs[p.name])]
+    pending = [p for p in points if p.file_name not in kept or not _finished(outputs[p.name])]
     for point in points:
         if point not in pending:
             print(f"kept: {outputs[point.name].run_path} (finished earlier)", file=sys.stderr)
@@ -214,6 +252,7 @@ def run_sweep(
     qids = list(dict.fromkeys(t.qid for c in conversations for t in c.turns))
     for (name, _), (described, results) in map_in_order(runner, items, ray):
         target = outputs[name]
+        described = {**described, "topics": inputs["topics"]}  # as `cast run` records it
         with target.locked():  # a point is written whole, once all its turns are answered
             target.write_whole(
                 [(r.qid, r.ranking, {**r.to_record(), "config": described}) for r in results], qids
@@ -240,26 +279,58 @@ def _check_configs(configs: dict[str, dict[str, Any]]) -> None:
             raise CastError(f"point {name}: {e}") from e
 
 
-def _check_manifest(path: Path, config: dict[str, Any], overwrite: bool) -> None:
-    """Refuse to add points to a folder holding a sweep of another base config (``--overwrite``: replace it)."""
-    import json
+def sweep_inputs(config: dict[str, Any], conversations: list[Conversation]) -> dict[str, Any]:
+    """What a sweep's points are made from besides their settings: the topics' digest and the index's identity."""
+    from cast.topics import topics_digest
+    from index.build import index_identity
 
+    return {
+        "topics": topics_digest(conversations),
+        "index": index_identity(config["index"]) if config.get("index") else None,
+    }
+
+
+def _check_manifest(
+    path: Path, config: dict[str, Any], inputs: dict[str, Any], points: Sequence[Point], overwrite: bool
+) -> dict[str, list[str]]:
+    """Refuse to add points to a folder holding a sweep of another base config or other inputs, or a point of
+    the same name made with other settings (``--overwrite``: replace them); record this sweep's. Returns the
+    points recorded before with the same settings (their files, if finished, are kept), by file name."""
     from cast.atomic import write_text_atomic
+    from cast.outputs import _difference
+    from cast.textfiles import RECORD_BYTES, read_json
 
-    current = json.loads(json.dumps(config))  # as read back
+    names = [p.file_name for p in points]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise CastError(
+            f"--grid gives two points the file name {repeated[0]}: give values that differ in letters"
+        )
+    current = json.loads(json.dumps({"config": config, "inputs": inputs}))  # as read back
+    recorded: dict[str, list[str]] = {}
     if path.is_file() and not overwrite:
         try:
-            recorded = json.loads(path.read_text(encoding="utf-8")).get("config")
-        except (OSError, ValueError, AttributeError) as e:
+            manifest = read_json(path, RECORD_BYTES, "sweep manifest")
+            recorded = dict(manifest.get("points") or {})
+        except (DataFormatError, AttributeError, TypeError, ValueError) as e:
             raise CastError(f"{path} is not a sweep manifest ({e}); choose another --output") from e
-        if recorded != current:
-            from cast.outputs import _difference
-
-            raise CastError(
-                f"{path.parent} holds a sweep of another config ({_difference(recorded, current)}): choose another "
-                "--output, or pass --overwrite to run every point again"
-            )
-    write_text_atomic(path, json.dumps({"config": current}, indent=2, sort_keys=True) + "\n")
+        for what, key in (("another config", "config"), ("other inputs", "inputs")):
+            difference = _difference(manifest.get(key), current[key])
+            if difference is not None:
+                raise CastError(
+                    f"{path.parent} holds a sweep of {what} ({difference}): choose another --output, or pass "
+                    "--overwrite to run every point again"
+                )
+        for point in points:
+            made = recorded.get(point.file_name, list(point.overrides))
+            if made != list(point.overrides):
+                raise CastError(
+                    f"{path.parent} holds a point {point.file_name} made with {', '.join(map(str, made))}, not "
+                    f"{', '.join(point.overrides)}: choose another --output, or pass --overwrite"
+                )
+    points_made = {**recorded, **{p.file_name: list(p.overrides) for p in points}}
+    write_text_atomic(path, json.dumps({**current, "points": points_made}, indent=2, sort_keys=True) + "\n")
+    return recorded
 
 
 def _tag(point: Point) -> str:
@@ -333,6 +404,20 @@ def sweep_report(
     Raises:
         CastError: ``baseline`` names no point, or there is nothing to evaluate against.
     """
+    with sweep_lock(out):
+        return _sweep_report(points, outputs, out, qrels, topics, index, baseline, correction)
+
+
+def _sweep_report(
+    points: Sequence[Point],
+    outputs: SweepOutputs,
+    out: Path,
+    qrels: Path | None,
+    topics: Path | None,
+    index: str | Path | None,
+    baseline: str | None,
+    correction: str | None,
+) -> Path:
     import pandas as pd
 
     from cast.evaluate import report as rep

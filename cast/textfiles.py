@@ -172,19 +172,23 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def input_lines(path: str | Path, line_limit: int) -> Iterator[tuple[int, bytes]]:
-    """The lines of a file (gunzipped where its name ends in ``.gz``) with their 1-based numbers, line ends
-    kept, each at most ``line_limit`` bytes.
+def input_lines(
+    path: str | Path, line_limit: int, gzipped: bool | None = None
+) -> Iterator[tuple[int, bytes]]:
+    """The lines of a file (gunzipped if ``gzipped``; None: where its name ends in ``.gz``) with their 1-based
+    numbers, line ends kept, each at most ``line_limit`` bytes.
 
     Raises:
         DataFormatError: the file is not a regular file, a line is longer, or the gzip stream is damaged.
     """
     try:
         with _open_regular(path) as raw:
-            stream: IO[bytes] = gzip.GzipFile(fileobj=raw) if path.name.endswith(".gz") else raw
+            if gzipped is None:
+                gzipped = Path(path).name.endswith(".gz")
+            stream: IO[bytes] = gzip.GzipFile(fileobj=raw) if gzipped else raw
             yield from bounded_lines(stream, line_limit, path)
     except (EOFError, zlib.error, gzip.BadGzipFile) as e:
-        raise DataFormatError(path, f"a damaged gzip file ({e or type(e).__name__})") from None
+        raise DataFormatError(path, f"not a readable gzip file ({e or type(e).__name__})") from None
 
 
 def bounded_lines(

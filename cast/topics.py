@@ -61,15 +61,17 @@ raises :class:`~cast.errors.DataFormatError` naming the file, and the topic, tur
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from cast.errors import DataFormatError, EmptyUtteranceError, excerpt
 from cast.ikat import is_ikat, read_ikat_topics
-from cast.records import Conversation, Turn
+from cast.records import Conversation, Turn, to_dict
 from cast.textfiles import TABLE_BYTES, TOPICS_BYTES, read_json, read_text
 
 FORMATS = ("cast", "sample", "ikat")
@@ -129,6 +131,13 @@ def load_topics(
             _check_qid(path, turn.qid)
             _check_not_empty(path, turn)
     return conversations
+
+
+def topics_digest(conversations: Sequence[Conversation]) -> str:
+    """A digest of the conversations as read (rewrites and PTKB included; a file only laid out otherwise gives the
+    same), which outputs made from them record, so that a resume or a sweep with other topics is refused."""
+    canonical = json.dumps([to_dict(c) for c in conversations], sort_keys=True, ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 
 def read_rewrites(path: str | Path) -> dict[str, str]:

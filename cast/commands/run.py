@@ -60,6 +60,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from cast.atomic import check_writable
     from cast.errors import CastError
     from cast.outputs import RunOutputs
     from cast.prepared import Prepared
@@ -71,6 +72,8 @@ def main(args: argparse.Namespace) -> int:
         raise CastError(
             "give --output (a prefix for the run and answers files), or --stop-after with --prepared"
         )
+    if args.stop_after:
+        check_writable(args.prepared, "--prepared")  # now, not after every turn is prepared
     config = config_from_args(args)
     conversations = load_topics(args.topics, rewrites=args.rewrites)
     if args.stop_after:
@@ -105,9 +108,11 @@ def _pipeline(args: argparse.Namespace, config: dict) -> Iterator[Any]:
 
 
 def _run(args: argparse.Namespace, config: dict, conversations: list, outputs, pipeline, prepared) -> int:
+    from cast.topics import topics_digest
+
     qids = write_outputs(
         outputs,
-        pipeline.describe(),
+        {**pipeline.describe(), "topics": topics_digest(conversations)},
         conversations,
         lambda done, write: pipeline.run(
             conversations, done=done, on_result=write, progress=True, prepared=prepared
