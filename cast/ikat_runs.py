@@ -175,19 +175,25 @@ def write_ikat_run(
     run_type: str = "automatic",
     team_id: str = "",
 ) -> list[str]:
-    """Write the iKAT run of a finished ``cast run`` (its TREC run file and answers file) atomically.
+    """Write the iKAT run of a finished ``cast run`` (its TREC run file and answers file) atomically, if it is
+    valid.
 
     Returns:
-        The problems :func:`validate_ikat_run` finds in it (e.g. passage ids that are not ClueWeb22 ones).
+        The problems :func:`validate_ikat_run` finds in it (e.g. a turn that retrieved no passage); if there are
+        any, nothing is written (and a file there before is removed: it would be taken for this run's).
     """
     from cast.evaluate.answers import read_answers
     from cast.runfile import read_run
 
     records = read_answers(answers_path).records.values()
     lines = ikat_run(turn_outputs(read_run(run_path), records), fmt, run_name, run_type, team_id)
-    write_lines_atomic(path, lines)
     parsed = [json.loads(line) for line in lines]
-    return validate_ikat_run(parsed if fmt == "ikat2025" else parsed[0], fmt)
+    problems = validate_ikat_run(parsed if fmt == "ikat2025" else parsed[0], fmt)
+    if problems:
+        Path(path).unlink(missing_ok=True)
+    else:
+        write_lines_atomic(path, lines)
+    return problems
 
 
 def read_ikat_run(path: str | Path, fmt: str) -> Any:

@@ -6,7 +6,6 @@ Records are frozen dataclasses; ``to_dict`` / ``from_dict`` give the JSON form u
 from __future__ import annotations
 
 import copy
-import functools
 import math
 import types
 import typing
@@ -261,10 +260,14 @@ def from_dict(cls: type, data: dict[str, Any]) -> Any:
     return record
 
 
-@functools.cache
+_FIELD_TYPES: dict[type, list[tuple[str, Any]]] = {}
+
+
 def _field_types(cls: type) -> list[tuple[str, Any]]:
-    hints = typing.get_type_hints(cls)
-    return [(f.name, hints[f.name]) for f in fields(cls)]
+    if cls not in _FIELD_TYPES:
+        hints = typing.get_type_hints(cls)
+        _FIELD_TYPES[cls] = [(f.name, hints[f.name]) for f in fields(cls)]
+    return _FIELD_TYPES[cls]
 
 
 def _wrong_field(record: Any) -> str | None:

@@ -66,7 +66,8 @@ class TrecRunWriter:
         check_tag(tag)
         self.path = Path(path)
         self.tag = tag
-        self._file = self.path.open("a" if append else "w", encoding="utf-8")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_APPEND if append else os.O_TRUNC)
+        self._file = os.fdopen(os.open(self.path, flags, 0o666), "a", encoding="utf-8")  # a link is refused
 
     def write(self, qid: str, scored: Iterable[tuple[str, float]]) -> None:
         """Append the lines of one query (in run order) and make them durable."""

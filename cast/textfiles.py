@@ -24,7 +24,7 @@ import stat
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from cast.errors import DataFormatError
 
@@ -185,7 +185,7 @@ def input_lines(
         with _open_regular(path) as raw:
             if gzipped is None:
                 gzipped = Path(path).name.endswith(".gz")
-            stream: IO[bytes] = gzip.GzipFile(fileobj=raw) if gzipped else raw
+            stream = cast(IO[bytes], gzip.GzipFile(fileobj=raw)) if gzipped else raw
             yield from bounded_lines(stream, line_limit, path)
     except (EOFError, zlib.error, gzip.BadGzipFile) as e:
         raise DataFormatError(path, f"not a readable gzip file ({e or type(e).__name__})") from None

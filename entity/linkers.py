@@ -160,6 +160,20 @@ class LinkedSpan(NamedTuple):
     confidence: float
 
 
+def is_spans(value: Any) -> bool:
+    """Whether a cached value is a list of spans ``[start, end, entity, confidence]`` (a damaged or foreign
+    cache entry may be anything)."""
+    return isinstance(value, list) and all(
+        isinstance(span, list)
+        and len(span) == 4
+        and isinstance(span[0], int)
+        and isinstance(span[1], int)
+        and isinstance(span[2], str)
+        and isinstance(span[3], int | float)
+        for span in value
+    )
+
+
 def check_kind(kind: str) -> None:
     if kind not in KINDS:
         raise CastError(f"entity linking: kind must be one of {', '.join(KINDS)}, got {kind!r}")
@@ -471,7 +485,9 @@ class RemoteLinker(SpanLinker):
     ) -> Sequence[list[LinkedSpan] | None]:
         cache = self.resources.cache if self.resources is not None else None
         inputs = [self.cache_inputs(piece, kind) for piece in pieces]
-        answers: list[Any] = cache.get_many(self.name, inputs) if cache is not None else [None] * len(pieces)
+        answers: list[Any] = (
+            cache.get_many(self.name, inputs, is_spans) if cache is not None else [None] * len(pieces)
+        )
         fresh = []
         for number, piece in enumerate(pieces):
             if answers[number] is not None:

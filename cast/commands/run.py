@@ -76,6 +76,12 @@ def main(args: argparse.Namespace) -> int:
         check_writable(args.prepared, "--prepared")  # now, not after every turn is prepared
     config = config_from_args(args)
     conversations = load_topics(args.topics, rewrites=args.rewrites)
+    if args.format and not any(c.ptkb for c in conversations):
+        # Its passage ids would not be ClueWeb22's: a submission file that the organisers would refuse.
+        raise CastError(
+            f"--format {args.format} writes a TREC iKAT run, but {args.topics} are not iKAT topics (no PTKB); "
+            "leave --format out"
+        )
     if args.stop_after:
         with _pipeline(args, config) as pipeline:
             prepared = pipeline.prepare(conversations, stop_after=args.stop_after, progress=True)
@@ -189,12 +195,18 @@ def write_outputs(
 
 
 def _write_ikat(args: argparse.Namespace, outputs, run_name: str) -> None:
+    from cast.errors import CastError
     from cast.ikat_runs import ikat_run_path, write_ikat_run
 
     path = ikat_run_path(args.output, args.format)
     problems = write_ikat_run(
         path, outputs.run_path, outputs.answers_path, args.format, run_name, args.run_type, args.team_id
     )
+    if problems:  # e.g. a turn that retrieved nothing: no file that looks like a submission
+        for problem in problems[:5]:
+            print(f"{path}: {problem}", file=sys.stderr)
+        raise CastError(
+            f"not writing {path}: it would not be a valid {args.format} submission ({len(problems)} problem(s), "
+            f"above); {outputs.run_path} and {outputs.answers_path} are complete"
+        )
     print(f"wrote {path}")
-    for problem in problems[:5]:
-        print(f"{path}: not a valid {args.format} submission: {problem}", file=sys.stderr)
