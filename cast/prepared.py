@@ -140,10 +140,11 @@ class Prepared:
         path = Path(path)
         header = {"format": FORMAT, "stop_after": self.stop_after, "description": self.description}
         try:
-            with atomic_path(path) as tmp, gzip.open(tmp, "wt", encoding="utf-8") as f:
-                f.write(json.dumps(header, ensure_ascii=False) + "\n")
+            # No file name in the gzip header: the temporary one would be.
+            with atomic_path(path) as tmp, tmp.open("wb") as raw, gzip.GzipFile("", "wb", fileobj=raw) as f:
+                f.write((json.dumps(header, ensure_ascii=False) + "\n").encode("utf-8"))
                 for turn in self.turns.values():
-                    f.write(json.dumps(_turn_record(turn), ensure_ascii=False) + "\n")
+                    f.write((json.dumps(_turn_record(turn), ensure_ascii=False) + "\n").encode("utf-8"))
         except OSError as e:
             raise CastError(f"cannot write the prepared turns to {path}: {e.strerror or e}") from e
         return path

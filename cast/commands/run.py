@@ -6,7 +6,6 @@ import argparse
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from cast.cluster import add_ray_arguments, ray_options
@@ -42,7 +41,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     staged.add_argument(
         "--prepared",
-        type=Path,
         metavar="FILE",
         help="with --stop-after: where to write the prepared turns; without: prepared turns to finish (the "
         "config's stages up to where they stopped must be those that prepared them)",
