@@ -163,7 +163,12 @@ class RunOutputs:
     def finalize(self, qid_order: Sequence[str]) -> None:
         """Write both files in ``qid_order`` from the turns appended, and move them into place."""
         records = [json.loads(line) for line in self.answers_partial.read_text(encoding="utf-8").splitlines()]
-        rankings = read_run(self.run_partial) if self.run_partial.exists() else {}
+        # No run lines at all where no turn retrieved a passage.
+        rankings = (
+            read_run(self.run_partial)
+            if self.run_partial.exists() and self.run_partial.stat().st_size
+            else {}
+        )
         self._write({qid: list(scored.items()) for qid, scored in rankings.items()}, records, qid_order)
         self.discard_partial()
 

@@ -241,6 +241,19 @@ def test_an_ikat_run_file_of_cast_topics_is_refused_before_the_run(capsys, tmp_p
     assert code == 1 and "are not iKAT topics (no PTKB); leave --format out" in one_error_line(err)
 
 
+def test_a_run_whose_turns_retrieve_nothing_is_finished(capsys, core_index, tmp_path):
+    topics = tmp_path / "topics.json"
+    topics.write_text(json.dumps({"topic_id": "z", "turns": [{"utterance": "Xyzzy plugh?"}]}))
+    code, _, err = cast(
+        capsys, "run", *BASELINE, "--set", "rewriter.name=raw", "--index", core_index, "--topics", topics,
+        "--output", tmp_path / "r",
+    )  # fmt: skip
+    assert code == 0, err
+    assert (tmp_path / "r.run").read_text() == "" and json.loads((tmp_path / "r.answers.jsonl").read_text())[
+        "qid"
+    ] == "z_1"
+
+
 def test_an_ikat_run_file_that_would_not_be_valid_is_not_written(tmp_path):
     from cast.ikat_runs import write_ikat_run
     from cast.runfile import write_run
