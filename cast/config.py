@@ -104,7 +104,11 @@ def parse_override(assignment: str) -> tuple[list[str], Any]:
         value = parse_yaml(raw, "--set") if raw.strip() else ""
     except DataFormatError as e:
         raise ConfigError(f"--set {assignment!r}: the value is {e.problem}") from None
-    return key.strip().split("."), value
+    keys = key.strip().split(".")
+    if len(keys) == 1 and _SETTING_TYPES.get(keys[0]) is str and isinstance(value, int | float | bool):
+        # A path or tag that YAML reads as a number or a boolean (--index 2024, --set tag=yes).
+        value = raw.strip()
+    return keys, value
 
 
 def apply_override(config: dict[str, Any], keys: list[str], value: Any) -> None:

@@ -218,7 +218,7 @@ def held_lock(lock_path: Path, busy: str) -> Iterator[None]:
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
             os.close(fd)
-            raise CastError(busy.format(holder=holder)) from None
+            raise CastError(busy.replace("{holder}", holder)) from None
         if os.path.samestat(os.fstat(fd), os.stat(lock_path, follow_symlinks=False)):
             break
         os.close(fd)  # the process before us removed the file after we opened it: lock the new one

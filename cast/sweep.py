@@ -190,8 +190,50 @@ def run_sweep(
             same name with other settings (give --overwrite); a point's config is not valid; another sweep writes
             in ``out``.
     """
+    from cast.cluster import map_in_order
+    from cast.outputs import RunOutputs
+
     with sweep_lock(out):
-        return _run_sweep(points, config_of, base_config, conversations, out, ray, overwrite, progress)
+        inputs = sweep_inputs(base_config, conversations)
+        kept = _check_manifest(out / MANIFEST_FILE, base_config, inputs, points, overwrite)
+        configs = {point.name: config_of(point) for point in points}
+        _check_configs(configs)
+        stop_after = stop_point(points, list(configs.values()))
+        outputs = {
+            point.name: RunOutputs(out / point.file_name, _tag(point), overwrite=True) for point in points
+        }
+        pending = [p for p in points if p.file_name not in kept or not _finished(outputs[p.name])]
+        for point in points:
+            if point not in pending:
+                print(f"kept: {outputs[point.name].run_path} (finished earlier)", file=sys.stderr)
+        prepared, built = None, None
+        if pending and stop_after is not None:
+            started = time.perf_counter()
+            prepared, built = _prepare(
+                base_config, conversations, stop_after, out / PREPARED_FILE, ray, progress
+            )
+            print(f"shared pass: {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        runner = PointRunner(base_config, conversations, prepared)
+        if built is not None:
+            runner.use(*built)
+        items = [(p.name, configs[p.name]) for p in pending]
+        started = time.perf_counter()
+        qids = list(dict.fromkeys(t.qid for c in conversations for t in c.turns))
+        for (name, _), (described, results) in map_in_order(runner, items, ray):
+            target = outputs[name]
+            described = {**described, "topics": inputs["topics"]}  # as `cast run` records it
+            with target.locked():  # a point is written whole, once all its turns are answered
+                target.write_whole(
+                    [(r.qid, r.ranking, {**r.to_record(), "config": described}) for r in results], qids
+                )
+            print(f"wrote {target.run_path} and {target.answers_path} ({name})", file=sys.stderr)
+        if items:
+            print(f"points: {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        return SweepOutputs(
+            runs={p.name: outputs[p.name].run_path for p in points},
+            answers={p.name: outputs[p.name].answers_path for p in points},
+            stop_after=stop_after,
+        )
 
 
 @contextmanager
@@ -214,57 +256,6 @@ def sweep_lock(out: Path) -> Iterator[None]:
             if leftover.is_file() and not leftover.is_symlink():
                 leftover.unlink()
         yield
-
-
-def _run_sweep(
-    points: Sequence[Point],
-    config_of: Callable[[Point], dict[str, Any]],
-    base_config: dict[str, Any],
-    conversations: list[Conversation],
-    out: Path,
-    ray: RayOptions | None,
-    overwrite: bool,
-    progress: bool,
-) -> SweepOutputs:
-    from cast.cluster import map_in_order
-    from cast.outputs import RunOutputs
-
-    inputs = sweep_inputs(base_config, conversations)
-    kept = _check_manifest(out / MANIFEST_FILE, base_config, inputs, points, overwrite)
-    configs = {point.name: config_of(point) for point in points}
-    _check_configs(configs)
-    stop_after = stop_point(points, list(configs.values()))
-    outputs = {point.name: RunOutputs(out / point.file_name, _tag(point), overwrite=True) for point in points}
-    pending = [p for p in points if p.file_name not in kept or not _finished(outputs[p.name])]
-    for point in points:
-        if point not in pending:
-            print(f"kept: {outputs[point.name].run_path} (finished earlier)", file=sys.stderr)
-    prepared, built = None, None
-    if pending and stop_after is not None:
-        started = time.perf_counter()
-        prepared, built = _prepare(base_config, conversations, stop_after, out / PREPARED_FILE, ray, progress)
-        print(f"shared pass: {time.perf_counter() - started:.1f} s", file=sys.stderr)
-    runner = PointRunner(base_config, conversations, prepared)
-    if built is not None:
-        runner.use(*built)
-    items = [(p.name, configs[p.name]) for p in pending]
-    started = time.perf_counter()
-    qids = list(dict.fromkeys(t.qid for c in conversations for t in c.turns))
-    for (name, _), (described, results) in map_in_order(runner, items, ray):
-        target = outputs[name]
-        described = {**described, "topics": inputs["topics"]}  # as `cast run` records it
-        with target.locked():  # a point is written whole, once all its turns are answered
-            target.write_whole(
-                [(r.qid, r.ranking, {**r.to_record(), "config": described}) for r in results], qids
-            )
-        print(f"wrote {target.run_path} and {target.answers_path} ({name})", file=sys.stderr)
-    if items:
-        print(f"points: {time.perf_counter() - started:.1f} s", file=sys.stderr)
-    return SweepOutputs(
-        runs={p.name: outputs[p.name].run_path for p in points},
-        answers={p.name: outputs[p.name].answers_path for p in points},
-        stop_after=stop_after,
-    )
 
 
 def _check_configs(configs: dict[str, dict[str, Any]]) -> None:
@@ -315,7 +306,8 @@ def _check_manifest(
         except (DataFormatError, AttributeError, TypeError, ValueError) as e:
             raise CastError(f"{path} is not a sweep manifest ({e}); choose another --output") from e
         for what, key in (("another config", "config"), ("other inputs", "inputs")):
-            difference = _difference(manifest.get(key), current[key])
+            old = manifest.get(key)  # none in a manifest of an older version
+            difference = _difference(old, current[key], "" if isinstance(old, dict) else key)
             if difference is not None:
                 raise CastError(
                     f"{path.parent} holds a sweep of {what} ({difference}): choose another --output, or pass "
@@ -404,20 +396,6 @@ def sweep_report(
     Raises:
         CastError: ``baseline`` names no point, or there is nothing to evaluate against.
     """
-    with sweep_lock(out):
-        return _sweep_report(points, outputs, out, qrels, topics, index, baseline, correction)
-
-
-def _sweep_report(
-    points: Sequence[Point],
-    outputs: SweepOutputs,
-    out: Path,
-    qrels: Path | None,
-    topics: Path | None,
-    index: str | Path | None,
-    baseline: str | None,
-    correction: str | None,
-) -> Path:
     import pandas as pd
 
     from cast.evaluate import report as rep
@@ -425,44 +403,52 @@ def _sweep_report(
     from cast.evaluate.plots import sweep_plot
     from cast.topics import load_topics
 
-    names = {p.name: p.file_name for p in points}
-    base = names[baseline_point(points, baseline).name]
-    with_responses = topics is not None and any(t.response for c in load_topics(topics) for t in c.turns)
-    if qrels is None and not with_responses:
-        raise CastError("a sweep's report needs --qrels, or topics with written responses (CAsT 2022)")
-    evaluations: dict[str, Any] = {}
-    if qrels is not None:
-        evaluations["retrieval"] = evaluate_runs([outputs.runs[p.name] for p in points], qrels)
-    notes = []
-    try:
-        evaluations["answers"] = evaluate_answer_files(
-            [outputs.answers[p.name] for p in points],
-            topics=topics if with_responses else None,
-            qrels=None if with_responses else qrels,
-            index=None if with_responses else index,
-            progress=False,
+    with sweep_lock(out):
+        names = {p.name: p.file_name for p in points}
+        base = names[baseline_point(points, baseline).name]
+        with_responses = topics is not None and any(t.response for c in load_topics(topics) for t in c.turns)
+        if qrels is None and not with_responses:
+            raise CastError("a sweep's report needs --qrels, or topics with written responses (CAsT 2022)")
+        evaluations: dict[str, Any] = {}
+        if qrels is not None:
+            evaluations["retrieval"] = evaluate_runs([outputs.runs[p.name] for p in points], qrels)
+        notes = []
+        try:
+            evaluations["answers"] = evaluate_answer_files(
+                [outputs.answers[p.name] for p in points],
+                topics=topics if with_responses else None,
+                qrels=None if with_responses else qrels,
+                index=None if with_responses else index,
+                progress=False,
+            )
+        except CastError as e:  # e.g. qrels without a passage graded high enough to be a reference
+            if "retrieval" not in evaluations:
+                raise
+            notes.append(f"Answers not scored: {e}")
+        sections = [
+            f"# Sweep over {', '.join(_axes(points))}",
+            "",
+            f"Baseline point: {base}.",
+            "",
+            *notes,
+            "",
+        ]
+        means = []
+        for kind, found in evaluations.items():
+            comparison = rep.compare({n: e.per_turn for n, e in found.items()}, base, correction)
+            rep.write_csv(out / f"{kind}.csv", comparison.means)
+            rep.write_csv(out / f"{kind}_tests.csv", comparison.tests)
+            sections.append(rep.comparison_section(kind.capitalize(), comparison, []))
+            means.append(comparison.means)
+        table = pd.concat(means, axis=1).loc[[names[p.name] for p in points]]
+        for axis in _axes(points):
+            table[axis] = [dict(o.split("=", 1) for o in p.overrides)[axis] for p in points]
+        plot = sweep_plot(
+            table.reset_index(drop=True), _axes(points), ("nDCG@3", "ROUGE-L", "METEOR"), out / "sweep.png"
         )
-    except CastError as e:  # e.g. qrels without a passage graded high enough to be a reference
-        if "retrieval" not in evaluations:
-            raise
-        notes.append(f"Answers not scored: {e}")
-    sections = [f"# Sweep over {', '.join(_axes(points))}", "", f"Baseline point: {base}.", "", *notes, ""]
-    means = []
-    for kind, found in evaluations.items():
-        comparison = rep.compare({n: e.per_turn for n, e in found.items()}, base, correction)
-        rep.write_csv(out / f"{kind}.csv", comparison.means)
-        rep.write_csv(out / f"{kind}_tests.csv", comparison.tests)
-        sections.append(rep.comparison_section(kind.capitalize(), comparison, []))
-        means.append(comparison.means)
-    table = pd.concat(means, axis=1).loc[[names[p.name] for p in points]]
-    for axis in _axes(points):
-        table[axis] = [dict(o.split("=", 1) for o in p.overrides)[axis] for p in points]
-    plot = sweep_plot(
-        table.reset_index(drop=True), _axes(points), ("nDCG@3", "ROUGE-L", "METEOR"), out / "sweep.png"
-    )
-    sections += ["## Figure", "", f"![sweep]({plot.name})", ""]
-    rep.write_text(out / "report.md", "\n".join(sections))
-    return out / "report.md"
+        sections += ["## Figure", "", f"![sweep]({plot.name})", ""]
+        rep.write_text(out / "report.md", "\n".join(sections))
+        return out / "report.md"
 
 
 def baseline_point(points: Sequence[Point], baseline: str | None) -> Point:

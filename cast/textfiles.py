@@ -15,6 +15,7 @@ Each problem is a :class:`~cast.errors.DataFormatError` naming the file, and the
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import math
@@ -32,31 +33,19 @@ MiB = 1 << 20
 # The largest file of each kind read whole (the largest real ones are far smaller: CAsT and iKAT topics < 1 MB).
 TOPICS_BYTES = 16 * MiB
 CONFIG_BYTES = 1 * MiB
-TABLE_BYTES = 256 * MiB  # qrels and rewrites (TSV), duplicate lists
+TABLE_BYTES = 256 * MiB  # qrels and rewrites (TSV)
 RUN_JSON_BYTES = 256 * MiB  # an iKAT run file
-RECORD_BYTES = (
-    16 * MiB
-)  # small JSON files the toolkit writes itself (an index's build record, a sweep's manifest)
-# The longest line of files read line by line.
+# Small JSON files the toolkit writes itself (an index's build record, a sweep's manifest).
+RECORD_BYTES = 16 * MiB
+# The longest line of files read line by line: a run file's; an answers record, a prepared turn, a collection
+# record (an article); a line typed to `cast answer` (its utterance is cut to 2,000 characters anyway).
 RUN_LINE_BYTES = 1 * MiB
-RECORD_LINE_BYTES = 256 * MiB  # an answers record, a prepared turn, a collection record (an article)
-TYPED_LINE_BYTES = (
-    64 * 1024
-)  # a line typed to `cast answer` (its utterance is cut to 2,000 characters anyway)
+RECORD_LINE_BYTES = 256 * MiB
+TYPED_LINE_BYTES = 64 * 1024
 # The most digits of a JSON integer (Python's own limit for converting text to int).
 MAX_DIGITS = 4300
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-
-
-def input_file(path: str | Path) -> Path:
-    """``path``, which must name a regular file (or a link to one).
-
-    Raises:
-        DataFormatError: it does not exist, or is a folder, a FIFO, a device or a socket.
-    """
-    with _open_regular(path):
-        return Path(path)
 
 
 def _open_regular(path: str | Path) -> IO[bytes]:
@@ -219,10 +208,10 @@ def utf8_lines(path: str | Path, line_limit: int = RECORD_LINE_BYTES) -> Iterato
         DataFormatError: a line is not UTF-8 (e.g. a Latin-1 file), or too long; the message names the file and line.
     """
     for number, raw in input_lines(path, line_limit):
-        yield number, decode_line(raw, path, number)
+        yield number, _decode_line(raw, path, number)
 
 
-def decode_line(raw: bytes, source: str | Path, number: int) -> str:
+def _decode_line(raw: bytes, source: str | Path, number: int) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -283,15 +272,10 @@ def yaml_problem(error: Exception) -> str:
     return f"not valid YAML: {context}, {problem}" if context else f"not valid YAML: {problem}"
 
 
-_LOADER: Any = None
-
-
+@functools.cache
 def _strict_loader() -> Any:
     """A ``yaml.SafeLoader`` that refuses aliases, repeated keys and numbers that are not finite (built on first
     use: PyYAML is imported only where YAML is read)."""
-    global _LOADER
-    if _LOADER is not None:
-        return _LOADER
     import yaml
 
     class StrictLoader(yaml.SafeLoader):
@@ -328,5 +312,4 @@ def _strict_loader() -> Any:
             return value
 
     StrictLoader.add_constructor("tag:yaml.org,2002:float", StrictLoader.construct_finite_float)
-    _LOADER = StrictLoader
-    return _LOADER
+    return StrictLoader

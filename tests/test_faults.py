@@ -308,7 +308,7 @@ def test_a_value_that_is_not_json_is_recomputed(tmp_path, caplog):
     with sqlite3.connect(path) as db:
         db.execute("UPDATE entries SET value = '{not json' WHERE key = ?", [cache_key({"x": 0})])
     assert Cache(path).get_or_compute("square", {"x": 0}, lambda: {"value": 0}) == {"value": 0}
-    assert "holds a value that is not JSON" in caplog.text
+    assert "holds values that are not JSON" in caplog.text
 
 
 def test_a_folder_at_the_cache_path_is_one_error_naming_it(tmp_path):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from test_cli_audit import BASELINE, cast, one_error_line
+from test_faults import write
 
 from cast.config import load_config
 from cast.errors import ConfigError, DataFormatError
@@ -25,15 +26,6 @@ from cast.topics import load_topics
 
 CONVERSATIONS = Path(__file__).parent / "fixtures" / "core" / "conversations.json"
 IKAT_TOPICS = Path(__file__).parent / "fixtures" / "ikat" / "2024_test_topics.json"
-
-
-def write(path: Path, text: str | bytes) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text, encoding="utf-8")
-    return path
 
 
 def sample_topics(utterance: str = "Who was Marie Curie?", topic_id: str = "t") -> str:
