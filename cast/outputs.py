@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from cast.atomic import append_durably, remove_leftovers, write_lines_atomic
-from cast.errors import CastError
+from cast.errors import CastError, DataFormatError
 from cast.records import ScoredPassage
 from cast.runfile import RUN_COLUMNS, check_tag, format_query, read_run, write_run
+from cast.textfiles import parse_json
 
 _WHITESPACE = re.compile(r"\s")
 
@@ -120,8 +121,8 @@ class RunOutputs:
         kept_records: list[str] = []
         for line in self.answers_partial.read_bytes().splitlines(keepends=True):
             try:
-                record = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError):
+                record = parse_json(line.decode("utf-8"), self.answers_partial)
+            except (DataFormatError, UnicodeDecodeError):
                 break  # a record cut short by the interruption: that turn is redone
             if (
                 not line.endswith(b"\n")
