@@ -5,7 +5,8 @@ faults of real servers on demand. It runs as its own process:
     python tests/chat_server.py [--port 0] [--delay SECONDS]
 
 and prints ``listening on http://127.0.0.1:PORT/v1`` once it accepts connections. Every request is logged and
-``GET /log`` returns them (``DELETE /log`` clears it), so that a test can see what reached the server.
+``GET /log`` returns them (``DELETE /log`` clears it), so that a test can see what reached the server;
+``GET /stats`` says how many chat requests were in flight at once at most.
 
 What it answers depends on the requested model's name:
 
@@ -24,6 +25,8 @@ What it answers depends on the requested model's name:
 * ``no-choices``: a JSON object without ``choices``.
 * any other name: HTTP 404, "model not found", as vLLM answers.
 
+A last user message ``please fail`` is answered with HTTP 500, whatever the model.
+
 Token counts (``usage``) are the words of the messages and of the answer.
 """
 
@@ -32,10 +35,13 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 MODELS = (
@@ -79,7 +85,7 @@ def reply_text(model: str, prompt: str) -> str:
 
 
 class ChatHandler(BaseHTTPRequestHandler):
-    server: ChatServer
+    server: ChatHTTPServer
     protocol_version = "HTTP/1.1"
 
     def log_message(self, *args: Any) -> None:  # quiet: the log is served at /log
@@ -91,6 +97,9 @@ class ChatHandler(BaseHTTPRequestHandler):
         elif self.path == "/log":
             with self.server.lock:
                 self.send_json(200, list(self.server.log))
+        elif self.path == "/stats":
+            with self.server.lock:
+                self.send_json(200, {"max_in_flight": self.server.max_in_flight})
         else:
             self.send_json(404, error("not found", "invalid_request_error"))
 
@@ -98,9 +107,20 @@ class ChatHandler(BaseHTTPRequestHandler):
         with self.server.lock:
             self.server.log.clear()
             self.server.seen.clear()
+            self.server.max_in_flight = 0
         self.send_json(200, {})
 
     def do_POST(self) -> None:
+        with self.server.lock:
+            self.server.in_flight += 1
+            self.server.max_in_flight = max(self.server.max_in_flight, self.server.in_flight)
+        try:
+            self.answer_chat()
+        finally:
+            with self.server.lock:
+                self.server.in_flight -= 1
+
+    def answer_chat(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
         try:
@@ -124,6 +144,10 @@ class ChatHandler(BaseHTTPRequestHandler):
         messages = body.get("messages") or []
         if self.server.delay:
             time.sleep(self.server.delay)
+        prompt = next((m.get("content", "") for m in reversed(messages) if m.get("role") == "user"), "")
+        if prompt == "please fail":
+            self.send_json(500, error("failing as asked", "server_error"))
+            return
         if model.startswith("error-") and model[6:].isdigit():
             status = int(model[6:])
             messages_by_status = {
@@ -160,7 +184,6 @@ class ChatHandler(BaseHTTPRequestHandler):
         if model not in MODELS:
             self.send_json(404, error(f"The model `{model}` does not exist.", "NotFoundError"))
             return
-        prompt = next((m.get("content", "") for m in reversed(messages) if m.get("role") == "user"), "")
         text = reply_text(model, prompt)
         max_tokens = body.get("max_tokens")
         words = text.split()
@@ -200,7 +223,7 @@ def error(message: str, kind: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "code": None}}
 
 
-class ChatServer(ThreadingHTTPServer):
+class ChatHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, port: int, delay: float):
@@ -209,6 +232,39 @@ class ChatServer(ThreadingHTTPServer):
         self.lock = threading.Lock()
         self.log: list[dict[str, Any]] = []
         self.seen: set[bytes] = set()
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+
+class RunningServer:
+    """This server started as a process of its own (for tests and benchmarks); ``log()`` is what reached it."""
+
+    def __init__(self, *args: str):
+        self.process = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), "--port", "0", *args],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()  # printed once it accepts connections
+        assert line.startswith("listening on "), line
+        self.url = line.split()[-1]
+        self.root = self.url.removesuffix("/v1")
+
+    def log(self) -> list[dict]:
+        with urllib.request.urlopen(self.root + "/log") as answer:
+            return json.load(answer)
+
+    def stats(self) -> dict:
+        with urllib.request.urlopen(self.root + "/stats") as answer:
+            return json.load(answer)
+
+    def clear(self) -> None:
+        urllib.request.urlopen(urllib.request.Request(self.root + "/log", method="DELETE")).close()
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(10)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -216,7 +272,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0, help="0: any free port")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds to wait before every answer")
     args = parser.parse_args(argv)
-    server = ChatServer(args.port, args.delay)
+    server = ChatHTTPServer(args.port, args.delay)
     print(f"listening on http://127.0.0.1:{server.server_port}/v1", flush=True)
     try:
         server.serve_forever()

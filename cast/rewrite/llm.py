@@ -30,7 +30,7 @@ OPTIONAL_PLACEHOLDERS = frozenset({"statements"})
 NO_HISTORY = "(this is the first question)"
 # Labels chat models put before an answer, although asked for the question only.
 _LABEL = re.compile(
-    r"^\s*(?:\*\*)?(?:rewritten (?:question|query)|rewrite|question|query|answer)(?:\*\*)?\s*:\s*", re.I
+    r"^\s*(?:\*\*)?(?:rewritten (?:question|query)|rewrite|question|query|answer)\s*:\s*(?:\*\*)?\s*", re.I
 )
 _QUOTES = "\"'“”‘’`"
 
