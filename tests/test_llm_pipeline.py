@@ -9,11 +9,17 @@ from collections.abc import Iterator
 import pytest
 from chat_server import RunningServer
 from fast_pipeline import cli_sets
-from test_ikat_pipeline import ikat_index  # noqa: F401  (the fixture)
+from test_ikat_pipeline import ikat_index  # noqa: F401  (the fixture the iKAT tests here read, as `collection`)
 
 from cast.cli import main
 
 QUICK = ("reranker.name=none", "linker.name=none", "selector.name=o")
+
+
+@pytest.fixture
+def collection(request):
+    """The iKAT tests' seven-passage index."""
+    return request.getfixturevalue("ikat_index")
 
 
 @pytest.fixture(scope="module")
@@ -91,12 +97,12 @@ def test_an_unreachable_server_stops_the_run_with_one_line_and_no_complete_outpu
 
 
 @pytest.mark.parametrize("fmt", ["ikat2024", "ikat2025"])
-def test_ikat_runs_with_the_llm_stages_validate(capsys, tmp_path, fixtures, ikat_index, server, fmt):  # noqa: F811
+def test_ikat_runs_with_the_llm_stages_validate(capsys, tmp_path, fixtures, collection, server, fmt):
     topics = fixtures / "ikat" / "2023_test_topics.json"  # the conversations the fixture passages are about
     # Every statement appended to the query: each turn finds some of the seven fixture passages.
     sets = llm_sets(server.url, tmp_path / "cache", summarizer_model="cite")
     sets += cli_sets("ptkb.name=all", "ptkb.rewrite=append")
-    argv = ["run", "--config", "ikat-llm", "--index", ikat_index, "--topics", topics, *sets]
+    argv = ["run", "--config", "ikat-llm", "--index", collection, "--topics", topics, *sets]
     code = main([str(a) for a in [*argv, "--format", fmt, "--output", tmp_path / "x"]])
     assert code == 0, capsys.readouterr().err
     suffix = "jsonl" if fmt == "ikat2025" else "json"
@@ -106,13 +112,13 @@ def test_ikat_runs_with_the_llm_stages_validate(capsys, tmp_path, fixtures, ikat
 
 
 def test_the_llm_rewriter_reads_the_statements_the_ptkb_stage_gives_it(
-    capsys, tmp_path, fixtures, ikat_index, server
-):  # noqa: F811
+    capsys, tmp_path, fixtures, collection, server
+):
     server.clear()
     topics = fixtures / "ikat" / "2023_test_topics.json"
     sets = llm_sets(server.url, tmp_path / "cache", summarizer_model="cite")
     sets += cli_sets("ptkb.name=all", "ptkb.rewrite=context")  # a new name starts its section afresh
-    argv = ["run", "--config", "ikat-llm", "--index", ikat_index, "--topics", topics, *sets]
+    argv = ["run", "--config", "ikat-llm", "--index", collection, "--topics", topics, *sets]
     assert main([str(a) for a in [*argv, "--output", tmp_path / "x"]]) == 0, capsys.readouterr().err
     rewrites = [
         r["body"]["messages"][-1]["content"] for r in server.log() if r["body"]["model"] == "last-line"
