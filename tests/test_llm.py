@@ -14,7 +14,7 @@ from cast.cache import Cache
 from cast.errors import ConfigError, ServiceUnavailableError
 from cast.llm import ChatClient, ChatServer, parse_completion
 from cast.prompts import PromptTemplate
-from cast.records import Passage, PastTurn, ScoredPassage, Selection, Turn
+from cast.records import AnswerSentence, Passage, PastTurn, ScoredPassage, Selection, Turn
 from cast.registry import stage_class
 from cast.resources import Resources
 
@@ -410,3 +410,36 @@ def test_an_nli_model_without_an_entailment_label_is_refused():
     )
     with pytest.raises(ConfigError, match="entailment_label"):
         entailment_index(SimpleNamespace(id2label={0: "LABEL_0", 1: "LABEL_1"}))
+
+
+def test_cast_eval_answers_measures_the_verifiers_support(tmp_path, offline_resources):
+    from cast.evaluate.answers import TextScorer, evaluate_answers, read_answers
+
+    sentences = [
+        {"text": "Marie Curie won the Nobel Prize in Physics in 1903.", "passage_id": "p1"},
+        {"text": "The passages say the moon is made of green cheese.", "passage_id": "p1"},
+    ]
+    record = {
+        "qid": "1_1",
+        "answer": {
+            "text": " ".join(s["text"] for s in sentences),
+            "source_ids": ["p1", "p2"],
+            "sentences": sentences,
+        },
+    }
+    path = tmp_path / "sys.answers.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    texts = {p.id: p.passage.text for p in SELECTION.passages}
+    verifier = stage_class("verifier", "claims").from_config({}, offline_resources)
+    evaluation = evaluate_answers(
+        read_answers(path),
+        {"1_1": ["Marie Curie won the 1903 Nobel Prize in Physics."]},
+        scorer=TextScorer(),
+        references_name="test",
+        passage_texts=texts,
+        verifier=verifier,
+    )
+    row = evaluation.per_turn.loc["1_1"]
+    assert row["verified"] == 50.0
+    supports = [verifier.score_claim(AnswerSentence(**s), texts)[1] for s in sentences]
+    assert row["claim_support"] == pytest.approx(100 * sum(supports) / 2)
