@@ -87,6 +87,9 @@ def reply_text(model: str, prompt: str) -> str:
 class ChatHandler(BaseHTTPRequestHandler):
     server: ChatHTTPServer
     protocol_version = "HTTP/1.1"
+    # Headers and body leave in one write (flushed after each request): two small writes on a kept-alive
+    # connection wait ~40 ms for the client's delayed ACK.
+    wbufsize = 1 << 16
 
     def log_message(self, *args: Any) -> None:  # quiet: the log is served at /log
         pass
@@ -170,6 +173,7 @@ class ChatHandler(BaseHTTPRequestHandler):
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", "1000")
             self.end_headers()
+            self.wfile.flush()
             for _ in range(30):
                 self.wfile.write(b" ")
                 self.wfile.flush()
