@@ -70,10 +70,16 @@ def accuracy(predicted: Sequence[bool], positives: Sequence[bool]) -> float:
     return sum(p == y for p, y in zip(predicted, positives, strict=True)) / len(positives)
 
 
+def best_threshold(scores: Sequence[float], positives: Sequence[bool]) -> tuple[float, float]:
+    """The threshold ``t`` whose ``score >= t`` is the most accurate (the lowest among ties), and its accuracy."""
+    candidates = sorted(set(scores)) + [float("inf")]
+    best, negated = max((accuracy([s >= t for s in scores], positives), -t) for t in candidates)
+    return -negated, best
+
+
 def best_threshold_accuracy(scores: Sequence[float], positives: Sequence[bool]) -> float:
     """The highest accuracy of ``score >= t`` over every threshold ``t``."""
-    candidates = sorted(set(scores)) + [float("inf")]
-    return max(accuracy([s >= t for s in scores], positives) for t in candidates)
+    return best_threshold(scores, positives)[1]
 
 
 def scorers(verifier_model: str | None, cache_dir: str | None) -> dict[str, tuple[Callable, float | None]]:
@@ -144,6 +150,16 @@ def main() -> int:
                 f"| {name} | {roc_auc(values, labels):.3f} | {own} | "
                 f"{best_threshold_accuracy(values, labels):.3f} |"
             )
+    if len(files) > 1:
+        name = next(iter(scoring))
+        print(f"\n{name}, the threshold chosen on the other files:")
+        for held in files:
+            others = [f for f in files if f != held]
+            labels = [r["begin_label"] == ATTRIBUTABLE for f in others for r in files[f]]
+            threshold, _ = best_threshold([s for f in others for s in scores[name][f]], labels)
+            held_labels = [r["begin_label"] == ATTRIBUTABLE for r in files[held]]
+            held_accuracy = accuracy([v >= threshold for v in scores[name][held]], held_labels)
+            print(f"  {held}: threshold {threshold:.3f}, accuracy {held_accuracy:.3f}")
     return 0
 
 
