@@ -489,13 +489,21 @@ class Pipeline:
         )
 
 
-def configured_verifier(config: dict[str, Any], resources: Resources) -> Verifier | None:
-    """The config's answer verifier; ``None`` where it has none or names ``none`` (answers go out unchecked,
+def active_verifier(config: dict[str, Any]) -> dict[str, Any] | None:
+    """The config's ``verifier`` section; ``None`` where it has none or names ``none`` (answers go out unchecked,
     and nothing about verification is recorded)."""
     section = config.get("verifier")
     if not section or (isinstance(section, dict) and section.get("name") == "none"):
         return None
-    return resources.stage("verifier")
+    return section
+
+
+def configured_verifier(config: dict[str, Any], resources: Resources) -> Verifier | None:
+    """The verifier ``config`` names, built from its section (with ``resources`` for its encoder and cache)."""
+    from cast.registry import build_stage
+
+    section = active_verifier(config)
+    return None if section is None else build_stage("verifier", section, resources)  # type: ignore[return-value]
 
 
 def check_config(config: dict[str, Any], resources: Resources) -> None:

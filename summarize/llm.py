@@ -94,8 +94,9 @@ def says_no_answer(text: str) -> bool:
 
 
 class LLMSummarizer(ChatModelStage, Summarizer):
-    """Answers with a chat model from the selected passages, every sentence attributed to the passage it cites
-    (see the module docstring).
+    """Answers with a chat model from the selected passages, each sentence attributed to the passage it cites.
+
+    See the module docstring.
 
     Args:
         prompt: the prompt template: a name under ``configs/prompts/`` or a file (recorded with its sha256).

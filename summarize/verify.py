@@ -125,8 +125,9 @@ def lexical_parts(claim: str, evidence: PassageEvidence) -> tuple[float, float, 
 
 
 class ClaimVerifier(Verifier):
-    """Scores each claim against the passage it cites, drops or marks unsupported ones, and abstains where
-    nothing is supported or the passages do not answer the question (see the module docstring).
+    """Checks each answer sentence against the passage it cites; drops or marks unsupported ones, or abstains.
+
+    It abstains where nothing is supported or the passages are far from the question (see the module docstring).
 
     Args:
         threshold: a claim is supported when its support reaches this value (0.75: the offline support's most

@@ -161,7 +161,9 @@ def claims_verifier(settings: dict[str, Any]) -> Any:
     from cast.resources import Resources
 
     profile = load_config(DEFAULT_CONFIG)
-    shared: dict[str, Any] = {key: profile[key] for key in ("cache_dir", "device", "encoder") if key in profile}
+    shared: dict[str, Any] = {
+        key: profile[key] for key in ("cache_dir", "device", "encoder") if key in profile
+    }
     return stage_class("verifier", "claims").from_config(dict(settings), Resources(shared))
 
 
