@@ -20,7 +20,7 @@ Support, offline (no ``model``), in [0, 1]:
 The weights are round values, not fitted; on the BEGIN dev split (human attribution labels for knowledge-grounded
 dialogue responses) this support, as the lowest over a response's sentences, separates "fully attributable"
 responses with an AUC of 0.94, and ``threshold`` 0.75 does so with an accuracy of 0.90 (``bench/begin.py``;
-bench/RESULTS.md, "Verifying answers").
+bench/RESULTS.md, "Verifying answers and chat-model stages").
 
 With ``model``, a local NLI cross-encoder (e.g. ``cross-encoder/nli-deberta-v3-small``) reads (passage, claim)
 and the support is its probability of entailment.
