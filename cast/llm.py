@@ -99,7 +99,7 @@ class ChatClient:
 
     Example:
         >>> client = ChatClient(ChatServer("http://localhost:8080/v1"), cache=None)  # doctest: +SKIP
-        >>> client.complete("qwen2.5-0.5b-instruct", [{"role": "user", "content": "Hi"}], max_tokens=8)
+        >>> client.complete("qwen2.5-0.5b-instruct", [{"role": "user", "content": "Hi"}], max_tokens=8)  # doctest: +SKIP
         ChatReply(text='Hello! How can I help?', prompt_tokens=9, completion_tokens=7, ...)
     """
 
