@@ -28,6 +28,7 @@ from cast.records import (
     ScoredPassage,
     Selection,
     Turn,
+    Verification,
     from_dict,
     to_dict,
 )
@@ -42,6 +43,7 @@ from cast.stages import (
     SelectionInput,
     Stage,
     Summarizer,
+    Verifier,
 )
 
 if TYPE_CHECKING:
@@ -64,6 +66,7 @@ class TurnResult:
         input_limits: the bounds of :mod:`cast.limits` applied to this turn's inputs: ``{what: original size}``
             (e.g. ``{"utterance": 1000000}``); empty when none was.
         ptkb: the PTKB statements chosen for the turn and every statement's score (iKAT topics), if any.
+        verification: how the verifier checked the generated answer's claims, where the config has one.
     """
 
     turn: Turn
@@ -77,6 +80,7 @@ class TurnResult:
     timings: dict[str, float] = field(default_factory=dict)
     input_limits: dict[str, int] = field(default_factory=dict)
     ptkb: PTKBSelection | None = None
+    verification: Verification | None = None
 
     @property
     def qid(self) -> str:
@@ -115,6 +119,7 @@ class TurnResult:
             "timings": self.timings,
             "input_limits": self.input_limits,
             **({"ptkb_provenance": to_dict(self.ptkb)} if self.ptkb and self.ptkb.scores else {}),
+            **({"verification": to_dict(self.verification)} if self.verification else {}),
         }
 
 
@@ -201,6 +206,7 @@ class Pipeline:
         summarizer: Summarizer,
         config: dict[str, Any] | None = None,
         ptkb: PTKBSelector | None = None,
+        verifier: Verifier | None = None,
     ):
         self.rewriter = rewriter
         self.first_stage = first_stage
@@ -209,6 +215,7 @@ class Pipeline:
         self.selector = selector
         self.summarizer = summarizer
         self.ptkb = ptkb if ptkb is not None else NoPTKB()
+        self.verifier = verifier
         self.config = config or {}
         history_responses = self.config.get("history_responses", "topics")
         if history_responses not in HISTORY_RESPONSES:
@@ -226,7 +233,7 @@ class Pipeline:
         stages = {kind: resources.stage(kind) for kind in STAGE_KINDS}
         # Optional: only iKAT topics carry a PTKB.
         ptkb = resources.stage("ptkb") if "ptkb" in config else None
-        return cls(**stages, config=config, ptkb=ptkb)
+        return cls(**stages, config=config, ptkb=ptkb, verifier=configured_verifier(config, resources))
 
     @property
     def candidates(self) -> int:
@@ -240,6 +247,8 @@ class Pipeline:
             stages["knowledge_base"] = self.config["knowledge_base"]
         if not isinstance(self.ptkb, NoPTKB):
             stages["ptkb"] = self.ptkb.describe()
+        if self.verifier is not None:
+            stages["verifier"] = self.verifier.describe()
         if self.config.get("index"):  # the collection searched: outputs of another one must not be mixed in
             from index.build import index_identity
 
@@ -368,6 +377,20 @@ class Pipeline:
                 [(p.rewrite.answer_question, sel) for p, sel in zip(prepared, selections, strict=True)]
             ),
         )
+        verifications: list[Verification | None] = [None] * len(prepared)
+        verifier = self.verifier
+        if verifier is not None:  # timed only where configured: other runs' timings stay as they were
+            checked = timed(
+                "verify",
+                lambda: verifier.verify_batch(
+                    [
+                        (p.rewrite.answer_question, sel, answer)
+                        for p, sel, answer in zip(prepared, selections, answers, strict=True)
+                    ]
+                ),
+            )
+            answers = [answer for answer, _ in checked]
+            verifications = [verification for _, verification in checked]
         return [
             TurnResult(
                 turn=p.turn,
@@ -381,8 +404,11 @@ class Pipeline:
                 timings={**p.timings, **timings},
                 input_limits=p.input_limits,
                 ptkb=p.ptkb,
+                verification=verification,
             )
-            for p, selection, answer, turn_links in zip(prepared, selections, answers, links, strict=True)
+            for p, selection, answer, turn_links, verification in zip(
+                prepared, selections, answers, links, verifications, strict=True
+            )
         ]
 
     def _link(
@@ -449,15 +475,39 @@ class Pipeline:
 
         return prepare(self, conversations, stop_after=stop_after, progress=progress)
 
-    def with_stages(self, config: dict[str, Any], **stages: Stage) -> Pipeline:
-        """This pipeline with some stages replaced (the others shared, not rebuilt), under ``config``."""
+    def with_stages(self, config: dict[str, Any], **stages: Stage | None) -> Pipeline:
+        """This pipeline with some stages replaced (the others shared, not rebuilt), under ``config``
+        (``verifier=None``: answers unchecked)."""
+        verifier = stages.pop("verifier", self.verifier)
         kinds = {kind: getattr(self, kind) for kind in STAGE_KINDS}
         unknown = set(stages) - set(kinds)
         if unknown:
             raise ConfigError(
                 f"no stage kind(s) {', '.join(sorted(unknown))}; kinds: {', '.join(STAGE_KINDS)}"
             )
-        return Pipeline(**{**kinds, **stages}, config=config, ptkb=self.ptkb)  # type: ignore[arg-type]
+        return Pipeline(
+            **{**kinds, **stages},  # type: ignore[arg-type]
+            config=config,
+            ptkb=self.ptkb,
+            verifier=verifier,  # type: ignore[arg-type]
+        )
+
+
+def active_verifier(config: dict[str, Any]) -> dict[str, Any] | None:
+    """The config's ``verifier`` section; ``None`` where it has none or names ``none`` (answers go out unchecked,
+    and nothing about verification is recorded)."""
+    section = config.get("verifier")
+    if not section or (isinstance(section, dict) and section.get("name") == "none"):
+        return None
+    return section
+
+
+def configured_verifier(config: dict[str, Any], resources: Resources) -> Verifier | None:
+    """The verifier ``config`` names, built from its section (with ``resources`` for its encoder and cache)."""
+    from cast.registry import build_stage
+
+    section = active_verifier(config)
+    return None if section is None else build_stage("verifier", section, resources)  # type: ignore[return-value]
 
 
 def check_config(config: dict[str, Any], resources: Resources) -> None:

@@ -222,6 +222,48 @@ class Answer:
 NO_ANSWER_TEXT = "No answer was found for this question."
 
 
+@dataclass(frozen=True)
+class ClaimSupport:
+    """One claim (sentence) of an answer, scored against the passage it cites.
+
+    Attributes:
+        text: the claim as the answer gave it.
+        passage_id: the passage it was scored against: the one it cites, else (a generator that does not say)
+            the selected passage that supports it best; ``None`` where no passage had text.
+        support: the verifier's support score in [0, 1] (its scale is the verifier's: see ``verifier``).
+        supported: ``support`` reached the verifier's threshold.
+        kept: the claim is in the verified answer (unsupported claims are dropped, or kept and marked).
+    """
+
+    text: str
+    passage_id: str | None
+    support: float
+    supported: bool
+    kept: bool
+
+
+@dataclass(frozen=True)
+class Verification:
+    """How an answer's claims were checked against the passages, and whether the answer was withheld.
+
+    Attributes:
+        verifier: the verifier's name (and model, where it has one).
+        claims: every claim of the generated answer, in order.
+        relevance: the best selected passage's relevance to the question, on the verifier's scale (cosine of
+            sentence embeddings); ``None`` where no passage had text.
+        abstained: the answer was replaced by the abstention text.
+        reason: why it abstained, if it did.
+        original_text: the generated answer before verification.
+    """
+
+    verifier: str
+    claims: tuple[ClaimSupport, ...]
+    relevance: float | None
+    abstained: bool
+    reason: str | None = None
+    original_text: str = ""
+
+
 def to_dict(record: Any) -> dict[str, Any]:
     """The JSON-serialisable form of a record: nested records become dicts (tuples stay tuples; JSON writes them
     as lists). As :func:`dataclasses.asdict`, without its deep copy of every other value (a selection's
@@ -369,6 +411,10 @@ def _answer(d: dict) -> Answer:
     )
 
 
+def _verification(d: dict) -> Verification:
+    return Verification(**{**d, "claims": tuple(ClaimSupport(**c) for c in d.get("claims", ()))})
+
+
 _RECORD_READERS = {
     Turn: _turn,
     Passage: _passage,
@@ -379,4 +425,5 @@ _RECORD_READERS = {
     Selection: _selection,
     Rewrite: lambda d: Rewrite(**d),
     PTKBSelection: _ptkb_selection,
+    Verification: _verification,
 }

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 # The stages a prepared pass leaves to each point: swept settings of these share the pass (the knowledge base is
 # the selector's). The linker shares a pass that stopped before it.
-AFTER_LINKING = ("selector", "summarizer", "knowledge_base")
+AFTER_LINKING = ("selector", "summarizer", "knowledge_base", "verifier")
 AFTER_RERANKING = (*AFTER_LINKING, "linker")
 PREPARED_FILE = "prepared.jsonl.gz"
 LOCK_FILE = "sweep.lock"
@@ -141,7 +141,7 @@ class PointRunner:
 
     def __call__(self, item: tuple[str, dict[str, Any]]) -> tuple[dict[str, Any], list[TurnResult]]:
         """The description and results of the point ``(name, config)``."""
-        from cast.pipeline import Pipeline
+        from cast.pipeline import Pipeline, configured_verifier
         from cast.registry import build_stage
         from cast.resources import Resources
 
@@ -154,11 +154,13 @@ class PointRunner:
         other_knowledge = config.get("knowledge_base") != self.config.get("knowledge_base")
         if other_knowledge:
             resources = Resources(config)
-        later = {
+        later: dict[str, Any] = {
             kind: build_stage(kind, config[kind], resources)
             for kind in ("linker", "selector", "summarizer")
             if config[kind] != self.config[kind] or (kind == "selector" and other_knowledge)
         }
+        if config.get("verifier") != self.config.get("verifier"):
+            later["verifier"] = configured_verifier(config, resources)
         pipeline = base.with_stages(config, **later)
         return pipeline.describe(), pipeline.run(self.conversations, prepared=self.prepared)
 

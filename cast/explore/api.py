@@ -20,8 +20,8 @@ A job is ``{"job_id", "status", "stage", "turn", "total_turns", "elapsed", "cach
 stages do not take, and ``result`` the turn's view (:func:`cast.explore.views.turn_view`): ``utterance``,
 ``rewrite``, ``passages`` (rank, first-stage rank and score, re-ranked score, selection score, chosen position,
 judged grade, entities), ``chosen``, ``selection`` (focus and top entities, EP paths), ``graph`` (``nodes`` with
-rank and marks, ``edges`` kept), ``answer`` (``sentences`` with their ``passage_id``), ``evaluation`` and
-``timings``.
+rank and marks, ``edges`` kept), ``answer`` (``sentences`` with their ``passage_id``), ``verification`` (each
+claim's support, where the config has a verifier; else null), ``evaluation`` and ``timings``.
 
 Example::
 
