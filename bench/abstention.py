@@ -76,7 +76,7 @@ def main() -> int:
 
     from cast.errors import CastError
     from cast.evaluate.answers import read_answers
-    from cast.topics import read_qrels
+    from cast.formats.topics import read_qrels
 
     qrels = read_qrels(args.qrels)
     relevant = {qid: any(g >= args.rel for g in grades.values()) for qid, grades in qrels.items()}

@@ -130,7 +130,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--prepared",
         type=Path,
-        help="the turns prepared as far as entity linking (cast/prepared.py): read if present, else written",
+        help="the turns prepared as far as entity linking (cast/conversation/prepared.py): read if present, else written",
     )
     parser.add_argument(
         "--answers-dir", type=Path, help="write <method>.answers.jsonl here (for `cast explain`)"
@@ -170,7 +170,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def prepare(args: argparse.Namespace, conversations: list, pipeline: Any) -> Any:
     """Every turn taken as far as entity linking (run once, or read back from ``--prepared``)."""
-    from cast.prepared import Prepared
+    from cast.conversation.prepared import Prepared
 
     if args.prepared and args.prepared.is_file():
         prepared = Prepared.load(args.prepared)
@@ -247,12 +247,12 @@ class TimedSelector:
 def main(argv: list[str] | None = None) -> int:
     import numpy as np
 
-    from cast.config import load_config
+    from cast.core.config import load_config
+    from cast.core.pipeline import Pipeline
+    from cast.core.registry import build_stage
+    from cast.core.resources import Resources
     from cast.evaluate.answers import AnswersFile, TextScorer, evaluate_answers
-    from cast.pipeline import Pipeline
-    from cast.registry import build_stage
-    from cast.resources import Resources
-    from cast.topics import load_topics, read_qrels
+    from cast.formats.topics import load_topics, read_qrels
 
     args = parse_args(argv)
     conversations = load_topics(args.topics)[: args.limit]
@@ -265,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     pipeline = Pipeline.from_config(config, resources)
     prepared = prepare(args, conversations, pipeline)
     if args.relink:
-        from cast.config import parse_override
+        from cast.core.config import parse_override
 
         section = {keys[-1]: value for keys, value in map(parse_override, args.relink)}
         linker = build_stage("linker", section, resources)
@@ -405,7 +405,7 @@ def leave_one_topic_out(per_turn: dict[str, dict[str, Any]], topics: list[str]) 
 def write_answers(path: Path, results: dict, qids: list[str]) -> None:
     import json
 
-    from cast.atomic import write_lines_atomic
+    from cast.infra.atomic import write_lines_atomic
 
     write_lines_atomic(path, (json.dumps(results[q].to_record(), ensure_ascii=False) + "\n" for q in qids))
 

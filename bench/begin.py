@@ -86,10 +86,10 @@ def scorers(verifier_model: str | None, cache_dir: str | None) -> dict[str, tupl
     """Each scorer's ``score(knowledge, response)`` and its own decision threshold (``None``: it has none)."""
     from rouge_score.rouge_scorer import RougeScorer
 
+    from cast.core.registry import stage_class
+    from cast.core.resources import Resources
     from cast.evaluate.answers import DEFAULT_SUPPORT_THRESHOLD, groundedness, unigram_f1
-    from cast.registry import stage_class
-    from cast.resources import Resources
-    from cast.text import sentences, words
+    from cast.infra.text import sentences, words
 
     resources = Resources({"cache_dir": cache_dir, "device": "cpu"})
     settings = {"model": verifier_model} if verifier_model else {}

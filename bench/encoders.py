@@ -59,9 +59,9 @@ def cosines(vectors: Any, reference: Any) -> str:
 def command_speed(args: argparse.Namespace) -> int:
     import torch
 
-    from cast.encoder import EncoderSettings, SentenceEncoder
-    from cast.text import passage_text
-    from index.collections import read_passages
+    from cast.index.collections import read_passages
+    from cast.infra.encoder import EncoderSettings, SentenceEncoder
+    from cast.infra.text import passage_text
 
     torch.set_num_threads(args.torch_threads)
     passages = itertools.islice(
@@ -126,11 +126,11 @@ def command_rerank(args: argparse.Namespace) -> int:
     from ir_measures import RR, nDCG
 
     from bench.retrieval import build_resources, load_conversations, ranked_run, rewrite_all, stage_section
-    from cast.pipeline import merge_head
-    from cast.registry import build_stage
-    from cast.resources import Resources
-    from cast.text import passage_text
-    from cast.topics import read_qrels
+    from cast.core.pipeline import merge_head
+    from cast.core.registry import build_stage
+    from cast.core.resources import Resources
+    from cast.formats.topics import read_qrels
+    from cast.infra.text import passage_text
 
     torch.set_num_threads(args.torch_threads)
     config, resources = build_resources(args.index, args.overrides)

@@ -72,7 +72,7 @@ def parse_args() -> argparse.Namespace:
 
 def sample_passages(path: Path, size: int, seed: int) -> list[dict]:
     """A uniform random sample of the collection's titled passages (reservoir sampling, one pass)."""
-    from index.collections import read_passages
+    from cast.index.collections import read_passages
 
     rng = random.Random(seed)
     reservoir: list[dict] = []
@@ -88,7 +88,7 @@ def sample_passages(path: Path, size: int, seed: int) -> list[dict]:
 def turns(topics: Path, provenance: Path, sample: list[dict], count: int) -> list[tuple[str, list[str]]]:
     """The first ``count`` turns: each manual rewrite with its provenance passages' texts, topped up to 10 with
     sample passages (round and round the sample where it is small)."""
-    from index.collections import read_passages
+    from cast.index.collections import read_passages
 
     known = {p.id: p.text for p in read_passages(provenance)}
     found = []
@@ -104,8 +104,8 @@ def turns(topics: Path, provenance: Path, sample: list[dict], count: int) -> lis
 
 
 def own_article_scores(linker, sample: list[dict], mentions: list[list]) -> tuple[float, float]:
-    from entity.linkers import entity_uri
-    from entity.surfaces import title_aliases, words
+    from cast.entity.builders.surfaces import title_aliases, words
+    from cast.entity.link.linkers import entity_uri
 
     found_own = 0
     own_name_mentions = own_name_correct = 0
@@ -129,10 +129,10 @@ def timed(fn):
 
 def main() -> int:
     args = parse_args()
-    from cast.models import load_spacy
-    from cast.resources import Resources
-    from entity.dictionary import DictionaryLinker
-    from entity.relatedness import CollectionKnowledgeBase
+    from cast.core.resources import Resources
+    from cast.entity.link.dictionary import DictionaryLinker
+    from cast.entity.relatedness import CollectionKnowledgeBase
+    from cast.infra.models import load_spacy
 
     print(f"# bench/entities.py --index {args.index} --passages {args.passages} --seed {args.seed}")
     (sample, seconds, _) = timed(lambda: sample_passages(args.collection, args.passages, args.seed))

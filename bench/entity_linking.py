@@ -6,7 +6,7 @@ linker's helper processes, timed apart as "start"). Reported: the median ms per 
 passages linked per second, wall-clock and CPU of this process (the helpers' CPU is not in the latter; on a
 shared machine wall-clock figures rise with the load).
 
-Scores follow the dataset's published way (entity/conel.py): a link counts when dialogue, turn, mention without
+Scores follow the dataset's published way (cast/formats/conel.py): a link counts when dialogue, turn, mention without
 a leading article and entity all match. Each user turn is linked with the dialogue's earlier turns as context.
 
     python bench/entity_linking.py --linkers wikipedia dictionary --index /work/cache/indexes/cast2022-dev
@@ -48,8 +48,8 @@ def feature_rows(items, candidates):
     """Features and labels of every candidate of the given user turns (label: the gold link, any casing)."""
     import numpy as np
 
-    from entity.conel import mention_key
-    from entity.wikipedia import feature_matrix
+    from cast.entity.link.wikipedia import feature_matrix
+    from cast.formats.conel import mention_key
 
     labels = []
     for (turn, _), found in zip(items, candidates, strict=True):
@@ -62,7 +62,7 @@ def feature_rows(items, candidates):
 
 def cross_fitted_anchors(items, candidates, folds=5):
     """Give each training turn anchor features counted on the other folds' dialogues (as on unseen data)."""
-    from entity.wikipedia import Anchors
+    from cast.entity.link.wikipedia import Anchors
 
     dialogues = sorted({turn.dialogue_id for turn, _ in items})
     fold_of = {dialogue: number % folds for number, dialogue in enumerate(dialogues)}
@@ -80,7 +80,7 @@ def cross_fitted_anchors(items, candidates, folds=5):
 
 def run_links(items, linked):
     """The ConEL-2 rows of each ``(turn, context)`` item's linked mentions (``link_batch``'s output)."""
-    from entity.conel import Link
+    from cast.formats.conel import Link
 
     return [
         Link(
@@ -119,9 +119,9 @@ def main() -> int:
     )
     args = parser.parse_args()
 
-    from cast.config import load_config
-    from cast.resources import Resources
-    from entity.conel import gold_links, read_dialogues, read_links, score
+    from cast.core.config import load_config
+    from cast.core.resources import Resources
+    from cast.formats.conel import gold_links, read_dialogues, read_links, score
 
     val = user_turns(read_dialogues(args.val_data))
     gold = gold_links([[turn for turn, _ in val]])
@@ -179,11 +179,9 @@ def train(args, val, gold) -> None:
     import numpy as np
     from sklearn.ensemble import GradientBoostingClassifier
 
-    from cast.trees import TreeEnsemble, export
-    from entity.collection_entities import entities_dir
-    from entity.conel import Link, read_dialogues, score
-    from entity.kb import DEFAULT_KB, load_kb
-    from entity.wikipedia import (
+    from cast.entity.builders.collection_entities import entities_dir
+    from cast.entity.builders.kb import DEFAULT_KB, load_kb
+    from cast.entity.link.wikipedia import (
         FEATURES,
         MODEL_FILE,
         Anchors,
@@ -192,6 +190,8 @@ def train(args, val, gold) -> None:
         collection_senses,
         decide,
     )
+    from cast.formats.conel import Link, read_dialogues, score
+    from cast.infra.trees import TreeEnsemble, export
 
     folder = entities_dir(args.index)
     collection, _ = collection_senses(str(folder), None) if folder.is_dir() else (None, None)

@@ -48,11 +48,11 @@ def parse_args() -> argparse.Namespace:
 def main() -> int:
     import httpx
 
-    from cast.config import load_config
+    from cast.core.config import load_config
     from cast.explore.api import create_app
     from cast.explore.engine import Explorer
     from cast.explore.server import BackgroundServer
-    from cast.topics import load_topics
+    from cast.formats.topics import load_topics
 
     args = parse_args()
     config = load_config("offline", [f"index={args.index}", *args.set])

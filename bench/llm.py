@@ -50,11 +50,11 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=120.0)
     args = parser.parse_args()
 
-    from cast.records import PastTurn, ScoredPassage, Selection
-    from cast.registry import stage_class
-    from cast.resources import Resources
-    from cast.topics import load_topics
-    from index.collections import read_passages
+    from cast.core.records import PastTurn, ScoredPassage, Selection
+    from cast.core.registry import stage_class
+    from cast.core.resources import Resources
+    from cast.formats.topics import load_topics
+    from cast.index.collections import read_passages
 
     resources = Resources({"cache_dir": args.cache_dir})
     server: dict[str, Any] = {

@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from bench.common import WIKI, existing_path, run  # noqa: E402
-from cast.atomic import atomic_path  # noqa: E402
+from cast.infra.atomic import atomic_path  # noqa: E402
 
 DEFAULT_OUT = REPO / "cast" / "data" / "sample"
 

@@ -158,12 +158,12 @@ def answer_datasets(args: argparse.Namespace, datasets: Sequence[Dataset]) -> di
     """Answer each dataset's turns into ``--out/<dataset>.run`` / ``.answers.jsonl``; returns the described
     config. A dataset whose files are complete is kept when its records were made with these settings."""
     from cast.commands.run import write_outputs
-    from cast.config import load_config
+    from cast.core.config import load_config
+    from cast.core.limits import bounded_turn
+    from cast.core.pipeline import Pipeline
     from cast.errors import CastError
     from cast.evaluate.answers import read_answers
-    from cast.limits import bounded_turn
-    from cast.outputs import RunOutputs, resume_conflict
-    from cast.pipeline import Pipeline
+    from cast.formats.outputs import RunOutputs, resume_conflict
 
     config = load_config(args.config, [f"index={args.index}", *args.overrides])
     pipeline = Pipeline.from_config(config)
@@ -200,7 +200,7 @@ def answer_datasets(args: argparse.Namespace, datasets: Sequence[Dataset]) -> di
 def prepared_turns(folder: Path, dataset: Dataset, pipeline: Any, conversations: list) -> Any:
     """The dataset's turns prepared as far as re-ranking: read from ``folder`` (checked against ``pipeline``'s
     early stages), or prepared now and saved there."""
-    from cast.prepared import Prepared
+    from cast.conversation.prepared import Prepared
 
     path = folder / f"{dataset.name}.jsonl.gz"
     if path.is_file():
@@ -220,14 +220,14 @@ def conversations_size(conversations: Sequence[Any]) -> int:
 
 
 def load_dataset(data: Path, dataset: Dataset) -> list:
-    from cast.topics import load_topics
+    from cast.formats.topics import load_topics
 
     return load_topics(data / dataset.topics)
 
 
 def dataset_qrels(data: Path, dataset: Dataset, conversations: Sequence[Any]) -> dict[str, dict[str, int]]:
     """The dataset's qrels: its file, or each turn's ``response_provenance`` as relevant (grade 1)."""
-    from cast.topics import read_qrels
+    from cast.formats.topics import read_qrels
 
     if dataset.qrels is not None:
         return read_qrels(data / dataset.qrels)
@@ -261,7 +261,7 @@ def score_datasets(args: argparse.Namespace, datasets: Sequence[Dataset]) -> pd.
         response_references,
     )
     from cast.evaluate.retrieval import evaluate_run
-    from cast.runfile import read_run
+    from cast.formats.runfile import read_run
 
     scorer = TextScorer()
     frames = []
@@ -305,7 +305,7 @@ def read_per_turn(path: Path) -> pd.DataFrame:
 
 
 def write_per_turn(path: Path, frame: pd.DataFrame) -> None:
-    from cast.atomic import write_text_atomic
+    from cast.infra.atomic import write_text_atomic
 
     write_text_atomic(path, frame.to_csv(sep="\t", index=False, float_format="%.6g"))
 

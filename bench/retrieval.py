@@ -61,7 +61,7 @@ QUALITY_SETS = {
 def load_conversations(
     topics: Path, automatic_topics: Path | None = None, rewrites: Path | None = None
 ) -> list:
-    from cast.topics import load_topics
+    from cast.formats.topics import load_topics
 
     automatic = None
     if automatic_topics is not None:
@@ -76,7 +76,7 @@ def canard_conversations(path: Path) -> list:
     CANARD's ``History`` is ``[title, section, q1, a1, q2, a2, ...]``; the title is kept as a first pseudo-turn
     (the rewrites often name it), the section title and the answers are not used.
     """
-    from cast.records import Conversation, Turn
+    from cast.core.records import Conversation, Turn
 
     conversations = []
     for item in json.loads(path.read_text(encoding="utf-8")):
@@ -94,8 +94,8 @@ def canard_conversations(path: Path) -> list:
 
 def rewrite_all(rewriter: Any, conversations: Sequence, only_last: bool = False) -> dict[str, Any]:
     """``{qid: Rewrite}`` for every turn (each qid once); history carries earlier rewrites, no passages."""
-    from cast.records import PastTurn, Rewrite
-    from cast.session import lockstep
+    from cast.conversation.session import lockstep
+    from cast.core.records import PastTurn, Rewrite
 
     def rewrite(steps: list) -> list:
         # With only_last (CANARD), earlier questions stand as they were asked.
@@ -113,8 +113,8 @@ def rewrite_all(rewriter: Any, conversations: Sequence, only_last: bool = False)
 
 
 def build_resources(index: Path, overrides: Sequence[str]) -> Any:
-    from cast.config import load_config
-    from cast.resources import Resources
+    from cast.core.config import load_config
+    from cast.core.resources import Resources
 
     config = load_config("offline", [f"index={index}", "device=cpu", *overrides])
     return config, Resources(config)
@@ -143,10 +143,10 @@ def ranked_run(rankings: dict[str, list]) -> dict[str, dict[str, float]]:
 
 
 def command_run(args: argparse.Namespace) -> int:
+    from cast.core.pipeline import merge_head
+    from cast.core.registry import build_stage
     from cast.evaluate.retrieval import evaluate_run, judged_qrels
-    from cast.pipeline import merge_head
-    from cast.registry import build_stage
-    from cast.topics import read_qrels
+    from cast.formats.topics import read_qrels
 
     automatic_topics = args.automatic_topics
     if automatic_topics is None and args.topics == DEV_2022_TOPICS:
@@ -234,7 +234,7 @@ def command_quality(args: argparse.Namespace) -> int:
     from rouge_score import rouge_scorer
     from sacrebleu import corpus_bleu
 
-    from cast.registry import build_stage
+    from cast.core.registry import build_stage
     from cast.rewrite.vocabulary import IndexVocabulary
 
     config, resources = build_resources(args.index, args.overrides)

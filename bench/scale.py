@@ -54,7 +54,7 @@ def measured(command: list[str], log: Path) -> tuple[float, int]:
 
 def write_scaled(inputs: list[Path], base: int | None, scale: float, path: Path) -> int:
     """Write ``scale`` times the first ``base`` passages of ``inputs`` to ``path``; the number written."""
-    from index.collections import read_passages
+    from cast.index.collections import read_passages
 
     if scale > 1 and scale != int(scale):
         sys.exit(f"scale: scales above 1 are whole numbers of copies, got {scale}")
@@ -115,9 +115,9 @@ def latency(args: argparse.Namespace) -> int:
     """First-stage milliseconds per query (median over every turn's manual rewrite in ``--topics``, each query
     alone, after a warm-up pass) and whole-turn seconds (wall-clock over ``Pipeline.run`` of the first
     ``--conversations``, models loaded before, with an empty cache beside the index)."""
-    from cast.config import load_config
-    from cast.pipeline import Pipeline
-    from cast.topics import load_topics
+    from cast.core.config import load_config
+    from cast.core.pipeline import Pipeline
+    from cast.formats.topics import load_topics
 
     # A cache of its own: another collection's cached passage embeddings would make the turns look cheap.
     cache = args.index.with_name(args.index.name + ".cache")
@@ -162,7 +162,7 @@ def throughput(args: argparse.Namespace) -> int:
     modes = {"single process": [], "ray, 1 worker": ["--ray", "--ray-workers", "1"]}
     modes["ray, 2 workers"] = ["--ray", "--ray-workers", "2"]
     seconds, runs = {}, {}
-    from cast.config import load_config
+    from cast.core.config import load_config
 
     # Each mode starts from an empty cache (the first would otherwise embed and link for the others), holding
     # only the encoder exports, whose one-off building is no turn's cost.

@@ -55,7 +55,7 @@ class Example:
 def training_sets() -> dict[str, list]:
     """``{name: conversations}`` of every training set (see the module docstring)."""
     from bench.retrieval import load_conversations
-    from cast.topics import load_topics
+    from cast.formats.topics import load_topics
 
     return {
         "cast2019": load_topics(
@@ -72,7 +72,7 @@ def training_sets() -> dict[str, list]:
 def canard_conversations(path: Path) -> list:
     """CANARD questions as conversations: the dialogue's title as a first turn, then the earlier questions with
     their QuAC answers as responses, then the question with its rewrite."""
-    from cast.records import Conversation, Turn
+    from cast.core.records import Conversation, Turn
 
     conversations = []
     for item in json.loads(path.read_text(encoding="utf-8")):
@@ -102,7 +102,7 @@ def group_of(name: str, conversation: Any) -> str:
 def examples(featurizer: Any, name: str, conversations: Sequence, rewrite: Any = None) -> list[Example]:
     """The turns with a manual rewrite as examples. Later turns read an earlier turn's query: its manual rewrite
     (``rewrite=None``), or ``rewrite(group, features, words, utterance)``, the query the rewriter would write."""
-    from cast.records import PastTurn
+    from cast.core.records import PastTurn
 
     analysed = featurizer.vocabulary.analyzed_terms
     found = []
@@ -258,12 +258,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.weights = {name: float(w) for name, _, w in (spec.partition("=") for spec in args.weight)}
 
     from bench.ikat import provenance_qrels
-    from cast.config import load_config
-    from cast.registry import build_stage
-    from cast.resources import Resources
+    from cast.core.config import load_config
+    from cast.core.registry import build_stage
+    from cast.core.resources import Resources
+    from cast.formats.topics import load_topics
+    from cast.infra.trees import export
     from cast.rewrite.terms import FEATURES, MODEL_FILE, TermFeaturizer, TermSelectorModel
-    from cast.topics import load_topics
-    from cast.trees import export
 
     config = load_config("offline", [f"index={args.index}", "device=cpu"])
     resources = Resources(config)

@@ -48,7 +48,7 @@ class ModelUnavailableError(CastError):
 
     Args:
         setting: the config key naming the model (e.g. ``reranker.model``), for the hints; added by
-            :meth:`cast.stages.Stage.from_config`, which knows the stage.
+            :meth:`cast.core.stages.Stage.from_config`, which knows the stage.
         downloads_off: the model may be on the Hugging Face Hub, but downloads were not allowed: the message says
             which setting allows them.
     """

@@ -3,7 +3,7 @@ after re-ranking; one evaluation table against a baseline point.
 
 Where every swept setting belongs to a stage after re-ranking (selector, summarizer, knowledge base: the turns
 are prepared as far as entity linking; the linker: as far as re-ranking), the early stages run once
-(:meth:`cast.pipeline.Pipeline.prepare`, saved as ``OUT/prepared.jsonl.gz``) and each point runs only its later
+(:meth:`cast.core.pipeline.Pipeline.prepare`, saved as ``OUT/prepared.jsonl.gz``) and each point runs only its later
 stages from them. Otherwise each point is a full run. Points run one after another in this process, or side by
 side on Ray actors (each holding the pipeline's early stages once, and the prepared turns shipped once). Each
 point's run and answers files are written whole, atomically, once its turns are answered (the files ``cast run``
@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any
 from cast.errors import CastError, ConfigError, DataFormatError
 
 if TYPE_CHECKING:
-    from cast.cluster import RayOptions
-    from cast.pipeline import Pipeline, TurnResult
-    from cast.prepared import Prepared
-    from cast.records import Conversation
-    from cast.resources import Resources
+    from cast.conversation.prepared import Prepared
+    from cast.core.pipeline import Pipeline, TurnResult
+    from cast.core.records import Conversation
+    from cast.core.resources import Resources
+    from cast.infra.cluster import RayOptions
 
 # The stages a prepared pass leaves to each point: swept settings of these share the pass (the knowledge base is
 # the selector's). The linker shares a pass that stopped before it.
@@ -90,8 +90,8 @@ def grid_points(grid: Sequence[str]) -> list[Point]:
 
 def stop_point(points: Sequence[Point], configs: Sequence[dict[str, Any]]) -> str | None:
     """Where a pass shared by every point can stop (``link``, ``rerank``), or None: the points differ earlier."""
-    from cast.registry import build_stage
-    from cast.resources import Resources
+    from cast.core.registry import build_stage
+    from cast.core.resources import Resources
 
     kinds = {override.split("=", 1)[0].split(".", 1)[0] for point in points for override in point.overrides}
     if not kinds <= set(AFTER_RERANKING) or any(c.get("history_responses") == "answers" for c in configs):
@@ -129,9 +129,9 @@ class PointRunner:
 
     def base(self) -> tuple[Pipeline, Resources]:
         if self._built is None:
-            from cast.cluster import require_path
-            from cast.pipeline import Pipeline
-            from cast.resources import Resources
+            from cast.core.pipeline import Pipeline
+            from cast.core.resources import Resources
+            from cast.infra.cluster import require_path
 
             if self.config.get("index"):
                 require_path(self.config["index"], "the index", "--index")
@@ -141,9 +141,9 @@ class PointRunner:
 
     def __call__(self, item: tuple[str, dict[str, Any]]) -> tuple[dict[str, Any], list[TurnResult]]:
         """The description and results of the point ``(name, config)``."""
-        from cast.pipeline import Pipeline, configured_verifier
-        from cast.registry import build_stage
-        from cast.resources import Resources
+        from cast.core.pipeline import Pipeline, configured_verifier
+        from cast.core.registry import build_stage
+        from cast.core.resources import Resources
 
         _, config = item
         if self.prepared is None:
@@ -192,8 +192,8 @@ def run_sweep(
             same name with other settings (give --overwrite); a point's config is not valid; another sweep writes
             in ``out``.
     """
-    from cast.cluster import map_in_order
-    from cast.outputs import RunOutputs
+    from cast.formats.outputs import RunOutputs
+    from cast.infra.cluster import map_in_order
 
     with sweep_lock(out):
         inputs = sweep_inputs(base_config, conversations)
@@ -246,8 +246,8 @@ def sweep_lock(out: Path) -> Iterator[None]:
     Raises:
         CastError: ``out`` is a file, or another sweep holds the lock.
     """
-    from cast.atomic import PARTIAL
-    from cast.outputs import held_lock
+    from cast.formats.outputs import held_lock
+    from cast.infra.atomic import PARTIAL
 
     if out.exists() and not out.is_dir():
         raise CastError(f"--output {out} is a file; give a folder for the sweep's runs")
@@ -262,8 +262,8 @@ def sweep_lock(out: Path) -> Iterator[None]:
 
 def _check_configs(configs: dict[str, dict[str, Any]]) -> None:
     """Every point's config checked now (a mistyped --grid key fails before the shared pass, not after it)."""
-    from cast.pipeline import check_config
-    from cast.resources import Resources
+    from cast.core.pipeline import check_config
+    from cast.core.resources import Resources
 
     for name, config in configs.items():
         try:
@@ -274,8 +274,8 @@ def _check_configs(configs: dict[str, dict[str, Any]]) -> None:
 
 def sweep_inputs(config: dict[str, Any], conversations: list[Conversation]) -> dict[str, Any]:
     """What a sweep's points are made from besides their settings: the topics' digest and the index's identity."""
-    from cast.topics import topics_digest
-    from index.build import index_identity
+    from cast.formats.topics import topics_digest
+    from cast.index.build import index_identity
 
     return {
         "topics": topics_digest(conversations),
@@ -289,9 +289,9 @@ def _check_manifest(
     """Refuse to add points to a folder holding a sweep of another base config or other inputs, or a point of
     the same name made with other settings (``--overwrite``: replace them); record this sweep's. Returns the
     points recorded before with the same settings (their files, if finished, are kept), by file name."""
-    from cast.atomic import write_text_atomic
-    from cast.outputs import _difference
-    from cast.textfiles import RECORD_BYTES, read_json
+    from cast.formats.outputs import _difference
+    from cast.formats.textfiles import RECORD_BYTES, read_json
+    from cast.infra.atomic import write_text_atomic
 
     names = [p.file_name for p in points]
     repeated = sorted({n for n in names if names.count(n) > 1})
@@ -346,19 +346,19 @@ def _prepare(
     """The turns every point shares: read back from ``path`` if an earlier sweep prepared them with these early
     stages, else prepared now (here, or on Ray actors) and saved there. Also the pipeline that prepared or
     checked them here (None on Ray)."""
-    from cast.prepared import Prepared, early_description
+    from cast.conversation.prepared import Prepared, early_description
 
     stored = Prepared.load(path) if path.is_file() else None
     if ray is None:
-        from cast.pipeline import Pipeline
-        from cast.resources import Resources
+        from cast.core.pipeline import Pipeline
+        from cast.core.resources import Resources
 
         resources = Resources(config)
         pipeline: Any = Pipeline.from_config(config, resources)
         built: tuple[Pipeline, Resources] | None = (pipeline, resources)
         description = early_description(pipeline, stop_after)
     else:
-        from cast.ray_pipeline import RayPipeline
+        from cast.conversation.ray_runner import RayPipeline
 
         pipeline = RayPipeline(config, ray)
         built = None
@@ -403,7 +403,7 @@ def sweep_report(
     from cast.evaluate import report as rep
     from cast.evaluate.experiment import evaluate_answer_files, evaluate_runs
     from cast.evaluate.plots import sweep_plot
-    from cast.topics import load_topics
+    from cast.formats.topics import load_topics
 
     with sweep_lock(out):
         names = {p.name: p.file_name for p in points}

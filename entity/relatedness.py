@@ -3,12 +3,12 @@
 Three knowledge bases give the in-link sets:
 
 * :class:`CollectionKnowledgeBase` (offline): the passages of the indexed collection that mention an entity play
-  its in-links; built with the entity dictionary (``cast entity dictionary``), see :mod:`entity.dictionary`.
+  its in-links; built with the entity dictionary (``cast entity dictionary``), see :mod:`cast.entity.link.dictionary`.
 * :class:`LinkGraphKnowledgeBase`: a local link graph (TSV ``source<TAB>target``, e.g. a DBpedia page-links
   extract), held as sorted integer arrays.
 * :class:`SparqlKnowledgeBase`: DBpedia's SPARQL endpoint (``dbo:wikiPageWikiLink``), answers cached on disk.
 
-All of them answer :meth:`~cast.stages.KnowledgeBase.relatedness_matrix` for a whole turn at once and memoise
+All of them answer :meth:`~cast.core.stages.KnowledgeBase.relatedness_matrix` for a whole turn at once and memoise
 pairs across turns.
 """
 
@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 
+from cast.core.settings import Range, Runtime
+from cast.core.stages import KnowledgeBase
+from cast.entity.inlinks import InLinkArrays
+from cast.entity.link.linkers import JsonHttpClient, normalise_entity
 from cast.errors import CastError, ConfigError, DataFormatError, ServiceUnavailableError
-from cast.settings import Range, Runtime
-from cast.stages import KnowledgeBase
-from entity.inlinks import InLinkArrays
-from entity.linkers import JsonHttpClient, normalise_entity
 
 if TYPE_CHECKING:
-    from cast.resources import Resources
+    from cast.core.resources import Resources
 
 
 def milne_witten(size_a: int, size_b: int, size_ab: int, total: int) -> float:
@@ -160,7 +160,7 @@ class ArrayKnowledgeBase(PairwiseKnowledgeBase):
 class CollectionKnowledgeBase(ArrayKnowledgeBase):
     """The collection as knowledge base: ``|A|`` = passages mentioning ``a``, ``|D|`` = passages.
 
-    The postings come from the entity resources built next to the index (:func:`entity.dictionary.
+    The postings come from the entity resources built next to the index (:func:`cast.entity.link.dictionary.
     build_entity_resources`); a passage mentions an entity when it contains one of the entity's surface forms
     (resolved to its most common sense, or to the passage's own article where that is a candidate), and every
     passage mentions its own article.
@@ -172,7 +172,7 @@ class CollectionKnowledgeBase(ArrayKnowledgeBase):
     name = "collection"
 
     def __init__(self, entities_dir: str | None = None, resources: Resources | None = None):
-        from entity.collection_entities import load_postings, resolve_entities_dir
+        from cast.entity.builders.collection_entities import load_postings, resolve_entities_dir
 
         folder = resolve_entities_dir(entities_dir, resources)
         arrays, passages = load_postings(folder)
@@ -263,7 +263,7 @@ class SparqlKnowledgeBase(PairwiseKnowledgeBase):
         total: ``|D|``; by default asked once from the endpoint (the number of entities with a page link), which
             the public endpoint cuts short (a partial answer, refused): set it here (the paper profile does).
         batch: the most entities or pairs asked in one query.
-        timeout, retries, backoff: see :class:`entity.linkers.JsonHttpClient`.
+        timeout, retries, backoff: see :class:`cast.entity.link.linkers.JsonHttpClient`.
     """
 
     name = "sparql"

@@ -1,0 +1,1 @@
+"""The collection: Lucene indexes, passage readers and precomputed passage embeddings."""

@@ -4,8 +4,8 @@ Two ways in, with the same analysis and stored fields:
 
 * Pyserini JSON lines files (``.jsonl``, ``.jsonl.gz``; no duplicate list) go straight to Anserini's
   ``IndexCollection``, as Pyserini's own CLI does: Java reads them, in parallel over files.
-* Every other format (and JSON lines with a duplicate list) is read with :mod:`index.collections` and fed to
-  :func:`cast.jvm.indexer` in batches; a thread reads the next batch while Lucene indexes the current one (jnius
+* Every other format (and JSON lines with a duplicate list) is read with :mod:`cast.index.collections` and fed to
+  :func:`cast.infra.jvm.indexer` in batches; a thread reads the next batch while Lucene indexes the current one (jnius
   releases the GIL during Java calls).
 
 The index is built in a temporary sibling directory and renamed into place when complete, so an interrupted
@@ -34,10 +34,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from cast.core.records import Passage
 from cast.errors import CastError, DataFormatError
-from cast.jvm import STEMMERS
-from cast.records import Passage
-from index.collections import collection_formats, read_duplicates, read_passages
+from cast.index.collections import collection_formats, read_duplicates, read_passages
+from cast.infra.jvm import STEMMERS
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -94,9 +94,9 @@ def build_index(
     """Index the passages of ``inputs`` into ``index_dir``.
 
     Args:
-        inputs: collection files or directories (see :func:`index.collections.read_passages`).
+        inputs: collection files or directories (see :func:`cast.index.collections.read_passages`).
         index_dir: where the index goes; it must not exist or be empty unless ``overwrite``.
-        fmt: the input format (one of :data:`index.collections.FORMATS`); ``None`` detects it per file.
+        fmt: the input format (one of :data:`cast.index.collections.FORMATS`); ``None`` detects it per file.
         threads: Anserini's indexing threads (JSON lines files are indexed in parallel over files).
         overwrite: replace an existing index at ``index_dir`` (only once the new one is complete).
         stemmer: ``krovetz`` (the toolkit's retrieval assumes it), ``porter`` or ``none``.
@@ -186,7 +186,7 @@ def merge_indexes(
         CastError: fewer than two shards; a shard is not an index built by this toolkit; the shards were built with
             different stemmers or share an input file; ``index_dir`` holds something and ``overwrite`` is false.
     """
-    from cast import jvm
+    from cast.infra import jvm
 
     target = Path(index_dir).expanduser()
     if len(shards) < 2:
@@ -316,7 +316,7 @@ def _index_passages(
     passages: Iterator[Passage], index_dir: Path, stemmer: str, threads: int, batch_size: int, bar: Any
 ) -> tuple[int, int]:
     """Feed ``passages`` to a ``LuceneIndexer``; the numbers of passages indexed and of empty ones skipped."""
-    from cast import jvm
+    from cast.infra import jvm
 
     indexer = jvm.indexer(index_dir, stemmer=stemmer, threads=threads)
     indexed = skipped = 0
@@ -342,7 +342,7 @@ def _index_json_lines(
     Returns:
         the numbers of passages indexed and of empty ones skipped.
     """
-    from cast import jvm
+    from cast.infra import jvm
 
     jvm.start()
     from jnius import autoclass, detach
@@ -513,7 +513,7 @@ def build_record(index_dir: str | Path) -> dict[str, Any] | None:
     Raises:
         DataFormatError: the record is not one (damaged, or edited by hand).
     """
-    from cast.textfiles import RECORD_BYTES, read_json
+    from cast.formats.textfiles import RECORD_BYTES, read_json
 
     path = Path(index_dir).expanduser() / BUILD_RECORD
     if not path.is_file():
@@ -546,7 +546,7 @@ def index_command(index_dir: str | Path, verb: str) -> str:
     recorded where they can be read (else ``FILES...``), to give as advice that works when followed literally."""
     import shlex
 
-    from cast.textfiles import RECORD_BYTES, read_json
+    from cast.formats.textfiles import RECORD_BYTES, read_json
 
     try:
         record = read_json(Path(index_dir).expanduser() / BUILD_RECORD, RECORD_BYTES, "build record")
@@ -593,7 +593,7 @@ def index_stats(index_dir: str | Path) -> dict[str, int]:
     Raises:
         IndexUnavailableError: there is no readable index at ``index_dir``.
     """
-    from cast import jvm
+    from cast.infra import jvm
 
     path = jvm.check_index(index_dir)
     stats = {name: int(value) for name, value in jvm.index_reader(str(path)).stats().items()}

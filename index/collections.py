@@ -1,4 +1,4 @@
-"""Passage collections: readers that stream :class:`~cast.records.Passage` records from the formats CAsT uses.
+"""Passage collections: readers that stream :class:`~cast.core.records.Passage` records from the formats CAsT uses.
 
 Formats (``fmt`` names):
 
@@ -24,9 +24,9 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from cast.core.records import Passage
 from cast.errors import DataFormatError, excerpt
-from cast.records import Passage
-from cast.textfiles import json_lines, utf8_lines
+from cast.formats.textfiles import json_lines, utf8_lines
 
 FORMATS = ("jsonl", "msmarco", "car", "wapo", "ikat")
 

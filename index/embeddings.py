@@ -32,13 +32,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cast.atomic import atomic_path, write_lines_atomic, write_text_atomic
 from cast.errors import CastError, ConfigError, DataFormatError
-from cast.text import passage_text
-from index.collections import collection_formats, read_duplicates, read_passages
+from cast.index.collections import collection_formats, read_duplicates, read_passages
+from cast.infra.atomic import atomic_path, write_lines_atomic, write_text_atomic
+from cast.infra.text import passage_text
 
 if TYPE_CHECKING:
-    from cast.cluster import RayOptions
+    from cast.infra.cluster import RayOptions
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +177,7 @@ class PassageEmbeddings:
 
 def read_manifest(path: Path) -> dict[str, Any] | None:
     """The manifest of the store at ``path``, or ``None`` where there is none."""
-    from cast.textfiles import RECORD_BYTES, read_json
+    from cast.formats.textfiles import RECORD_BYTES, read_json
 
     file = path / MANIFEST
     if not file.is_file():
@@ -193,7 +193,7 @@ def read_manifest(path: Path) -> dict[str, Any] | None:
 
 def rebuild_command(store: Path) -> str:
     """The ``cast index embed`` command that builds the store ``store`` (``<index>.embeddings``) again."""
-    from index.build import index_command
+    from cast.index.build import index_command
 
     index = store.with_name(store.name.removesuffix(".embeddings"))
     return index_command(index, "embed")
@@ -295,8 +295,8 @@ class RerankerEncoder:
     @property
     def reranker(self) -> Any:
         if self._reranker is None:
-            from cast.registry import build_stage
-            from cast.resources import Resources
+            from cast.core.registry import build_stage
+            from cast.core.resources import Resources
 
             self._reranker = build_stage("reranker", self.section, Resources(self.config))
         return self._reranker
@@ -326,7 +326,7 @@ def build_embeddings(
 
     Args:
         inputs: the collection files or directories the index was built from (see
-            :func:`index.collections.read_passages`).
+            :func:`cast.index.collections.read_passages`).
         store_dir: the store folder (:func:`store_path` of the index).
         settings: the encoder's settings, recorded in the manifest; the text embedded is
             :func:`cast.rank.rerank.passage_text` with ``settings.with_title``.
@@ -406,7 +406,7 @@ def build_embeddings(
     embedded = 0
     from tqdm import tqdm
 
-    from cast.cluster import map_in_order
+    from cast.infra.cluster import map_in_order
 
     with tqdm(
         desc=f"embedding {store_dir.name}",

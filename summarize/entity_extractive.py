@@ -27,13 +27,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
+from cast.core.records import Answer, AnswerSentence, Selection
+from cast.core.resources import Resources
+from cast.core.settings import OneOf, Range
+from cast.core.stages import Summarizer
 from cast.errors import ConfigError
-from cast.records import Answer, AnswerSentence, Selection
-from cast.resources import Resources
-from cast.settings import OneOf, Range
-from cast.stages import Summarizer
-from cast.text import WORD_JOINERS, count_words, split_sentences, word_tokens
-from summarize import no_answer
+from cast.infra.text import WORD_JOINERS, count_words, split_sentences, word_tokens
+from cast.summarize import no_answer
 
 # Function words carry no topical evidence for relevance or redundancy.
 STOPWORDS = frozenset(

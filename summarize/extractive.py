@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from cast.records import Answer, AnswerSentence, Selection
-from cast.settings import Range
-from cast.stages import Summarizer
-from summarize import no_answer
+from cast.core.records import Answer, AnswerSentence, Selection
+from cast.core.settings import Range
+from cast.core.stages import Summarizer
+from cast.summarize import no_answer
 
 
 class TopKTrimSummarizer(Summarizer):

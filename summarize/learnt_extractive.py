@@ -1,6 +1,6 @@
 """Extractive answers whose sentences a learnt scorer chooses: ``summarizer: learnt_extractive``.
 
-The hand-weighted generator (:mod:`summarize.entity_extractive`) mixes query overlap, entity coverage and a
+The hand-weighted generator (:mod:`cast.summarize.entity_extractive`) mixes query overlap, entity coverage and a
 position prior with fixed weights. Here a gradient-boosted regression ensemble reads those and more of each
 candidate sentence (:func:`sentence_features`: the kind of answer the question asks for, where the sentence stands
 in its passage, the passage's selection score and title, the sentence's entities, numbers, causes, definitions,
@@ -23,12 +23,12 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from cast.records import Answer, AnswerSentence, Selection
-from cast.settings import Range
-from cast.text import WORD_JOINERS, word_tokens
-from cast.trees import TreeEnsemble, load_tree_model
-from summarize import no_answer
-from summarize.entity_extractive import (
+from cast.core.records import Answer, AnswerSentence, Selection
+from cast.core.settings import Range
+from cast.infra.text import WORD_JOINERS, word_tokens
+from cast.infra.trees import TreeEnsemble, load_tree_model
+from cast.summarize import no_answer
+from cast.summarize.entity_extractive import (
     Candidate,
     EntityExtractiveSummarizer,
     content_terms,

@@ -1,9 +1,9 @@
-"""Answers written by a chat model behind an OpenAI-compatible server (:mod:`cast.llm`), with citations.
+"""Answers written by a chat model behind an OpenAI-compatible server (:mod:`cast.infra.llm`), with citations.
 
 The model reads a prompt template (``configs/prompts/answer.txt`` by default) filled with the selected passages,
 numbered ``[1]``, ``[2]``... and cut to ``passage_words`` words each, the question and the length bound. It is
 asked to end each sentence with the number of its passage; its answer is split into sentences
-(:func:`cast.text.split_sentences`) and each sentence is attributed to the first passage it cites, the citation
+(:func:`cast.infra.text.split_sentences`) and each sentence is attributed to the first passage it cites, the citation
 marks taken out of the text, as the extractive generators' answers are. The answer is cut to ``words`` words
 (whole sentences while they fit). An answer that says the passages hold none (the template's abstention
 sentence) is recorded as no answer.
@@ -16,17 +16,17 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated, Any
 
-from cast.llm import ChatModelStage
-from cast.prompts import PromptTemplate
-from cast.records import Answer, AnswerSentence, Selection
-from cast.settings import Range
-from cast.stages import Summarizer
-from cast.text import count_words, passage_text, split_sentences
-from summarize import no_answer
-from summarize.verify import ABSTENTION_TEXT
+from cast.core.records import Answer, AnswerSentence, Selection
+from cast.core.settings import Range
+from cast.core.stages import Summarizer
+from cast.infra.llm import ChatModelStage
+from cast.infra.prompts import PromptTemplate
+from cast.infra.text import count_words, passage_text, split_sentences
+from cast.summarize import no_answer
+from cast.summarize.verify import ABSTENTION_TEXT
 
 if TYPE_CHECKING:
-    from cast.resources import Resources
+    from cast.core.resources import Resources
 
 PLACEHOLDERS = frozenset({"passages", "question"})
 OPTIONAL_PLACEHOLDERS = frozenset({"words"})

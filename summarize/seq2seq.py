@@ -8,7 +8,7 @@ early stopping, a minimum length chosen by length calibration (``cast calibrate`
 the input's length in tokens. Each answer records the effective settings. Turns are decoded in batches; the
 maximum length is enforced per turn, so a turn's answer does not depend on the turns it is batched with.
 
-Decoding goes through :class:`cast.decoding.BeamDecoder`: transformers' plain ``generate()``, or the same search
+Decoding goes through :class:`cast.infra.decoding.BeamDecoder`: transformers' plain ``generate()``, or the same search
 with a fixed-shape KV cache (``static``) and its step compiled into CUDA graphs (``compiled``), which give the
 tokens of ``plain`` faster on a GPU.
 """
@@ -20,16 +20,16 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
-from cast.decoding import BeamDecoder
+from cast.core.records import Answer, AnswerSentence, Selection
+from cast.core.settings import Range, Runtime
+from cast.core.stages import Summarizer
 from cast.errors import ConfigError
-from cast.records import Answer, AnswerSentence, Selection
-from cast.settings import Range, Runtime
-from cast.stages import Summarizer
-from cast.text import split_sentences
-from summarize import no_answer
+from cast.infra.decoding import BeamDecoder
+from cast.infra.text import split_sentences
+from cast.summarize import no_answer
 
 if TYPE_CHECKING:
-    from cast.resources import Resources
+    from cast.core.resources import Resources
 
 # The task prefix T5 was trained with for summarization (used when the model's config names none).
 T5_PREFIX = "summarize: "
@@ -97,7 +97,7 @@ class Seq2SeqSummarizer(Summarizer):
         allow_download: Annotated[bool, Runtime()] = False,
         resources: Resources | None = None,
     ):
-        from cast.models import load_seq2seq, load_tokenizer, resolve_device
+        from cast.infra.models import load_seq2seq, load_tokenizer, resolve_device
 
         self.model_name = model
         self.min_length = min_length

@@ -1,6 +1,6 @@
 """Verification of generated answers: every claim checked against the passage it cites.
 
-An answer is split into claims (its attributed sentences, else :func:`cast.text.split_sentences`), and each
+An answer is split into claims (its attributed sentences, else :func:`cast.infra.text.split_sentences`), and each
 claim is scored against the passage it cites (a generator that does not say, such as seq2seq, against each
 selected passage, keeping the best). Claims whose support is below ``threshold`` are dropped (or kept and
 marked), and the answer is withheld, replaced by :data:`ABSTENTION_TEXT`, where no claim is supported or where
@@ -34,15 +34,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Annotated, Any
 
+from cast.core.records import Answer, AnswerSentence, ClaimSupport, Selection, Verification
+from cast.core.settings import OneOf, Range, Runtime
+from cast.core.stages import Verifier
 from cast.errors import ConfigError
-from cast.records import Answer, AnswerSentence, ClaimSupport, Selection, Verification
-from cast.settings import OneOf, Range, Runtime
-from cast.stages import Verifier
-from cast.text import WORD_JOINERS, passage_text, sentences, word_tokens
-from summarize.entity_extractive import STOPWORDS
+from cast.infra.text import WORD_JOINERS, passage_text, sentences, word_tokens
+from cast.summarize.entity_extractive import STOPWORDS
 
 if TYPE_CHECKING:
-    from cast.resources import Resources
+    from cast.core.resources import Resources
 
 ABSTENTION_TEXT = "I could not find an answer to that in the collection."
 UNSUPPORTED = ("drop", "mark")

@@ -50,7 +50,7 @@ def one_torch_thread():
 @pytest.fixture(scope="session")
 def core_index(tmp_path_factory) -> Path:
     """A Krovetz index of the six-passage fixture corpus ``tests/fixtures/core/corpus.jsonl``."""
-    from index.build import build_index
+    from cast.index.build import build_index
 
     index_dir = tmp_path_factory.mktemp("core") / "index"
     build_index([FIXTURES / "core" / "corpus.jsonl"], index_dir, threads=1)
@@ -60,7 +60,7 @@ def core_index(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def core_entities(tmp_path_factory) -> Path:
     """The dictionary linker's entity files of the six-passage fixture corpus (for EG pipelines on it)."""
-    from entity.collection_entities import build_entity_resources
+    from cast.entity.builders.collection_entities import build_entity_resources
 
     return build_entity_resources(
         None,
@@ -77,9 +77,9 @@ def ray_runtime():
 
     import ray
 
-    from cast.cluster import RAY_ENVIRONMENT
+    from cast.infra.cluster import RAY_ENVIRONMENT
 
-    for name, value in RAY_ENVIRONMENT.items():  # as cast.cluster.connect does: the JVM runs here too
+    for name, value in RAY_ENVIRONMENT.items():  # as cast.infra.cluster.connect does: the JVM runs here too
         os.environ.setdefault(name, value)
     # Its workers import the toolkit from this checkout, as this process does.
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)

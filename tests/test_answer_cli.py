@@ -55,9 +55,9 @@ def test_one_utterance_with_history_as_json(core_index):
 
 
 def test_later_turns_see_the_answers_the_user_read_as_responses():
-    from cast.pipeline import TurnResult
-    from cast.records import NO_ANSWER_TEXT, Answer, Rewrite, Selection
-    from cast.session import Session
+    from cast.conversation.session import Session
+    from cast.core.pipeline import TurnResult
+    from cast.core.records import NO_ANSWER_TEXT, Answer, Rewrite, Selection
 
     class Pipeline:
         """Answers each turn with a fixed text and remembers the history it was given."""

@@ -107,7 +107,7 @@ def test_per_turn_files_round_trip_and_foreign_tables_are_refused(pooled, tmp_pa
 
 
 def test_topics_group_conversations_of_one_topic(pooled) -> None:
-    from cast.records import Conversation
+    from cast.core.records import Conversation
 
     assert pooled.topic_of(pooled.DATASETS[1], Conversation("9-2", ())) == "ikat2023:9"
     assert pooled.topic_of(pooled.DATASETS[0], Conversation("132", ())) == "cast2022:132"

@@ -1,4 +1,4 @@
-from cast.cache import Cache, cache_key
+from cast.infra.cache import Cache, cache_key
 
 
 def test_key_is_canonical():

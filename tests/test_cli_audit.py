@@ -13,9 +13,9 @@ from fast_pipeline import FAST, cli_sets
 
 from cast.cli import main
 from cast.errors import CastError, DataFormatError, ModelUnavailableError
-from cast.outputs import RunOutputs, resume_conflict
-from cast.runfile import read_run
-from cast.topics import read_qrels
+from cast.formats.outputs import RunOutputs, resume_conflict
+from cast.formats.runfile import read_run
+from cast.formats.topics import read_qrels
 
 BASELINE = cli_sets("rewriter.name=manual", *FAST)
 

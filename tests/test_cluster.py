@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from fast_pipeline import FAST, cli_sets
 
-from cast.cluster import RayOptions, map_in_order
 from cast.errors import CastError
+from cast.infra.cluster import RayOptions, map_in_order
 
 # Ray's driver and the JVM in one process crash (a segmentation fault, now and then): `make test` runs these in a
 # pytest process of their own, and every command that starts the JVM (building an index, a run) runs in a
@@ -65,7 +65,7 @@ def test_a_workers_own_error_comes_back_as_itself(ray_runtime):
 def test_sharded_entity_dictionary_equals_the_local_one(
     ray_runtime, fixtures: Path, tmp_path: Path, monkeypatch
 ):
-    from entity import collection_entities
+    from cast.entity.builders import collection_entities
 
     collection = [fixtures / "entity" / "collection.jsonl"]
     local = collection_entities.build_entity_resources(
@@ -89,7 +89,7 @@ def test_sharded_entity_dictionary_equals_the_local_one(
 
 @pytest.mark.slow
 def test_embeddings_built_on_ray_equal_the_local_ones(fixtures: Path, tmp_path: Path):
-    from index.embeddings import store_path
+    from cast.index.embeddings import store_path
 
     collection = fixtures / "index" / "passages.jsonl"  # 7 passages, 2 without text: 4 chunks
     stores = []
@@ -184,8 +184,8 @@ def test_a_worker_killed_mid_run_is_restarted_and_no_turn_is_lost_or_repeated(
     import argparse
 
     from cast.commands.common import config_from_args
-    from cast.ray_pipeline import RayPipeline
-    from cast.topics import load_topics
+    from cast.conversation.ray_runner import RayPipeline
+    from cast.formats.topics import load_topics
 
     args = argparse.Namespace(config="offline", index=str(core_index), overrides=BASELINE[1::2])
     pipeline = RayPipeline(config_from_args(args), RayOptions("local", workers=1))
@@ -209,8 +209,8 @@ def test_a_worker_killed_mid_run_is_restarted_and_no_turn_is_lost_or_repeated(
 
 
 def test_a_worker_without_the_index_says_what_to_mount(ray_runtime, tmp_path):
-    from cast.config import load_config
-    from cast.ray_pipeline import RayPipeline
+    from cast.conversation.ray_runner import RayPipeline
+    from cast.core.config import load_config
 
     config = load_config("offline", [f"index={tmp_path / 'nowhere'}"])
     with pytest.raises(

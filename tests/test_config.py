@@ -1,8 +1,8 @@
 import pytest
 
-from cast.config import CONFIG_DIR, config_path, load_config, merge
+from cast.core.config import CONFIG_DIR, config_path, load_config, merge
+from cast.core.registry import STAGES, stage_class
 from cast.errors import ConfigError
-from cast.registry import STAGES, stage_class
 
 
 def test_offline_is_default_and_tagged():
@@ -60,8 +60,8 @@ def test_bad_configs_are_named(name, overrides, message):
 
 
 def test_unknown_stage_and_setting_are_clear_errors():
-    from cast.registry import build_stage
-    from cast.resources import Resources
+    from cast.core.registry import build_stage
+    from cast.core.resources import Resources
 
     with pytest.raises(ConfigError, match="unknown reranker 'bert'; choose one of"):
         stage_class("reranker", "bert")

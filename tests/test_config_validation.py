@@ -3,12 +3,12 @@
 import pytest
 
 from cast.cli import main as cast_main
-from cast.config import CONFIG_DIR, load_config
+from cast.core.config import CONFIG_DIR, load_config
+from cast.core.registry import STAGES, build_stage, stage_class
+from cast.core.resources import Resources
+from cast.core.settings import Setting, check_value
 from cast.errors import ConfigError, IndexUnavailableError, ModelUnavailableError
-from cast.jvm import check_index
-from cast.registry import STAGES, build_stage, stage_class
-from cast.resources import Resources
-from cast.settings import Setting, check_value
+from cast.infra.jvm import check_index
 
 
 def cli_error(capsys, argv):

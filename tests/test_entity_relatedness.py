@@ -8,16 +8,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cast.errors import CastError, DataFormatError
-from entity.collection_entities import build_entity_resources
-from entity.linkers import entity_uri
-from entity.relatedness import (
+from cast.entity.builders.collection_entities import build_entity_resources
+from cast.entity.link.linkers import entity_uri
+from cast.entity.relatedness import (
     CollectionKnowledgeBase,
     InLinkArrays,
     LinkGraphKnowledgeBase,
     milne_witten,
     sorted_intersection_size,
 )
+from cast.errors import CastError, DataFormatError
 
 
 def uri(name: str) -> str:

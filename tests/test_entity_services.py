@@ -13,12 +13,12 @@ from urllib.parse import parse_qs, urlparse
 import numpy as np
 import pytest
 
-from cast.cache import Cache
+from cast.entity.link.fox import FoxLinker
+from cast.entity.link.linkers import entity_uri
+from cast.entity.link.spotlight import SpotlightLinker
+from cast.entity.relatedness import LinkGraphKnowledgeBase, SparqlKnowledgeBase
 from cast.errors import ConfigError, ServiceUnavailableError
-from entity.fox import FoxLinker
-from entity.linkers import entity_uri
-from entity.relatedness import LinkGraphKnowledgeBase, SparqlKnowledgeBase
-from entity.spotlight import SpotlightLinker
+from cast.infra.cache import Cache
 
 Answer = tuple[int, object]  # (HTTP status, JSON body)
 
@@ -421,7 +421,7 @@ def test_the_timeout_bounds_the_whole_request_against_a_trickling_server(tmp_pat
 def test_a_hanging_service_is_given_up_on_for_the_rest_of_the_run(serve, tmp_path: Path, caplog):
     service = serve(lambda method, path, params: (0, None))  # never answers
     linker = make_spotlight(service, tmp_path, on_error="skip", retries=1, timeout=0.2, give_up_after=2)
-    with caplog.at_level("WARNING", logger="entity.linkers"):
+    with caplog.at_level("WARNING", logger="cast.entity.link.linkers"):
         assert linker.link_batch(["Berlin", "Germany", "Zürich", "Bonn"]) == [[], [], [], []]
         assert linker.link("Berlin again") == []
     assert len(service.requests) == 4  # two texts, two attempts each; then none
@@ -441,8 +441,8 @@ def test_a_hanging_service_is_given_up_on_for_the_rest_of_the_run(serve, tmp_pat
 def test_each_turn_records_which_of_its_texts_went_unlinked(serve, tmp_path: Path):
     from types import SimpleNamespace
 
-    from cast.pipeline import Pipeline
-    from cast.records import Passage, ScoredPassage
+    from cast.core.pipeline import Pipeline
+    from cast.core.records import Passage, ScoredPassage
 
     def respond(method, path, params):
         return (502, {}) if "Germany" in params["text"] else spotlight_service(params)

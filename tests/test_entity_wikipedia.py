@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from entity.collection_entities import EntityDictionary
-from entity.helpers import share_by_length
-from entity.kb import build_kb, load_kb
-from entity.linkers import entity_uri
-from entity.wikipedia import (
+from cast.entity.builders.collection_entities import EntityDictionary
+from cast.entity.builders.kb import build_kb, load_kb
+from cast.entity.link.helpers import share_by_length
+from cast.entity.link.linkers import entity_uri
+from cast.entity.link.wikipedia import (
     FEATURES,
     MODEL_FILE,
     Anchors,
@@ -237,9 +237,9 @@ def test_the_shipped_model_reproduces_its_val_f1():
     sys.path.insert(0, str(REPO))
     from bench.common import DATA, DEFAULT_INDEX
     from bench.entity_linking import run_links, user_turns
-    from entity.collection_entities import entities_dir
-    from entity.conel import gold_links, read_dialogues, score
-    from entity.kb import DEFAULT_KB
+    from cast.entity.builders.collection_entities import entities_dir
+    from cast.entity.builders.kb import DEFAULT_KB
+    from cast.formats.conel import gold_links, read_dialogues, score
 
     recorded = load_model(str(MODEL_FILE)).recorded
     folder = entities_dir(DEFAULT_INDEX)

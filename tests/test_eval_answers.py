@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from cast.core.records import Conversation, Turn
 from cast.errors import DataFormatError
 from cast.evaluate.answers import (
     ANSWER_MEASURES,
@@ -21,8 +22,7 @@ from cast.evaluate.answers import (
     unigram_f1,
 )
 from cast.evaluate.wordnet import nltk_data_dir
-from cast.records import Conversation, Turn
-from cast.text import words
+from cast.infra.text import words
 
 ANSWER = "The COP26 summit in Glasgow was about climate change; countries promised to cut emissions."
 REFERENCE = (
@@ -181,7 +181,7 @@ def test_system_name():
 @needs_wordnet
 def test_evaluate_answers_on_fixtures(fixtures, scorer):
     from cast.evaluate.answers import passages_from_collection
-    from cast.topics import load_topics
+    from cast.formats.topics import load_topics
 
     folder = fixtures / "eval"
     answers = read_answers(folder / "eg-g0.25.answers.jsonl")

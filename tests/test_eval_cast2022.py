@@ -9,7 +9,7 @@ import pytest
 from cast.evaluate.answers import TextScorer, evaluate_answers, read_answers, response_references
 from cast.evaluate.retrieval import evaluate_run
 from cast.evaluate.wordnet import nltk_data_dir
-from cast.topics import load_topics, read_qrels
+from cast.formats.topics import load_topics, read_qrels
 
 pytestmark = pytest.mark.integration
 TOPICS = "cast/2022-dev/2022_evaluation_topics_flattened_duplicated_v1.0.json"

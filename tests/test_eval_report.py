@@ -6,11 +6,11 @@ import pandas as pd
 import pytest
 
 from cast.cli import main
+from cast.core.records import Conversation, Turn
 from cast.evaluate.plots import selector_settings
 from cast.evaluate.report import compare, depths_from_qids, markdown_table, mean_by_depth, turn_depths
 from cast.evaluate.significance import SIGNIFICANT_MARK, holm_bonferroni
 from cast.evaluate.wordnet import nltk_data_dir
-from cast.records import Conversation, Turn
 
 needs_wordnet = pytest.mark.skipif(
     not (nltk_data_dir() / "corpora" / "wordnet" / "lexnames").is_file(),

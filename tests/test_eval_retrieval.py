@@ -7,8 +7,8 @@ import math
 import pytest
 
 from cast.evaluate.retrieval import RETRIEVAL_MEASURES, evaluate_run, judged_qrels
-from cast.runfile import read_run
-from cast.topics import read_qrels
+from cast.formats.runfile import read_run
+from cast.formats.topics import read_qrels
 
 # q1: grades d1=3, d2=0, d3=1, d4=2; run a ranks d2, d1, d3 (d4 not retrieved).
 QRELS = {"q1": {"d1": 3, "d2": 0, "d3": 1, "d4": 2}, "q2": {"d5": 1, "d6": 4}, "q4": {"d9": 0}}

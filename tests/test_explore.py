@@ -6,11 +6,11 @@ import pytest
 from fast_pipeline import FAST
 from fastapi.testclient import TestClient
 
-from cast.config import load_config
+from cast.core.config import load_config
 from cast.errors import ConfigError
 from cast.explore.api import STATIC_DIR, create_app
 from cast.explore.engine import Choice, Explorer, stage_sections
-from cast.topics import load_topics
+from cast.formats.topics import load_topics
 
 BASELINE = ["rewriter.name=manual", "rewriter.fallback=raw", *FAST, "summarizer.words=12"]
 
@@ -257,7 +257,7 @@ def test_the_page_never_builds_html_from_strings():
 
 
 def test_entity_graph_of_an_eg_turn(core_index, fixtures, tmp_path):
-    collection_entities = pytest.importorskip("entity.collection_entities")
+    collection_entities = pytest.importorskip("cast.entity.builders.collection_entities")
     entities = collection_entities.build_entity_resources(
         None, [fixtures / "core" / "corpus.jsonl"], output=tmp_path / "entities", progress=False
     )
@@ -300,8 +300,8 @@ def test_explore_command_defaults_to_the_sample_and_the_demo_index(tmp_path):
 
 
 def test_paths_of_one_topic_are_told_apart():
+    from cast.core.records import Conversation, Turn
     from cast.explore.engine import Conversations
-    from cast.records import Conversation, Turn
 
     def path(*turn_ids):
         return Conversation("132", tuple(Turn(f"132_{t}", "132", t, f"q{t}") for t in turn_ids))

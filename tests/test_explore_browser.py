@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from cast.config import load_config
+from cast.core.config import load_config
 from cast.explore.api import create_app
 from cast.explore.engine import Explorer
 from cast.explore.server import BackgroundServer
-from cast.topics import load_topics
+from cast.formats.topics import load_topics
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = [
@@ -32,7 +32,7 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def server(core_index, fixtures, tmp_path_factory):
-    from entity.collection_entities import build_entity_resources
+    from cast.entity.builders.collection_entities import build_entity_resources
 
     folder = tmp_path_factory.mktemp("explore-browser")
     entities = build_entity_resources(

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from test_cli_audit import BASELINE, cast  # the baseline stages, and `cast` run in this process
 
-from cast.config import load_config
+from cast.core.config import load_config
 from cast.errors import ConfigError, DataFormatError
-from cast.topics import load_topics
+from cast.formats.topics import load_topics
 
 
 def write(path: Path, text: str | bytes) -> Path:
@@ -76,7 +76,7 @@ def test_non_utf8_config_names_the_file(tmp_path):
 
 def test_non_utf8_run_and_answers_files_name_file_and_line(tmp_path):
     from cast.evaluate.answers import read_answers
-    from cast.runfile import read_run
+    from cast.formats.runfile import read_run
 
     run = write(tmp_path / "x.run", b"1_1 Q0 d1 1 2.0 t\n1_1 Q0 caf\xe9 2 1.0 t\n")
     with pytest.raises(DataFormatError, match=r"x\.run:2: not UTF-8"):
@@ -113,8 +113,8 @@ def test_missing_base_names_the_referring_file(tmp_path):
     ],
 )
 def test_every_setting_is_checked_before_the_run(core_index, override, message):
+    from cast.core.pipeline import Pipeline
     from cast.explore.engine import Explorer
-    from cast.pipeline import Pipeline
 
     config = load_config("offline", [f"index={core_index}", "selector.name=eg", override])
     for start in (Pipeline.from_config, Explorer):  # cast run, answer and demo; cast explore
@@ -124,7 +124,7 @@ def test_every_setting_is_checked_before_the_run(core_index, override, message):
 
 
 def test_a_stemmer_other_than_the_indexs_is_refused(core_index):
-    from cast.pipeline import Pipeline
+    from cast.core.pipeline import Pipeline
 
     built = json.loads((core_index / "cast-build.json").read_text())
     assert built["stemmer"] == "krovetz"
@@ -146,7 +146,7 @@ def test_a_stemmer_other_than_the_indexs_is_refused(core_index):
     ],
 )
 def test_passage_ids_are_checked_at_index_time(tmp_path, line, message):
-    from index.collections import read_passages
+    from cast.index.collections import read_passages
 
     path = write(tmp_path / "c.jsonl", '{"id": 7, "contents": "seven"}\n' + line + "\n")
     with pytest.raises(DataFormatError, match=message):
@@ -154,9 +154,9 @@ def test_passage_ids_are_checked_at_index_time(tmp_path, line, message):
 
 
 def test_an_id_with_whitespace_from_an_older_index_stops_the_run_at_its_first_turn(tmp_path):
+    from cast.core.records import Passage, ScoredPassage
     from cast.errors import CastError
-    from cast.outputs import RunOutputs
-    from cast.records import Passage, ScoredPassage
+    from cast.formats.outputs import RunOutputs
 
     outputs = RunOutputs(tmp_path / "r", "t")
     with pytest.raises(CastError, match=r"passage id 'a b', which a run file cannot hold"):
@@ -165,7 +165,7 @@ def test_an_id_with_whitespace_from_an_older_index_stops_the_run_at_its_first_tu
 
 
 def test_a_numeric_article_id_is_read_as_a_string(tmp_path):
-    from index.collections import read_passages
+    from cast.index.collections import read_passages
 
     article = {"id": 12, "contents": [{"type": "sanitized_html", "content": "<p>Hello there.</p>"}]}
     path = write(tmp_path / "wapo.jsonl", json.dumps(article) + "\n")
@@ -196,10 +196,10 @@ def truncated_postings(index: Path) -> None:
 
 @pytest.mark.parametrize("damage", [garbage_segments, truncated_postings])
 def test_a_damaged_index_is_one_line_naming_it_and_the_rebuild(core_index, tmp_path, damage, capsys):
-    from cast import jvm
+    from cast.core.resources import Resources
     from cast.errors import IndexUnavailableError
+    from cast.infra import jvm
     from cast.rank.first_stage import LMDFirstStage
-    from cast.resources import Resources
 
     index = damaged_copy(core_index, tmp_path, damage)
     with pytest.raises(IndexUnavailableError) as caught:
@@ -232,7 +232,7 @@ def test_a_damaged_embedding_store_is_one_line_naming_it_and_the_rebuild(tmp_pat
     from test_index_audit import SETTINGS, passage, toy_embed, write_jsonl
 
     from cast.errors import CastError
-    from index.embeddings import PassageEmbeddings, build_embeddings
+    from cast.index.embeddings import PassageEmbeddings, build_embeddings
 
     collection = write_jsonl(tmp_path / "c.jsonl", [passage(f"p{n}") for n in range(50)])
     store = tmp_path / "ix.embeddings"
@@ -247,7 +247,7 @@ def test_a_damaged_embedding_store_is_one_line_naming_it_and_the_rebuild(tmp_pat
 
 
 def filled_cache(path: Path, entries: int = 2000) -> None:
-    from cast.cache import Cache
+    from cast.infra.cache import Cache
 
     cache = Cache(path)
     cache.put_many("square", [({"x": i}, {"value": i * i, "padding": "p" * 100}) for i in range(entries)])
@@ -281,7 +281,7 @@ def wrong_schema(path: Path) -> None:
 
 @pytest.mark.parametrize("damage", [corrupt_middle, truncate, text_file, wrong_schema])
 def test_a_damaged_cache_is_moved_aside_and_rebuilt(tmp_path, caplog, damage):
-    from cast.cache import Cache
+    from cast.infra.cache import Cache
 
     path = tmp_path / "cache.sqlite"
     filled_cache(path)
@@ -301,7 +301,7 @@ def test_a_damaged_cache_is_moved_aside_and_rebuilt(tmp_path, caplog, damage):
 def test_a_value_that_is_not_json_is_recomputed(tmp_path, caplog):
     import sqlite3
 
-    from cast.cache import Cache, cache_key
+    from cast.infra.cache import Cache, cache_key
 
     path = tmp_path / "cache.sqlite"
     filled_cache(path, entries=1)
@@ -312,8 +312,8 @@ def test_a_value_that_is_not_json_is_recomputed(tmp_path, caplog):
 
 
 def test_a_folder_at_the_cache_path_is_one_error_naming_it(tmp_path):
-    from cast.cache import Cache
     from cast.errors import CastError
+    from cast.infra.cache import Cache
 
     (tmp_path / "cache.sqlite").mkdir()
     with pytest.raises(CastError, match=r"the cache .*cache\.sqlite is a folder, not a file"):
@@ -323,7 +323,7 @@ def test_a_folder_at_the_cache_path_is_one_error_naming_it(tmp_path):
 def test_a_write_lock_held_elsewhere_does_not_lose_the_computed_value(tmp_path, caplog):
     import sqlite3
 
-    from cast.cache import Cache
+    from cast.infra.cache import Cache
 
     path = tmp_path / "cache.sqlite"
     cache = Cache(path, busy_timeout=0.2)
@@ -411,7 +411,7 @@ def test_a_second_run_on_a_prefix_is_refused_and_a_killed_holders_lock_is_free(
 
 HOLD_LOCK = """
 import sys
-from cast.outputs import RunOutputs
+from cast.formats.outputs import RunOutputs
 with RunOutputs(sys.argv[1], "held").locked():
     print("locked", flush=True)
     sys.stdin.read()
@@ -542,10 +542,10 @@ def test_a_full_disk_is_one_line_keeping_the_completed_turns_and_a_rerun_resumes
 
 KILLED_MID_RECORD = """
 import os, signal, sys
-import cast.outputs
+import cast.formats.outputs
 from cast.cli import main
 
-write = cast.outputs.append_durably
+write = cast.formats.outputs.append_durably
 records = 0
 
 def dying(path, text):
@@ -557,7 +557,7 @@ def dying(path, text):
             os.kill(os.getpid(), signal.SIGKILL)
     write(path, text)
 
-cast.outputs.append_durably = dying
+cast.formats.outputs.append_durably = dying
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -646,9 +646,9 @@ def test_a_burst_of_uncached_turns_leaves_health_and_cached_turns_fast(core_inde
 
 
 def test_every_per_turn_input_is_bounded_and_the_turn_says_so(core_index):
-    from cast.limits import MAX_HISTORY_TURNS, MAX_PASSAGE_CHARS, MAX_RESPONSE_CHARS, MAX_UTTERANCE_CHARS
-    from cast.pipeline import Pipeline
-    from cast.records import Passage, PastTurn, ScoredPassage, Turn
+    from cast.core.limits import MAX_HISTORY_TURNS, MAX_PASSAGE_CHARS, MAX_RESPONSE_CHARS, MAX_UTTERANCE_CHARS
+    from cast.core.pipeline import Pipeline
+    from cast.core.records import Passage, PastTurn, ScoredPassage, Turn
 
     overrides = [f"index={core_index}", *(s for s in BASELINE if s != "--set"), "rewriter.name=raw"]
     pipeline = Pipeline.from_config(load_config("offline", overrides))
@@ -687,9 +687,9 @@ def test_every_per_turn_input_is_bounded_and_the_turn_says_so(core_index):
 
 
 def test_a_turns_reranking_scores_do_not_depend_on_its_batch(core_index, one_torch_thread):
+    from cast.core.registry import build_stage
+    from cast.core.resources import Resources
     from cast.rank.first_stage import LMDFirstStage
-    from cast.registry import build_stage
-    from cast.resources import Resources
 
     resources = Resources({"index": str(core_index)})
     first_stage = LMDFirstStage(resources)

@@ -2,7 +2,7 @@
 before the input is read where it can be, and never a traceback, a hang or a file that grows without bound.
 
 Streams and devices are real (a FIFO, ``/dev/zero``), oversized files are sparse (no disk used), and every strict
-rule of the one reader (``cast/textfiles.py``) is tried on each kind of file that goes through it.
+rule of the one reader (``cast/formats/textfiles.py``) is tried on each kind of file that goes through it.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import pytest
 from test_cli_audit import BASELINE, cast, one_error_line
 from test_faults import write
 
-from cast.config import load_config
+from cast.core.config import load_config
 from cast.errors import ConfigError, DataFormatError
-from cast.topics import load_topics
+from cast.formats.topics import load_topics
 
 CONVERSATIONS = Path(__file__).parent / "fixtures" / "core" / "conversations.json"
 IKAT_TOPICS = Path(__file__).parent / "fixtures" / "ikat" / "2024_test_topics.json"
@@ -67,7 +67,7 @@ def test_a_fifo_as_topics_is_refused_not_waited_on(tmp_path):
 
 
 def test_a_topics_file_over_its_limit_is_refused_by_its_size(tmp_path):
-    from cast.textfiles import TOPICS_BYTES
+    from cast.formats.textfiles import TOPICS_BYTES
 
     path = tmp_path / "topics.json"
     with path.open("wb") as f:
@@ -77,8 +77,8 @@ def test_a_topics_file_over_its_limit_is_refused_by_its_size(tmp_path):
 
 
 def test_a_line_over_its_limit_is_refused_after_reading_only_that_much(tmp_path):
-    from cast.runfile import read_run
-    from cast.textfiles import RUN_LINE_BYTES
+    from cast.formats.runfile import read_run
+    from cast.formats.textfiles import RUN_LINE_BYTES
 
     path = write(tmp_path / "x.run", b"1_1 Q0 d1 1 2.0 t\n" + b"1" * (RUN_LINE_BYTES + 10) + b"\n")
     with pytest.raises(DataFormatError, match=r"x\.run:2: a line longer than 1,048,576 bytes"):
@@ -148,8 +148,8 @@ def ikat_run(score: str) -> str:
 )
 def test_json_that_parses_but_is_no_input_is_one_line_naming_the_file(tmp_path, reader, content, message):
     from cast.evaluate.answers import read_answers
-    from cast.ikat_runs import read_ikat_run
-    from index.collections import read_passages
+    from cast.formats.ikat_runs import read_ikat_run
+    from cast.index.collections import read_passages
 
     read = {
         "topics": load_topics,
@@ -197,9 +197,9 @@ def test_cast_validate_refuses_a_nan_score_and_turn_ids_in_other_digits(capsys, 
     ],
 )
 def test_a_damaged_prepared_file_is_one_line_naming_it(tmp_path, damage, message):
-    from cast.pipeline import PreparedTurn
-    from cast.prepared import Prepared
-    from cast.records import Passage, Rewrite, ScoredPassage, Turn
+    from cast.conversation.prepared import Prepared
+    from cast.core.pipeline import PreparedTurn
+    from cast.core.records import Passage, Rewrite, ScoredPassage, Turn
 
     turn = Turn(qid="1_1", topic_id="1", turn_id="1", utterance="Who?")
     ranking = tuple(ScoredPassage(Passage(f"p{n}", "text " * 50), float(-n)) for n in range(40))
@@ -280,8 +280,8 @@ def test_a_grid_of_a_value_that_is_not_finite_is_refused_before_any_work(capsys,
 
 
 def test_a_stage_built_in_code_refuses_a_setting_that_is_not_finite(core_index):
-    from cast.registry import build_stage
-    from cast.resources import Resources
+    from cast.core.registry import build_stage
+    from cast.core.resources import Resources
 
     for kind, section in (("selector", {"name": "eg", "gamma": float("nan")}), ("first_stage", {"name": "lmd", "mu": float("inf")})):  # fmt: skip
         with pytest.raises(ConfigError, match=rf"{kind}\.\w+ must be a finite number, got (nan|inf)"):

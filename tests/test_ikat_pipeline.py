@@ -8,7 +8,7 @@ import pytest
 from fast_pipeline import FAST, cli_sets
 
 from cast.cli import main
-from cast.ikat_runs import read_ikat_run
+from cast.formats.ikat_runs import read_ikat_run
 
 PASSAGES = [
     (
@@ -32,7 +32,7 @@ OFFLINE_AND_QUICK = cli_sets("rewriter.name=raw", *FAST, "ptkb.name=bm25", "ptkb
 
 @pytest.fixture(scope="module")
 def ikat_index(tmp_path_factory):
-    from index.build import build_index
+    from cast.index.build import build_index
 
     folder = tmp_path_factory.mktemp("ikat")
     texts = folder / "tiny_psg_text.jsonl"

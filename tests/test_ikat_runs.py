@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from cast.cli import main as cast_main
-from cast.ikat_runs import (
+from cast.formats.ikat_runs import (
     MAX_RESPONSE_WORDS_2025,
     ikat_run_path,
     read_ikat_run,
     validate_ikat_run,
     write_ikat_run,
 )
-from cast.runfile import write_run
+from cast.formats.runfile import write_run
 
 P1, P2, P3 = (f"clueweb22-en0034-09-0345{n}:1" for n in (1, 2, 3))
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from cast.core.records import PTKBStatement
 from cast.errors import DataFormatError
-from cast.records import PTKBStatement
-from cast.topics import load_topics
-from index.collections import read_passages
+from cast.formats.topics import load_topics
+from cast.index.collections import read_passages
 
 
 def test_2023_topics_keep_the_ptkb_on_the_conversation_and_the_qrels_qids(fixtures):
@@ -121,7 +121,7 @@ def test_the_real_ikat_files_load(shared_data, name, n_conversations, n_turns):
 
 @pytest.mark.integration
 def test_nist_ptkb_judgements_use_the_topic_files_qids(shared_data):
-    from cast.topics import read_qrels
+    from cast.formats.topics import read_qrels
 
     qids = {t.qid for c in load_topics(shared_data / "ikat" / "2023_test_topics_9-14.json") for t in c.turns}
     assert set(read_qrels(shared_data / "ikat" / "2023_test_9-14.ptkb_rel_nist")) <= qids

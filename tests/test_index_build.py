@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from cast.commands import index as cli
+from cast.core.records import Passage
+from cast.core.resources import Resources
 from cast.errors import CastError, DataFormatError
+from cast.index.build import IndexSummary, _read_ahead, build_index, index_stats, raw_document
 from cast.rank.first_stage import LMDFirstStage
-from cast.records import Passage
-from cast.resources import Resources
-from index.build import IndexSummary, _read_ahead, build_index, index_stats, raw_document
 
 # The fixture's five non-empty passages hold 38 tokens after analysis (stop words removed, Krovetz stems);
 # galileo-1 and newton-1 have 9 tokens each; "orbit" occurs in 3 passages once each, "jupiter" once.
@@ -166,7 +166,7 @@ def test_cli_build_prints_summary_and_stats(
 def test_shards_merged_into_one_index_rank_as_the_index_of_all_their_passages(
     fixtures: Path, fixture_index: tuple[IndexSummary, Path], lmd: LMDFirstStage, tmp_path: Path
 ) -> None:
-    from index.build import build_record, merge_indexes
+    from cast.index.build import build_record, merge_indexes
 
     lines = (fixtures / "index" / "passages.jsonl").read_text().splitlines(keepends=True)
     parts = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]

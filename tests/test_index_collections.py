@@ -10,9 +10,9 @@ from pathlib import Path
 import cbor
 import pytest
 
+from cast.core.records import Passage
 from cast.errors import DataFormatError
-from cast.records import Passage
-from index.collections import detect_format, html_text, read_duplicates, read_passages
+from cast.index.collections import detect_format, html_text, read_duplicates, read_passages
 
 
 @pytest.fixture(scope="module")

@@ -13,20 +13,20 @@ import numpy as np
 import pytest
 
 from cast.cli import main as cast_main
+from cast.core.records import Passage, ScoredPassage
+from cast.core.registry import build_stage
+from cast.core.resources import Resources
 from cast.errors import CastError, ConfigError
-from cast.records import Passage, ScoredPassage
-from cast.registry import build_stage
-from cast.resources import Resources
-from cast.text import passage_text
-from index.build import build_index
-from index.collections import read_passages
-from index.embeddings import (
+from cast.index.build import build_index
+from cast.index.collections import read_passages
+from cast.index.embeddings import (
     EmbeddingSettings,
     PassageEmbeddings,
     build_embeddings,
     store_for_reranker,
     store_path,
 )
+from cast.infra.text import passage_text
 
 QUERY = "how do planets orbit the Sun?"
 
@@ -165,7 +165,7 @@ def test_a_store_built_with_other_settings_is_ignored_or_refused(collection, enc
     other = EmbeddingSettings("all-MiniLM-L6-v2", 128, True)
     build_embeddings(collection, store_path(index), other, encoder.embed, 384, progress=False)
 
-    with caplog.at_level(logging.WARNING, logger="index.embeddings"):
+    with caplog.at_level(logging.WARNING, logger="cast.index.embeddings"):
         assert store_for_reranker("auto", str(index), encoder.embedding_settings, 384) is None
     assert "max_seq_length 128 (re-ranker: 256)" in caplog.text
     with pytest.raises(ConfigError, match="reranker.embeddings: .*max_seq_length 128"):

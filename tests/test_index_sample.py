@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from cast.core.resources import Resources
+from cast.index.build import build_index
+from cast.index.collections import read_passages
 from cast.rank.first_stage import LMDFirstStage
-from cast.resources import Resources
-from index.build import build_index
-from index.collections import read_passages
 
 SAMPLE = Path(__file__).resolve().parent.parent / "cast" / "data" / "sample"
 

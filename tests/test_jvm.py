@@ -1,12 +1,12 @@
-"""The JVM start-up (cast.jvm) and what must keep working beside it."""
+"""The JVM start-up (cast.infra.jvm) and what must keep working beside it."""
 
 import subprocess
 import sys
 
 CRASHED_BEFORE = """
 import numpy as np
-from cast import jvm
-from cast.resources import Resources
+from cast.infra import jvm
+from cast.core.resources import Resources
 from cast.rank.first_stage import LMDFirstStage
 
 LMDFirstStage(Resources({"index": sys.argv[1]})).search("glasgow")
@@ -28,7 +28,7 @@ def test_numpy_linear_algebra_survives_a_running_jvm(core_index):
 def test_searching_writes_no_java_warnings(core_index):
     # Java 23+ warned on stderr about Lucene's sun.misc.Unsafe use and its MMapDirectory on every command.
     code = (
-        "import sys\nfrom cast.resources import Resources\nfrom cast.rank.first_stage import LMDFirstStage\n"
+        "import sys\nfrom cast.core.resources import Resources\nfrom cast.rank.first_stage import LMDFirstStage\n"
         "print(len(LMDFirstStage(Resources({'index': sys.argv[1]})).search('glasgow')))"
     )
     proc = subprocess.run(
@@ -58,6 +58,6 @@ def test_ctrl_c_reaches_python_once_the_jvm_runs():
 
 
 def test_java_21_or_newer_is_used():
-    from cast import jvm
+    from cast.infra import jvm
 
     assert (jvm._java_major(jvm.java_home()) or 0) >= 21

@@ -10,13 +10,13 @@ from collections.abc import Iterator
 import pytest
 from chat_server import RunningServer
 
-from cast.cache import Cache
+from cast.core.records import AnswerSentence, Passage, PastTurn, ScoredPassage, Selection, Turn
+from cast.core.registry import stage_class
+from cast.core.resources import Resources
 from cast.errors import ConfigError, ServiceUnavailableError
-from cast.llm import ChatClient, ChatServer, parse_completion
-from cast.prompts import PromptTemplate
-from cast.records import AnswerSentence, Passage, PastTurn, ScoredPassage, Selection, Turn
-from cast.registry import stage_class
-from cast.resources import Resources
+from cast.infra.cache import Cache
+from cast.infra.llm import ChatClient, ChatServer, parse_completion
+from cast.infra.prompts import PromptTemplate
 
 HELLO = [{"role": "user", "content": "Say hello.\nHello there"}]
 
@@ -320,7 +320,7 @@ def test_a_selection_without_text_is_no_answer_and_asks_nothing(chat):
     ],
 )
 def test_citations_attribute_sentences(reply, expected):
-    from summarize.llm import attributed_sentences
+    from cast.summarize.llm import attributed_sentences
 
     assert [(s.text, s.passage_id) for s in attributed_sentences(reply, ["p1", "p2"])] == expected
 
@@ -364,7 +364,7 @@ def test_the_verifier_abstains_when_the_passages_are_far_from_the_question(chat,
 
 
 def test_claims_without_a_citation_are_scored_against_the_best_passage(offline_resources):
-    from cast.records import Answer, AnswerSentence
+    from cast.core.records import Answer, AnswerSentence
 
     generated = Answer(
         "Pierre Curie died in 1906. The moon is cheese.",
@@ -391,7 +391,7 @@ def test_a_name_or_number_the_passage_lacks_lowers_the_support(offline_resources
 
 
 def test_offline_support_follows_its_formula():
-    from summarize.verify import PassageEvidence, lexical_parts, offline_support
+    from cast.summarize.verify import PassageEvidence, lexical_parts, offline_support
 
     parts = lexical_parts("Curie won prizes in 1903.", PassageEvidence.of("Marie Curie won a prize."))
     # words: curie, won, prizes, in, 1903 -> curie, won found (2/5); content: curie, won, prize, 1903 -> 3/4;
@@ -403,7 +403,7 @@ def test_offline_support_follows_its_formula():
 def test_an_nli_model_without_an_entailment_label_is_refused():
     from types import SimpleNamespace
 
-    from summarize.verify import entailment_index
+    from cast.summarize.verify import entailment_index
 
     assert (
         entailment_index(SimpleNamespace(id2label={0: "CONTRADICTION", 1: "ENTAILMENT", 2: "NEUTRAL"})) == 1

@@ -8,12 +8,17 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 # What a build reads: the packages, the build files and the profiles (not runs, caches or the venv).
 SOURCES = ("cast", "entity", "index", "summarize", "configs", "pyproject.toml", "setup.py", "README.md")
 
 
-def test_wheel_ships_the_profiles_and_an_install_loads_them(tmp_path):
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """The wheel built from a copy of the sources, and the folder it was unpacked into (as installed)."""
+    tmp_path = tmp_path_factory.mktemp("wheel")
     source = tmp_path / "source"
     for name in SOURCES:
         path = REPO / name
@@ -28,6 +33,13 @@ def test_wheel_ships_the_profiles_and_an_install_loads_them(tmp_path):
         capture_output=True,
     )
     (wheel,) = (tmp_path / "dist").glob("cast_toolkit-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(tmp_path / "site")
+    return wheel, tmp_path / "site"
+
+
+def test_wheel_ships_the_profiles_and_an_install_loads_them(built, tmp_path):
+    wheel, site = built
     profiles = sorted(p.name for p in (REPO / "configs").glob("*.yaml"))
     assert "offline.yaml" in profiles
     with zipfile.ZipFile(wheel) as archive:
@@ -35,22 +47,54 @@ def test_wheel_ships_the_profiles_and_an_install_loads_them(tmp_path):
             assert archive.read(f"cast/configs/{name}") == (REPO / "configs" / name).read_bytes()
         for template in (REPO / "configs" / "prompts").glob("*.txt"):
             assert archive.read(f"cast/configs/prompts/{template.name}") == template.read_bytes()
-        archive.extractall(tmp_path / "site")
     # As installed: the package alone on the path, outside any checkout.
     code = (
-        "import cast, cast.config as c; c.load_config('offline'); c.load_config('paper'); "
-        "from cast.prompts import PromptTemplate; PromptTemplate.load('answer', {'passages', 'question'}, {'words'}); "
+        "import cast, cast.core.config as c; c.load_config('offline'); c.load_config('paper'); "
+        "from cast.infra.prompts import PromptTemplate; PromptTemplate.load('answer', {'passages', 'question'}, {'words'}); "
         "print(cast.__file__); print(c.CONFIG_DIR)"
     )
     found = subprocess.run(
         [sys.executable, "-c", code],
         cwd=tmp_path,
-        env={"PYTHONPATH": str(tmp_path / "site"), "PATH": "/usr/bin:/bin"},
+        env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
         check=True,
         capture_output=True,
         text=True,
     ).stdout.split()
     assert found == [
-        str(tmp_path / "site" / "cast" / "__init__.py"),
-        str(tmp_path / "site" / "cast" / "configs"),
+        str(site / "cast" / "__init__.py"),
+        str(site / "cast" / "configs"),
     ]
+
+
+def test_the_wheel_installs_one_import_name_beside_a_users_own_modules(built, tmp_path):
+    # A notebook or `python -m` run from a folder with its own index.py and entity.py: the toolkit's packages are
+    # cast.index, cast.entity and cast.summarize, so neither shadows the other.
+    wheel, site = built
+    with zipfile.ZipFile(wheel) as archive:
+        top_level = next(n for n in archive.namelist() if n.endswith(".dist-info/top_level.txt"))
+        assert archive.read(top_level).decode().split() == ["cast"]
+        assert {name.split("/")[0] for name in archive.namelist()} == {"cast", top_level.split("/")[0]}
+    for name in ("index", "entity", "summarize"):
+        (tmp_path / f"{name}.py").write_text(f"WHOSE = 'the user' + chr(39) + 's {name}.py'\n")
+    code = (
+        "import cast.index.build, cast.entity.link.wikipedia, cast.summarize.seq2seq\n"
+        "from cast.core.registry import STAGES, stage_class\n"
+        "for kind, names in STAGES.items():\n"
+        "    for name in names:\n"
+        "        stage_class(kind, name)\n"
+        "import index, entity, summarize\n"
+        "print(index.WHOSE, entity.WHOSE, summarize.WHOSE, sep='|')\n"
+        "print(cast.entity.link.wikipedia.MODEL_FILE.is_file())"
+    )
+    # As the wheel installs it, and as this environment has it (the editable install of `make setup`).
+    for path in (f"{tmp_path}:{site}", str(tmp_path)):
+        found = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=tmp_path,
+            env={"PYTHONPATH": path, "PATH": "/usr/bin:/bin"},
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.splitlines()
+        assert found == ["the user's index.py|the user's entity.py|the user's summarize.py", "True"]

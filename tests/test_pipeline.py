@@ -7,12 +7,12 @@ from dataclasses import replace
 import pytest
 from fast_pipeline import FAST
 
-from cast.config import load_config
+from cast.core.config import load_config
+from cast.core.pipeline import STAGE_KINDS, Pipeline, merge_head
+from cast.core.records import Conversation, Passage, Rewrite, ScoredPassage, Turn
+from cast.core.stages import Rewriter, Summarizer
 from cast.errors import CastError, ConfigError, EmptyUtteranceError
-from cast.outputs import RunOutputs, run_scores
-from cast.pipeline import STAGE_KINDS, Pipeline, merge_head
-from cast.records import Conversation, Passage, Rewrite, ScoredPassage, Turn
-from cast.stages import Rewriter, Summarizer
+from cast.formats.outputs import RunOutputs, run_scores
 
 
 def baseline_config(index, **overrides):
@@ -268,7 +268,7 @@ def test_the_knowledge_base_settings_are_part_of_the_run_description(pipeline):
 @pytest.mark.parametrize("history_responses", ["topics", "answers"])
 def test_a_session_turn_by_turn_sees_the_history_a_run_sees(pipeline, history_responses):
     # The session is what `cast demo` and the explorer answer a typed conversation with.
-    from cast.session import Session
+    from cast.conversation.session import Session
 
     conversation = conversations()[0]
     first, *later = conversation.turns
@@ -285,8 +285,8 @@ def test_a_session_turn_by_turn_sees_the_history_a_run_sees(pipeline, history_re
 
 
 def test_a_query_is_linked_after_the_conversations_earlier_queries_and_a_passage_alone(pipeline):
-    from cast.registry import build_stage
-    from cast.stages import EntityLinker
+    from cast.core.registry import build_stage
+    from cast.core.stages import EntityLinker
 
     class RecordingLinker(EntityLinker):
         name = "recording"

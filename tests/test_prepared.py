@@ -1,17 +1,17 @@
-"""Turns prepared as far as re-ranking or linking, finished later under other settings (cast/prepared.py)."""
+"""Turns prepared as far as re-ranking or linking, finished later under other settings (cast/conversation/prepared.py)."""
 
 import gzip
 import json
 
 import pytest
 
-from cast.config import load_config
+from cast.conversation.prepared import Prepared
+from cast.core.config import load_config
+from cast.core.pipeline import Pipeline
+from cast.core.registry import build_stage
+from cast.core.resources import Resources
 from cast.errors import CastError, ConfigError, DataFormatError
-from cast.pipeline import Pipeline
-from cast.prepared import Prepared
-from cast.registry import build_stage
-from cast.resources import Resources
-from cast.topics import load_topics
+from cast.formats.topics import load_topics
 
 
 def eg_config(index, core_entities, *overrides):

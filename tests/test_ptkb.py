@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import tiny_models
 
+from cast.core.records import Conversation, PastTurn, PTKBStatement, Rewrite, Turn
+from cast.core.registry import build_stage
+from cast.core.resources import Resources
 from cast.errors import ConfigError
 from cast.evaluate.ptkb import evaluate_ptkb, ptkb_qrels, ptkb_rankings
-from cast.records import Conversation, PastTurn, PTKBStatement, Rewrite, Turn
-from cast.registry import build_stage
-from cast.resources import Resources
 from cast.rewrite.ptkb import bm25_scores
 
 STATEMENTS = (
@@ -137,7 +137,7 @@ def test_a_judged_turn_without_a_ranking_scores_zero():
 
 
 def test_a_selection_survives_the_answers_file_round_trip(tmp_path):
-    from cast.records import PTKBSelection, from_dict, to_dict
+    from cast.core.records import PTKBSelection, from_dict, to_dict
 
     selection = stage(tmp_path, name="bm25", k=2).select(STATEMENTS, HISTORY, TURN)
     assert from_dict(PTKBSelection, to_dict(selection)) == selection

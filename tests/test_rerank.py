@@ -8,12 +8,12 @@ import math
 import pytest
 import tiny_models
 
+from cast.core.records import Passage, ScoredPassage
+from cast.core.registry import build_stage
+from cast.core.resources import Resources
 from cast.errors import ConfigError, ModelUnavailableError
+from cast.infra.text import passage_text
 from cast.rank.rerank import rank_head, relevance_probability, reorder
-from cast.records import Passage, ScoredPassage
-from cast.registry import build_stage
-from cast.resources import Resources
-from cast.text import passage_text
 
 
 @pytest.fixture(autouse=True)
@@ -168,7 +168,7 @@ def test_biencoder_puts_the_obviously_relevant_passage_first_and_caches_embeddin
 def test_device_and_dtype_choice():
     import torch
 
-    from cast.models import resolve_device, resolve_dtype
+    from cast.infra.models import resolve_device, resolve_dtype
 
     assert resolve_device("cpu") == "cpu" and resolve_device("cuda:1") == "cuda:1"
     assert resolve_device("auto") in ("cpu", "cuda")
@@ -183,7 +183,7 @@ def test_device_and_dtype_choice():
 
 
 def test_special_token_wrap_of_a_bert_tokenizer(tiny_bert):
-    from cast.models import load_tokenizer, special_token_wrap
+    from cast.infra.models import load_tokenizer, special_token_wrap
 
     tokenizer = load_tokenizer(str(tiny_bert))
     assert special_token_wrap(tokenizer) == ([tokenizer.cls_token_id], [tokenizer.sep_token_id])

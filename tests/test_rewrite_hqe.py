@@ -8,10 +8,10 @@ import math
 import pytest
 from tiny_index import tiny_index
 
+from cast.core.records import PastTurn, Turn
+from cast.core.registry import build_stage
+from cast.core.resources import Resources
 from cast.errors import ConfigError, ModelUnavailableError
-from cast.records import PastTurn, Turn
-from cast.registry import build_stage
-from cast.resources import Resources
 from cast.rewrite.hqe import (
     Keyword,
     expansion_keywords,

@@ -8,10 +8,10 @@ import functools
 import pytest
 import tiny_models
 
+from cast.core.records import Passage, PastTurn, Turn
+from cast.core.registry import build_stage
+from cast.core.resources import Resources
 from cast.errors import ConfigError, ModelUnavailableError
-from cast.records import Passage, PastTurn, Turn
-from cast.registry import build_stage
-from cast.resources import Resources
 from cast.rewrite.t5 import ModelInput, build_input, keep_newest
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -71,7 +71,7 @@ def test_castorini_format_joins_and_retokenises_as_chatty_goose():
 
 @pytest.mark.integration
 def test_castorini_inputs_of_real_cast_2019_turns_are_chatty_goose_byte_for_byte(shared_data):
-    from cast.topics import load_topics
+    from cast.formats.topics import load_topics
 
     conversations = load_topics(shared_data / "cast/2019/evaluation_topics_v1.0.json")
     checked = 0

@@ -9,10 +9,10 @@ import math
 import pytest
 from tiny_index import tiny_index
 
+from cast.core.records import PastTurn, Turn
+from cast.core.registry import build_stage
+from cast.core.resources import Resources
 from cast.errors import DataFormatError, EmptyUtteranceError
-from cast.records import PastTurn, Turn
-from cast.registry import build_stage
-from cast.resources import Resources
 from cast.rewrite.terms import (
     FEATURES,
     MODEL_FILE,

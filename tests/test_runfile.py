@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cast.errors import DataFormatError
-from cast.runfile import TrecRunWriter, format_run_line, read_run, write_run
+from cast.formats.runfile import TrecRunWriter, format_run_line, read_run, write_run
 
 
 def test_write_run_orders_by_score_then_docid(tmp_path):

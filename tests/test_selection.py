@@ -7,18 +7,18 @@ import json
 import numpy as np
 import pytest
 
-from cast.errors import CastError, ConfigError
-from cast.records import EntityMention, Passage, ScoredPassage, to_dict
-from cast.registry import build_stage
-from cast.resources import Resources
-from cast.stages import KnowledgeBase, SelectionInput
-from entity.selection import (
+from cast.core.records import EntityMention, Passage, ScoredPassage, to_dict
+from cast.core.registry import build_stage
+from cast.core.resources import Resources
+from cast.core.stages import KnowledgeBase, SelectionInput
+from cast.entity.select.selection import (
     EntityGraphSelector,
     EntityRelatednessSelector,
     OriginalOrderSelector,
     combine_scores,
     filter_sentences,
 )
+from cast.errors import CastError, ConfigError
 
 
 class TableKnowledgeBase(KnowledgeBase):

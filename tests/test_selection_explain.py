@@ -8,10 +8,10 @@ import json
 import pytest
 
 from cast.commands import explain
+from cast.core.records import EntityMention, Passage, ScoredPassage, to_dict
+from cast.core.stages import SelectionInput
+from cast.entity.select.selection import EntityGraphSelector, OriginalOrderSelector
 from cast.errors import CastError, DataFormatError
-from cast.records import EntityMention, Passage, ScoredPassage, to_dict
-from cast.stages import SelectionInput
-from entity.selection import EntityGraphSelector, OriginalOrderSelector
 
 DBPEDIA = "http://dbpedia.org/resource/"
 

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 
 import pytest
 
+from cast.core.records import Passage, PastTurn, Rewrite, ScoredPassage, Selection, Turn
+from cast.core.registry import STAGES, stage_class
+from cast.core.stages import Rewriter, SelectionInput
 from cast.errors import ConfigError
-from cast.records import Passage, PastTurn, Rewrite, ScoredPassage, Selection, Turn
-from cast.registry import STAGES, stage_class
-from cast.stages import Rewriter, SelectionInput
 
 REGISTERED = [(kind, name) for kind, names in STAGES.items() for name in names]
 
@@ -77,7 +77,7 @@ def test_the_original_order_selector_and_top_k_summarizer_batch_as_one_at_a_time
 
 @pytest.mark.parametrize("kind, name", REGISTERED)
 def test_every_setting_is_declared_with_a_type_and_a_doc_line(kind, name):
-    from cast.settings import Setting
+    from cast.core.settings import Setting
 
     settings = stage_class(kind, name).settings()
     for setting in settings.values():
@@ -85,7 +85,7 @@ def test_every_setting_is_declared_with_a_type_and_a_doc_line(kind, name):
         assert setting.type, f"{kind}.{setting.name} has no type"
         assert setting.doc, f"{kind}.{setting.name} has no line in the class docstring's Args:"
         if not setting.required:
-            from cast.settings import check_value
+            from cast.core.settings import check_value
 
             check_value(kind, setting, setting.default)  # a default meets its own limits
 
@@ -103,8 +103,8 @@ def test_a_setting_described_over_several_lines_keeps_the_whole_description():
 
 def _built(kind: str, name: str):
     """The stage built from its defaults, where that needs no model, index file or service here."""
+    from cast.core.resources import Resources
     from cast.errors import CastError
-    from cast.resources import Resources
 
     try:
         return stage_class(kind, name).from_config({}, Resources({}))
@@ -122,7 +122,7 @@ def test_describe_records_every_setting_of_a_built_stage(kind, name):
 
 
 def test_the_values_a_stage_was_built_with_are_recorded_and_read_only():
-    from cast.resources import Resources
+    from cast.core.resources import Resources
 
     selector = stage_class("selector", "eg").from_config({"gamma": 0.5, "alpha": 0.85}, Resources({}))
     assert selector.setting_values["gamma"] == 0.5 and selector.setting_values["alpha"] == 0.85
@@ -134,7 +134,7 @@ def test_the_values_a_stage_was_built_with_are_recorded_and_read_only():
 
 
 def test_a_run_resumes_across_runtime_settings_but_not_across_others():
-    from cast.outputs import resume_conflict
+    from cast.formats.outputs import resume_conflict
 
     reranker = {"name": "biencoder", "batch_size": 64, "with_title": True, "depth": 100}
     record = {"qid": "1_1", "utterance": "u", "config": {"reranker": reranker}}
@@ -150,7 +150,7 @@ def resources_here(core_index, core_entities, tmp_path_factory):
     entity files, a link graph and tiny random models."""
     import tiny_models
 
-    from cast.resources import Resources
+    from cast.core.resources import Resources
 
     folder = tmp_path_factory.mktemp("contract")
     entities = core_entities

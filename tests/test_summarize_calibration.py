@@ -11,10 +11,10 @@ import tiny_models
 import yaml
 
 from cast.commands import summarize as cli
-from cast.config import load_config
+from cast.core.config import load_config
+from cast.core.records import Passage, ScoredPassage, Selection, to_dict
 from cast.errors import ConfigError
-from cast.records import Passage, ScoredPassage, Selection, to_dict
-from summarize import calibration as cal
+from cast.summarize import calibration as cal
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

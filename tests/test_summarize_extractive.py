@@ -6,12 +6,12 @@ import math
 
 import pytest
 
+from cast.core.records import NO_ANSWER_TEXT, Passage, ScoredPassage, Selection
+from cast.core.registry import build_stage
+from cast.core.resources import Resources
 from cast.errors import ConfigError
-from cast.records import NO_ANSWER_TEXT, Passage, ScoredPassage, Selection
-from cast.registry import build_stage
-from cast.resources import Resources
-from cast.text import count_words, split_sentences
-from summarize.entity_extractive import (
+from cast.infra.text import count_words, split_sentences
+from cast.summarize.entity_extractive import (
     content_terms,
     dense_relevance,
     entity_gain,

@@ -9,14 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cast.core.records import Passage, ScoredPassage, Selection
+from cast.core.registry import build_stage
+from cast.core.resources import Resources
 from cast.errors import DataFormatError
-from cast.records import Passage, ScoredPassage, Selection
-from cast.registry import build_stage
-from cast.resources import Resources
-from cast.text import count_words
-from cast.trees import export
-from summarize.entity_extractive import EntityExtractiveSummarizer
-from summarize.learnt_extractive import FEATURES, question_type, sentence_features
+from cast.infra.text import count_words
+from cast.infra.trees import export
+from cast.summarize.entity_extractive import EntityExtractiveSummarizer
+from cast.summarize.learnt_extractive import FEATURES, question_type, sentence_features
 
 CURIE = "http://dbpedia.org/resource/Marie_Curie"
 P1 = (

@@ -7,13 +7,13 @@ import os
 import pytest
 import tiny_models
 
-from cast.decoding import BeamDecoder, row_max_length_processor
+from cast.core.records import NO_ANSWER_TEXT, Passage, ScoredPassage, Selection
+from cast.core.registry import build_stage
+from cast.core.resources import Resources
 from cast.errors import ConfigError, ModelUnavailableError
-from cast.records import NO_ANSWER_TEXT, Passage, ScoredPassage, Selection
-from cast.registry import build_stage
-from cast.resources import Resources
-from cast.text import count_words
-from summarize.seq2seq import model_input
+from cast.infra.decoding import BeamDecoder, row_max_length_processor
+from cast.infra.text import count_words
+from cast.summarize.seq2seq import model_input
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

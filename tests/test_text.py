@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from cast.core.records import AnswerSentence, EntityMention, Passage, ScoredPassage, Selection
+from cast.entity.select.selection import filter_sentences
 from cast.evaluate.answers import groundedness
-from cast.records import AnswerSentence, EntityMention, Passage, ScoredPassage, Selection
-from cast.text import (
+from cast.infra.text import (
     WORD_JOINERS,
     count_words,
     entity_label,
@@ -13,8 +14,7 @@ from cast.text import (
     word_tokens,
     words,
 )
-from entity.selection import filter_sentences
-from summarize.entity_extractive import EntityExtractiveSummarizer
+from cast.summarize.entity_extractive import EntityExtractiveSummarizer
 
 CURIE = "Dr. Marie Curie won the Nobel Prize twice. She was born in Warsaw."
 

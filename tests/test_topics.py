@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cast.errors import DataFormatError, EmptyUtteranceError
-from cast.topics import load_topics, read_qrels, read_rewrites
+from cast.formats.topics import load_topics, read_qrels, read_rewrites
 
 CAST_2019 = "cast/2019/evaluation_topics_v1.0.json"
 CAST_2019_REWRITES = "cast/2019/evaluation_topics_annotated_resolved_v1.0.tsv"

@@ -1,9 +1,9 @@
-"""The JSON tree ensembles (cast/trees.py): scoring by hand, and a scikit-learn model exported and read back."""
+"""The JSON tree ensembles (cast/infra/trees.py): scoring by hand, and a scikit-learn model exported and read back."""
 
 import numpy as np
 import pytest
 
-from cast.trees import TreeEnsemble, export
+from cast.infra.trees import TreeEnsemble, export
 
 
 def test_tree_ensemble_by_hand():

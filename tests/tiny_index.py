@@ -6,7 +6,7 @@ from pathlib import Path
 
 def tiny_index(folder: Path, texts: Sequence[str]) -> Path:
     """Index ``texts`` (ids ``d0``, ``d1``, ...) into ``folder`` with the Krovetz analyzer."""
-    from cast import jvm
+    from cast.infra import jvm
 
     indexer = jvm.indexer(folder, stemmer="krovetz", threads=1)
     for n, text in enumerate(texts):

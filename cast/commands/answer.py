@@ -46,10 +46,10 @@ def format_result(result) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
+    from cast.conversation.session import Session
+    from cast.core.pipeline import Pipeline
     from cast.errors import EmptyUtteranceError
-    from cast.pipeline import Pipeline
-    from cast.session import Session
-    from cast.textfiles import TYPED_LINE_BYTES, bounded_lines
+    from cast.formats.textfiles import TYPED_LINE_BYTES, bounded_lines
 
     _check_utterances(args.history, args.utterance)
     config = config_from_args(args)

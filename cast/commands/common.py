@@ -24,7 +24,7 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace, extra: Sequence[str] = ()) -> dict[str, Any]:
     """The config ``--config``, ``--index`` and ``--set`` give, with the ``extra`` overrides applied last."""
-    from cast.config import load_config
+    from cast.core.config import load_config
 
     overrides = [*args.overrides, *extra]
     if args.index:

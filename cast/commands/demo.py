@@ -34,9 +34,9 @@ def demo_index(cache_dir: Path, rebuild: bool = False) -> Path:
     """The sample collection's index and entity resources, built on first use and when the sample changes."""
     import hashlib
 
-    from cast.atomic import write_text_atomic
-    from entity.collection_entities import build_entity_resources
-    from index.build import build_index
+    from cast.entity.builders.collection_entities import build_entity_resources
+    from cast.index.build import build_index
+    from cast.infra.atomic import write_text_atomic
 
     index_dir = cache_dir / "indexes" / "demo"
     # Written after both builds: an interrupted build, or a newer sample, is rebuilt next time.
@@ -52,7 +52,7 @@ def demo_index(cache_dir: Path, rebuild: bool = False) -> Path:
 
 def demo_kb(linker: dict) -> None:
     """The Wikipedia knowledge base the configured linker reads, built on first use (a couple of minutes)."""
-    from entity.kb import DEFAULT_KB, build_kb
+    from cast.entity.builders.kb import DEFAULT_KB, build_kb
 
     if linker.get("name") != "wikipedia":
         return
@@ -64,10 +64,10 @@ def demo_kb(linker: dict) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from cast.commands.answer import format_result
-    from cast.config import load_config
-    from cast.pipeline import Pipeline
-    from cast.session import Session
-    from cast.topics import load_topics
+    from cast.conversation.session import Session
+    from cast.core.config import load_config
+    from cast.core.pipeline import Pipeline
+    from cast.formats.topics import load_topics
 
     config = load_config(args.config, DEMO_OVERRIDES + args.overrides)
     index_dir = demo_index(Path(config.get("cache_dir", "~/.cache/cast-toolkit")).expanduser(), args.rebuild)

@@ -13,9 +13,9 @@ import argparse
 import json
 import time
 
-from cast.cluster import add_ray_arguments, ray_options
 from cast.commands.common import add_config_arguments, config_from_args
-from index.collections import FORMATS
+from cast.index.collections import FORMATS
+from cast.infra.cluster import add_ray_arguments, ray_options
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -68,7 +68,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main_dictionary(args: argparse.Namespace) -> int:
-    from entity.collection_entities import build_entity_resources
+    from cast.entity.builders.collection_entities import build_entity_resources
 
     started = time.perf_counter()
     folder = build_entity_resources(
@@ -81,7 +81,7 @@ def main_dictionary(args: argparse.Namespace) -> int:
 def main_kb(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from entity.kb import DEFAULT_KB, build_kb
+    from cast.entity.builders.kb import DEFAULT_KB, build_kb
 
     output = Path(args.output or DEFAULT_KB).expanduser()
     if output.exists() and not args.overwrite:
@@ -95,8 +95,8 @@ def main_kb(args: argparse.Namespace) -> int:
 
 
 def main_link(args: argparse.Namespace) -> int:
-    from cast.records import to_dict
-    from cast.resources import Resources
+    from cast.core.records import to_dict
+    from cast.core.resources import Resources
 
     linker = Resources(config_from_args(args)).stage("linker")
     for text, mentions in zip(args.texts, linker.link_batch(args.texts, kind=args.kind), strict=True):
@@ -108,9 +108,9 @@ def main_link(args: argparse.Namespace) -> int:
 
 
 def main_related(args: argparse.Namespace) -> int:
-    from cast.resources import Resources
-    from cast.text import entity_label
-    from entity.linkers import normalise_entity
+    from cast.core.resources import Resources
+    from cast.entity.link.linkers import normalise_entity
+    from cast.infra.text import entity_label
 
     knowledge_base = Resources(config_from_args(args)).stage("knowledge_base")
     entities = [normalise_entity(e) for e in args.entities]

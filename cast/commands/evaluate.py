@@ -168,7 +168,7 @@ def main_ptkb(args: argparse.Namespace) -> int:
     from cast.evaluate.answers import read_answers
     from cast.evaluate.experiment import unique_names
     from cast.evaluate.ptkb import evaluate_ptkb, ptkb_qrels, ptkb_rankings
-    from cast.topics import load_topics, read_qrels
+    from cast.formats.topics import load_topics, read_qrels
 
     qrels = read_qrels(args.qrels) if args.qrels else ptkb_qrels(load_topics(args.topics))
     per_turn = {
@@ -288,7 +288,7 @@ def _depths(args: argparse.Namespace) -> dict[str, int] | None:
     from cast.evaluate import report as rep
 
     if args.topics is not None:
-        from cast.topics import load_topics
+        from cast.formats.topics import load_topics
 
         return rep.turn_depths(load_topics(args.topics))
     return None

@@ -11,10 +11,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from cast.atomic import atomic_path
 from cast.errors import CastError, DataFormatError
-from cast.text import entity_label
-from cast.textfiles import json_lines
+from cast.formats.textfiles import json_lines
+from cast.infra.atomic import atomic_path
+from cast.infra.text import entity_label
 
 CHOSEN_COLOUR = "#d95f02"
 OTHER_COLOUR = "#a6cee3"

@@ -47,7 +47,7 @@ def main(args: argparse.Namespace) -> int:
     from cast.explore.api import create_app
     from cast.explore.engine import Explorer
     from cast.explore.server import HOST, serve
-    from cast.topics import load_topics, read_qrels
+    from cast.formats.topics import load_topics, read_qrels
 
     config = config_from_args(args)
     if not args.index and uses_demo_index(config):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from cast.cluster import add_ray_arguments, ray_options
-from index.collections import FORMATS
+from cast.index.collections import FORMATS
+from cast.infra.cluster import add_ray_arguments, ray_options
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -97,7 +97,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def build_main(args: argparse.Namespace) -> int:
-    from index.build import build_index
+    from cast.index.build import build_index
 
     summary = build_index(
         args.input,
@@ -122,7 +122,7 @@ def build_main(args: argparse.Namespace) -> int:
 
 
 def merge_main(args: argparse.Namespace) -> int:
-    from index.build import merge_indexes
+    from cast.index.build import merge_indexes
 
     summary = merge_indexes(args.shards, args.index, overwrite=args.overwrite)
     print(
@@ -133,12 +133,12 @@ def merge_main(args: argparse.Namespace) -> int:
 
 
 def embed_main(args: argparse.Namespace) -> int:
-    from cast import jvm
-    from cast.config import load_config
+    from cast.core.config import load_config
     from cast.errors import ConfigError
-    from index.build import build_record
-    from index.collections import collection_formats, read_duplicates
-    from index.embeddings import RerankerEncoder, build_embeddings, store_path
+    from cast.index.build import build_record
+    from cast.index.collections import collection_formats, read_duplicates
+    from cast.index.embeddings import RerankerEncoder, build_embeddings, store_path
+    from cast.infra import jvm
 
     index_dir = jvm.check_index(args.index)
     collection_formats(args.input, args.format)  # a bad input fails before the model loads
@@ -184,7 +184,7 @@ def embed_main(args: argparse.Namespace) -> int:
 
 
 def stats_main(args: argparse.Namespace) -> int:
-    from index.build import index_stats
+    from cast.index.build import index_stats
 
     for name, value in index_stats(args.index).items():
         print(f"{name}: {value}")

@@ -8,9 +8,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from cast.cluster import add_ray_arguments, ray_options
 from cast.commands.common import add_config_arguments, config_from_args
-from cast.prepared import STOP_POINTS
+from cast.conversation.prepared import STOP_POINTS
+from cast.infra.cluster import add_ray_arguments, ray_options
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -58,11 +58,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cast.atomic import check_writable
+    from cast.conversation.prepared import Prepared
     from cast.errors import CastError
-    from cast.outputs import RunOutputs
-    from cast.prepared import Prepared
-    from cast.topics import load_topics
+    from cast.formats.outputs import RunOutputs
+    from cast.formats.topics import load_topics
+    from cast.infra.atomic import check_writable
 
     if args.stop_after and not args.prepared:
         raise CastError("--stop-after needs --prepared FILE: where to write the prepared turns")
@@ -98,11 +98,11 @@ def _pipeline(args: argparse.Namespace, config: dict) -> Iterator[Any]:
     """The config's Pipeline, or with ``--ray`` one per Ray actor behind the same interface."""
     ray = ray_options(args, config.get("device"))
     if ray is None:
-        from cast.pipeline import Pipeline
+        from cast.core.pipeline import Pipeline
 
         yield Pipeline.from_config(config)
         return
-    from cast.ray_pipeline import RayPipeline
+    from cast.conversation.ray_runner import RayPipeline
 
     pipeline = RayPipeline(config, ray)
     try:
@@ -112,7 +112,7 @@ def _pipeline(args: argparse.Namespace, config: dict) -> Iterator[Any]:
 
 
 def _run(args: argparse.Namespace, config: dict, conversations: list, outputs, pipeline, prepared) -> int:
-    from cast.topics import topics_digest
+    from cast.formats.topics import topics_digest
 
     qids = write_outputs(
         outputs,
@@ -143,9 +143,9 @@ def write_outputs(
     """Answer ``conversations`` into ``outputs``: resume the turns of an interrupted run made with the same
     topics and settings (``described``), refuse (or with ``overwrite`` discard) one made otherwise, write each
     turn as ``answer(done, write)`` gives it, and finalize the files. Returns the qids written, in order."""
+    from cast.core.limits import bounded_turn
     from cast.errors import CastError
-    from cast.limits import bounded_turn
-    from cast.outputs import resume_conflict
+    from cast.formats.outputs import resume_conflict
 
     done = outputs.completed()
     utterances = {t.qid: bounded_turn(t).utterance for c in conversations for t in c.turns}  # as recorded
@@ -194,7 +194,7 @@ def write_outputs(
 
 def _write_ikat(args: argparse.Namespace, outputs, run_name: str) -> None:
     from cast.errors import CastError
-    from cast.ikat_runs import ikat_run_path, write_ikat_run
+    from cast.formats.ikat_runs import ikat_run_path, write_ikat_run
 
     path = ikat_run_path(args.output, args.format)
     problems = write_ikat_run(

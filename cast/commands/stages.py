@@ -9,7 +9,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "stages",
         help="list the stages a config can name and their settings",
-        description="Each stage's settings as its class declares them (cast/settings.py): type, default, limits, "
+        description="Each stage's settings as its class declares them (cast/core/settings.py): type, default, limits, "
         "and whether a run may resume under another value (runtime). Set them in a config section or with "
         "--set KIND.SETTING=VALUE.",
     )
@@ -21,8 +21,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from cast.core.registry import STAGES, stage_class
     from cast.errors import ConfigError
-    from cast.registry import STAGES, stage_class
 
     if args.kind is not None and args.kind not in STAGES:
         raise ConfigError(f"unknown stage kind {args.kind!r}; known kinds: {', '.join(STAGES)}")
@@ -45,7 +45,7 @@ def main(args: argparse.Namespace) -> int:
 
 def describe_stage(kind: str, name: str, cls: type) -> str:
     """A stage's heading and one line per setting: name, type, default, limits, runtime, doc."""
-    from cast.settings import REQUIRED
+    from cast.core.settings import REQUIRED
 
     summary = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
     lines = [f"{kind} {name}: {summary}"]

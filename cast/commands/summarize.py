@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cast.atomic import write_text_atomic
 from cast.commands.common import add_config_arguments, config_from_args
 from cast.errors import CastError, ConfigError, DataFormatError
+from cast.infra.atomic import write_text_atomic
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -50,11 +50,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cast.config import config_path
-    from cast.registry import build_stage
-    from cast.resources import Resources
-    from cast.text import count_words
-    from summarize import calibration as cal
+    from cast.core.config import config_path
+    from cast.core.registry import build_stage
+    from cast.core.resources import Resources
+    from cast.infra.text import count_words
+    from cast.summarize import calibration as cal
 
     grid = checked_grid(args)
     config = config_from_args(args)
@@ -69,7 +69,7 @@ def main(args: argparse.Namespace) -> int:
     items = sample_items(usable, args.sample, args.seed)
     if not items:
         raise CastError("no turn has selected passages with text to calibrate on")
-    from summarize.seq2seq import Seq2SeqSummarizer
+    from cast.summarize.seq2seq import Seq2SeqSummarizer
 
     summarizer = build_stage("summarizer", section, Resources(config))
     assert isinstance(summarizer, Seq2SeqSummarizer)  # the section names seq2seq (checked above)
@@ -100,7 +100,7 @@ def checked_grid(args: argparse.Namespace) -> list[int]:
     """The ``--min-lengths`` grid, once the numeric arguments are checked (before any model or index loads)."""
     import math
 
-    from summarize.calibration import parse_grid
+    from cast.summarize.calibration import parse_grid
 
     if not (math.isfinite(args.target_words) and args.target_words > 0):
         raise ConfigError(f"--target-words must be a positive number of words, got {args.target_words:g}")
@@ -116,8 +116,8 @@ def _load_items(args: argparse.Namespace, config: dict[str, Any]) -> list[tuple[
     """(query, selection) of every turn, from an answers file or by running the pipeline up to selection."""
     if args.answers:
         return read_selections(Path(args.answers))
-    from cast.pipeline import Pipeline
-    from cast.topics import load_topics
+    from cast.core.pipeline import Pipeline
+    from cast.formats.topics import load_topics
 
     conversations = load_topics(args.topics, rewrites=args.rewrites)
     # The passages are what is calibrated on; a cheap summarizer stands in for the one being calibrated.
@@ -128,8 +128,8 @@ def _load_items(args: argparse.Namespace, config: dict[str, Any]) -> list[tuple[
 
 def read_selections(path: Path) -> list[tuple[str, Any]]:
     """(query, selection) of each record of an answers file (``cast run``'s ``*.answers.jsonl``)."""
-    from cast.records import Selection, from_dict
-    from cast.textfiles import json_lines
+    from cast.core.records import Selection, from_dict
+    from cast.formats.textfiles import json_lines
 
     if not path.is_file():
         raise DataFormatError(path, "no such answers file")

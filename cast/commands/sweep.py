@@ -7,8 +7,8 @@ import sys
 import time
 from pathlib import Path
 
-from cast.cluster import add_ray_arguments, ray_options
 from cast.commands.common import add_config_arguments, config_from_args
+from cast.infra.cluster import add_ray_arguments, ray_options
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -48,8 +48,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from cast.formats.topics import load_topics
     from cast.sweep import baseline_point, grid_points, run_sweep, sweep_report
-    from cast.topics import load_topics
 
     points = grid_points(args.grid)
     baseline_point(points, args.baseline)  # a misspelt point fails now, not after the runs

@@ -9,7 +9,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "validate",
         help="check a TREC iKAT run file (2023, 2024, 2025 formats)",
-        description="Check an iKAT run file against its year's schema and rules (see cast/ikat_runs.py); with "
+        description="Check an iKAT run file against its year's schema and rules (see cast/formats/ikat_runs.py); with "
         "--topics, also that it answers every turn once. Prints each problem; exits 1 if there is any.",
     )
     parser.add_argument("run", help="the run file (.json; .jsonl for 2025)")
@@ -19,8 +19,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cast.ikat_runs import read_ikat_run, validate_ikat_run
-    from cast.topics import load_topics
+    from cast.formats.ikat_runs import read_ikat_run, validate_ikat_run
+    from cast.formats.topics import load_topics
 
     qids = None
     if args.topics:

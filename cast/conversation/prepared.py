@@ -1,8 +1,8 @@
 """Turns taken as far as re-ranking (or entity linking) once, to run the later stages under many settings.
 
-PyTerrier's ``precompute_prefix`` for our pipeline: :meth:`cast.pipeline.Pipeline.prepare` runs the early stages
+PyTerrier's ``precompute_prefix`` for our pipeline: :meth:`cast.core.pipeline.Pipeline.prepare` runs the early stages
 (PTKB, rewrite, first stage, re-rank, and with ``stop_after="link"`` the linker) over every turn and returns a
-:class:`Prepared`; :meth:`~cast.pipeline.Pipeline.run` with ``prepared=`` runs only selection and answering from
+:class:`Prepared`; :meth:`~cast.core.pipeline.Pipeline.run` with ``prepared=`` runs only selection and answering from
 it. A prepared pass records how its early stages were set (their ``describe()``), and a pipeline whose early
 stages differ refuses it, naming the stage: a study never mixes two retrievals unawares. Saved with
 :meth:`Prepared.save` (gzipped JSON lines), it survives the process (``cast run --prepared``, bench/answers.py).
@@ -23,9 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cast.atomic import atomic_path
-from cast.errors import CastError, ConfigError, DataFormatError, excerpt
-from cast.records import (
+from cast.core.records import (
     EntityMention,
     PTKBSelection,
     Rewrite,
@@ -34,10 +32,12 @@ from cast.records import (
     from_dict,
     to_dict,
 )
-from cast.textfiles import RECORD_LINE_BYTES, input_lines, json_object
+from cast.errors import CastError, ConfigError, DataFormatError, excerpt
+from cast.formats.textfiles import RECORD_LINE_BYTES, input_lines, json_object
+from cast.infra.atomic import atomic_path
 
 if TYPE_CHECKING:
-    from cast.pipeline import Pipeline, PreparedTurn
+    from cast.core.pipeline import Pipeline, PreparedTurn
 
 FORMAT = 1
 # Where a prepared pass may stop, and the stages it has run by then, in pipeline order. Not before re-ranking: a
@@ -86,8 +86,8 @@ class Prepared:
 
     def difference(self, description: dict[str, Any]) -> str | None:
         """How the early stages described by ``description`` (:func:`early_description`) differ from those that
-        prepared the turns (their :class:`~cast.settings.Runtime` settings aside), or None."""
-        from cast.registry import without_runtime_settings
+        prepared the turns (their :class:`~cast.core.settings.Runtime` settings aside), or None."""
+        from cast.core.registry import without_runtime_settings
 
         recorded = without_runtime_settings(json.loads(json.dumps(self.description)))
         own = without_runtime_settings(json.loads(json.dumps(description)))
@@ -103,7 +103,7 @@ class Prepared:
     def check_turns(self, turns: Iterable[Turn]) -> None:
         """A :class:`ConfigError` if a prepared turn is not ``turns``' turn of its qid (other topics that reuse
         the qids: their answers would be to the prepared questions), naming the first field that differs."""
-        from cast.limits import bounded_turn
+        from cast.core.limits import bounded_turn
 
         for turn in turns:
             prepared = self.turns.get(turn.qid)
@@ -210,7 +210,7 @@ def _turn_record(turn: PreparedTurn) -> dict[str, Any]:
 
 
 def _turn_from_record(record: dict[str, Any]) -> PreparedTurn:
-    from cast.pipeline import PreparedTurn, TurnLinks
+    from cast.core.pipeline import PreparedTurn, TurnLinks
 
     links = record["links"]
     if not all(isinstance(record[key], dict) for key in ("timings", "input_limits")):

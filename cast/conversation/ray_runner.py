@@ -1,4 +1,4 @@
-"""``cast run --ray``: the pipeline spread over Ray actors, with the interface of :class:`cast.pipeline.Pipeline`
+"""``cast run --ray``: the pipeline spread over Ray actors, with the interface of :class:`cast.core.pipeline.Pipeline`
 that ``cast run`` uses (``describe``, ``run``, ``prepare``), so that the run writes its outputs as a local run does.
 
 Each actor builds one Pipeline from the config and answers whole conversations with ``Pipeline.run``, so the
@@ -6,7 +6,7 @@ turns of a conversation stay in order on one actor, each with the history a loca
 that share turns (CAsT 2022 paths share their prefixes) go to one actor together, in their order in the topics,
 so that a shared turn is answered once, by the path that reaches it first, as in a local run. Actors return
 results and write nothing: the driver (this process) writes every turn through the same resumable outputs, so a
-retried call (an actor died and was restarted, :mod:`cast.cluster`) neither loses nor repeats a turn.
+retried call (an actor died and was restarted, :mod:`cast.infra.cluster`) neither loses nor repeats a turn.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from cast.cluster import RayOptions, WorkerPool, require_path
+from cast.core.records import Conversation
 from cast.errors import CastError
-from cast.records import Conversation
+from cast.infra.cluster import RayOptions, WorkerPool, require_path
 
 if TYPE_CHECKING:
-    from cast.prepared import Prepared
+    from cast.conversation.prepared import Prepared
 
 
 class ConversationAnswerer:
@@ -41,7 +41,7 @@ class ConversationAnswerer:
     @property
     def pipeline(self) -> Any:
         if self._pipeline is None:
-            from cast.pipeline import Pipeline
+            from cast.core.pipeline import Pipeline
 
             if self.config.get("index"):
                 require_path(self.config["index"], "the index", "--index")
@@ -58,7 +58,7 @@ class ConversationAnswerer:
         return self.pipeline.candidates
 
     def early_description(self, stop_after: str) -> dict[str, Any]:
-        from cast.prepared import early_description
+        from cast.conversation.prepared import early_description
 
         return early_description(self.pipeline, stop_after)
 
@@ -84,7 +84,7 @@ def conversation_groups(conversations: Sequence[Conversation]) -> list[list[Conv
     """The conversations, grouped so that those sharing a turn (a qid) are in one group, in their order.
 
     Example:
-        >>> from cast.records import Turn
+        >>> from cast.core.records import Turn
         >>> def path(*qids):
         ...     return Conversation("1", tuple(Turn(q, "1", q, "?") for q in qids))
         >>> groups = conversation_groups([path("1_1", "1_2"), path("2_1"), path("1_1", "1_3")])
@@ -129,7 +129,7 @@ class RayPipeline:
             descriptions = self.pool.call_all("describe")
             for number, description in enumerate(descriptions[1:], start=1):
                 if json.dumps(description, sort_keys=True) != json.dumps(descriptions[0], sort_keys=True):
-                    from cast.outputs import _difference
+                    from cast.formats.outputs import _difference
 
                     raise CastError(
                         f"Ray worker {number} builds another pipeline than worker 0 "
@@ -155,7 +155,7 @@ class RayPipeline:
         progress: bool = False,
         prepared: Prepared | None = None,
     ) -> list[Any]:
-        """Answer every turn of ``conversations`` on the actors (see :meth:`cast.pipeline.Pipeline.run`);
+        """Answer every turn of ``conversations`` on the actors (see :meth:`cast.core.pipeline.Pipeline.run`);
         ``on_result`` is called here, with each result of a group of conversations once the group is done."""
         done = dict(done or {})
         jobs = []
@@ -171,8 +171,8 @@ class RayPipeline:
     def prepare(
         self, conversations: Iterable[Conversation], *, stop_after: str = "rerank", progress: bool = False
     ) -> Prepared:
-        """Every turn of ``conversations`` prepared on the actors (see :meth:`cast.pipeline.Pipeline.prepare`)."""
-        from cast.prepared import Prepared
+        """Every turn of ``conversations`` prepared on the actors (see :meth:`cast.core.pipeline.Pipeline.prepare`)."""
+        from cast.conversation.prepared import Prepared
 
         jobs = [Job(group, stop_after=stop_after) for group in conversation_groups(list(conversations))]
         turns = self._map(jobs, set(), None, progress, "preparing turns")

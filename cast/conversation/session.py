@@ -7,7 +7,7 @@ and resumption. The one conversation driver: ``cast run`` (through :meth:`Pipeli
   batch, so that neural stages batch over independent conversations and Lucene searches them with its own
   threads. A turn whose qid was already answered (CAsT 2022 paths share their prefixes) is answered once; turns
   answered by an interrupted run serve as history only.
-- :func:`prepare`: the same walk through the early stages only (see :mod:`cast.prepared`).
+- :func:`prepare`: the same walk through the early stages only (see :mod:`cast.conversation.prepared`).
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from cast.core.records import Conversation, PastTurn, Turn
 from cast.errors import ConfigError
-from cast.records import Conversation, PastTurn, Turn
 
 if TYPE_CHECKING:
-    from cast.pipeline import Pipeline, PreparedTurn, TurnResult
-    from cast.prepared import Prepared
+    from cast.conversation.prepared import Prepared
+    from cast.core.pipeline import Pipeline, PreparedTurn, TurnResult
 
 Item = TypeVar("Item")
 
@@ -92,7 +92,7 @@ def answer_conversations(
     Raises:
         ConfigError: ``prepared`` was made by other early stages, or lacks some turn.
     """
-    from cast.pipeline import past_turn_from_record
+    from cast.core.pipeline import past_turn_from_record
 
     conversations = list(conversations)
     rule = pipeline.answers_as_responses
@@ -146,8 +146,8 @@ def prepare(
         ConfigError: the pipeline's later turns would see its own answers (``history_responses: answers``): their
             rewrites depend on the later stages, so no pass can stop early.
     """
-    from cast.pipeline import check_stop_point
-    from cast.prepared import Prepared, early_description
+    from cast.conversation.prepared import Prepared, early_description
+    from cast.core.pipeline import check_stop_point
 
     check_stop_point(stop_after)
     if pipeline.answers_as_responses:

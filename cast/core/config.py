@@ -14,14 +14,14 @@ from typing import Any
 
 from cast.errors import ConfigError, DataFormatError
 
-_PACKAGE = Path(__file__).resolve().parent
+_PACKAGE = Path(__file__).resolve().parent.parent  # the cast package
 # The profiles: a checkout's configs/ (the folder users edit; also what an editable install reads), else the copy
 # that setup.py ships inside the installed package (cast/configs/).
 CONFIG_DIR = (
     _PACKAGE.parent / "configs" if (_PACKAGE.parent / "pyproject.toml").is_file() else _PACKAGE / "configs"
 )
 DEFAULT_CONFIG = "offline"
-# Top-level keys besides the stage sections (cast.registry.STAGES).
+# Top-level keys besides the stage sections (cast.core.registry.STAGES).
 SETTINGS = ("index", "stemmer", "cache_dir", "device", "tag", "base", "history_responses", "encoder")
 # What each of them must be (or null): a number or a list where a path is expected fails later, and obscurely.
 _SETTING_TYPES: dict[str, type] = {key: str for key in SETTINGS} | {"encoder": dict}
@@ -48,7 +48,7 @@ def config_path(name_or_path: str | Path, referrer: Path | None = None) -> Path:
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
-    from cast.textfiles import read_yaml
+    from cast.formats.textfiles import read_yaml
 
     try:
         data = read_yaml(path)
@@ -62,7 +62,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 def check_top_level_keys(config: dict[str, Any], source: str) -> None:
     """A :class:`ConfigError` for a key that is neither a setting nor a stage section (a typo, or a stale key)."""
-    from cast.registry import STAGES
+    from cast.core.registry import STAGES
 
     known = (*SETTINGS, *STAGES)
     unknown = sorted(str(key) for key in set(config) - set(known))  # YAML keys need not be strings
@@ -95,7 +95,7 @@ def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
 
 def parse_override(assignment: str) -> tuple[list[str], Any]:
     """``"a.b=1"`` -> ``(["a", "b"], 1)``; the value is parsed as YAML."""
-    from cast.textfiles import parse_yaml
+    from cast.formats.textfiles import parse_yaml
 
     key, sep, raw = assignment.partition("=")
     if not sep or not key.strip():

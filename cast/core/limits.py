@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from cast.records import PastTurn, ScoredPassage, Turn
+from cast.core.records import PastTurn, ScoredPassage, Turn
 
 # Characters of an utterance, and of each of its rewrites.
 MAX_UTTERANCE_CHARS = 2_000

@@ -2,8 +2,8 @@
 
 A turn's work is split in two (:meth:`Pipeline.prepare_batch`, :meth:`Pipeline.finish_batch`), so that a study
 can take every turn as far as re-ranking (or entity linking) once and run the later stages under many settings
-(:class:`cast.prepared.Prepared`, ``cast sweep``). Conversations are walked in lock-step by
-:mod:`cast.session`.
+(:class:`cast.conversation.prepared.Prepared`, ``cast sweep``). Conversations are walked in lock-step by
+:mod:`cast.conversation.session`.
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from cast.errors import CastError, ConfigError
-from cast.limits import bounded_history, bounded_ranking, bounded_turn
-from cast.prepared import STOP_POINTS
-from cast.records import (
+from cast.conversation.prepared import STOP_POINTS
+from cast.core.limits import bounded_history, bounded_ranking, bounded_turn
+from cast.core.records import (
     Answer,
     Conversation,
     EntityMention,
@@ -32,9 +31,8 @@ from cast.records import (
     from_dict,
     to_dict,
 )
-from cast.resources import Resources
-from cast.rewrite.ptkb import NoPTKB, PTKBSelector
-from cast.stages import (
+from cast.core.resources import Resources
+from cast.core.stages import (
     EntityLinker,
     FirstStage,
     PassageSelector,
@@ -45,9 +43,11 @@ from cast.stages import (
     Summarizer,
     Verifier,
 )
+from cast.errors import CastError, ConfigError
+from cast.rewrite.ptkb import NoPTKB, PTKBSelector
 
 if TYPE_CHECKING:
-    from cast.prepared import Prepared
+    from cast.conversation.prepared import Prepared
 
 STAGE_KINDS = ("rewriter", "first_stage", "reranker", "linker", "selector", "summarizer")
 # What later turns see as an earlier turn's response: the topics' canonical one, or the pipeline's own answer.
@@ -63,7 +63,7 @@ class TurnResult:
         passage_entities: the entities of each candidate passage, by passage id.
         unlinked_texts: the texts the linker could not link (its service failed): ``"query"`` and passage ids.
         timings: wall-clock seconds per stage.
-        input_limits: the bounds of :mod:`cast.limits` applied to this turn's inputs: ``{what: original size}``
+        input_limits: the bounds of :mod:`cast.core.limits` applied to this turn's inputs: ``{what: original size}``
             (e.g. ``{"utterance": 1000000}``); empty when none was.
         ptkb: the PTKB statements chosen for the turn and every statement's score (iKAT topics), if any.
         verification: how the verifier checked the generated answer's claims, where the config has one.
@@ -250,7 +250,7 @@ class Pipeline:
         if self.verifier is not None:
             stages["verifier"] = self.verifier.describe()
         if self.config.get("index"):  # the collection searched: outputs of another one must not be mixed in
-            from index.build import index_identity
+            from cast.index.build import index_identity
 
             stages["index"] = index_identity(self.config["index"])
         return {**stages, "history_responses": "answers" if self.answers_as_responses else "topics"}
@@ -451,7 +451,7 @@ class Pipeline:
         progress: bool = False,
         prepared: Prepared | None = None,
     ) -> list[TurnResult]:
-        """Answer every turn of ``conversations`` (see :func:`cast.session.answer_conversations`).
+        """Answer every turn of ``conversations`` (see :func:`cast.conversation.session.answer_conversations`).
 
         Args:
             done: answers-file records of turns already answered (by qid), e.g. from an interrupted run: they
@@ -461,7 +461,7 @@ class Pipeline:
             prepared: the turns taken as far as re-ranking (or linking) by :meth:`prepare` with the same early
                 stages: only the later stages run.
         """
-        from cast.session import answer_conversations
+        from cast.conversation.session import answer_conversations
 
         return answer_conversations(
             self, conversations, done=done, on_result=on_result, progress=progress, prepared=prepared
@@ -470,8 +470,8 @@ class Pipeline:
     def prepare(
         self, conversations: Iterable[Conversation], *, stop_after: str = "rerank", progress: bool = False
     ) -> Prepared:
-        """Every turn of ``conversations`` taken as far as ``stop_after`` (see :func:`cast.session.prepare`)."""
-        from cast.session import prepare
+        """Every turn of ``conversations`` taken as far as ``stop_after`` (see :func:`cast.conversation.session.prepare`)."""
+        from cast.conversation.session import prepare
 
         return prepare(self, conversations, stop_after=stop_after, progress=progress)
 
@@ -504,7 +504,7 @@ def active_verifier(config: dict[str, Any]) -> dict[str, Any] | None:
 
 def configured_verifier(config: dict[str, Any], resources: Resources) -> Verifier | None:
     """The verifier ``config`` names, built from its section (with ``resources`` for its encoder and cache)."""
-    from cast.registry import build_stage
+    from cast.core.registry import build_stage
 
     section = active_verifier(config)
     return None if section is None else build_stage("verifier", section, resources)  # type: ignore[return-value]
@@ -513,7 +513,7 @@ def configured_verifier(config: dict[str, Any], resources: Resources) -> Verifie
 def check_config(config: dict[str, Any], resources: Resources) -> None:
     """A :class:`CastError` for a config that no pipeline can run: a missing section, an unknown stage or setting
     in any section (also those a pipeline builds late or not at all), or a stemmer that is not the index's."""
-    from cast.registry import STAGES, check_section
+    from cast.core.registry import STAGES, check_section
 
     missing = [k for k in STAGE_KINDS if k not in config]
     if missing:

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from cast.errors import ConfigError
 
 if TYPE_CHECKING:
-    from cast.resources import Resources
-    from cast.stages import Stage
+    from cast.core.resources import Resources
+    from cast.core.stages import Stage
 
 STAGES: dict[str, dict[str, str]] = {
     "rewriter": {
@@ -44,32 +44,32 @@ STAGES: dict[str, dict[str, str]] = {
         "cross_encoder": "cast.rank.rerank:CrossEncoderReranker",
     },
     "linker": {
-        "none": "entity.linkers:NoLinker",
-        "dictionary": "entity.dictionary:DictionaryLinker",
-        "wikipedia": "entity.wikipedia:WikipediaLinker",
-        "spotlight": "entity.spotlight:SpotlightLinker",
-        "fox": "entity.fox:FoxLinker",
+        "none": "cast.entity.link.linkers:NoLinker",
+        "dictionary": "cast.entity.link.dictionary:DictionaryLinker",
+        "wikipedia": "cast.entity.link.wikipedia:WikipediaLinker",
+        "spotlight": "cast.entity.link.spotlight:SpotlightLinker",
+        "fox": "cast.entity.link.fox:FoxLinker",
     },
     "knowledge_base": {
-        "collection": "entity.relatedness:CollectionKnowledgeBase",
-        "link_graph": "entity.relatedness:LinkGraphKnowledgeBase",
-        "sparql": "entity.relatedness:SparqlKnowledgeBase",
+        "collection": "cast.entity.relatedness:CollectionKnowledgeBase",
+        "link_graph": "cast.entity.relatedness:LinkGraphKnowledgeBase",
+        "sparql": "cast.entity.relatedness:SparqlKnowledgeBase",
     },
     "selector": {
-        "o": "entity.selection:OriginalOrderSelector",
-        "er": "entity.selection:EntityRelatednessSelector",
-        "eg": "entity.selection:EntityGraphSelector",
+        "o": "cast.entity.select.selection:OriginalOrderSelector",
+        "er": "cast.entity.select.selection:EntityRelatednessSelector",
+        "eg": "cast.entity.select.selection:EntityGraphSelector",
     },
     "summarizer": {
-        "topk_trim": "summarize.extractive:TopKTrimSummarizer",
-        "entity_extractive": "summarize.entity_extractive:EntityExtractiveSummarizer",
-        "learnt_extractive": "summarize.learnt_extractive:LearntExtractiveSummarizer",
-        "seq2seq": "summarize.seq2seq:Seq2SeqSummarizer",
-        "llm": "summarize.llm:LLMSummarizer",
+        "topk_trim": "cast.summarize.extractive:TopKTrimSummarizer",
+        "entity_extractive": "cast.summarize.entity_extractive:EntityExtractiveSummarizer",
+        "learnt_extractive": "cast.summarize.learnt_extractive:LearntExtractiveSummarizer",
+        "seq2seq": "cast.summarize.seq2seq:Seq2SeqSummarizer",
+        "llm": "cast.summarize.llm:LLMSummarizer",
     },
     "verifier": {
-        "none": "summarize.verify:NoVerifier",
-        "claims": "summarize.verify:ClaimVerifier",
+        "none": "cast.summarize.verify:NoVerifier",
+        "claims": "cast.summarize.verify:ClaimVerifier",
     },
 }
 
@@ -86,7 +86,7 @@ def stage_class(kind: str, name: str) -> type[Stage]:
 
 
 def without_runtime_settings(description: Mapping[str, Any]) -> dict[str, Any]:
-    """A pipeline's description (``Pipeline.describe()``) less its stages' :class:`~cast.settings.Runtime`
+    """A pipeline's description (``Pipeline.describe()``) less its stages' :class:`~cast.core.settings.Runtime`
     settings (batch sizes, threads, retries): what decides whether two runs' outputs may be mixed."""
     kept: dict[str, Any] = {}
     for kind, section in description.items():

@@ -6,8 +6,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from cast.cache import Cache
 from cast.errors import ConfigError
+from cast.infra.cache import Cache
 
 
 class Resources:
@@ -35,8 +35,8 @@ class Resources:
     def stemmer(self) -> str:
         """The query analyzer's stemmer: the config's, which must be the one the index was built with (where
         ``cast-build.json`` records it), since another one silently changes every query's terms."""
-        from cast.jvm import STEMMERS
-        from index.build import build_record
+        from cast.index.build import build_record
+        from cast.infra.jvm import STEMMERS
 
         stemmer = self.config.get("stemmer", "krovetz")
         if stemmer not in STEMMERS:
@@ -65,23 +65,23 @@ class Resources:
         return "cuda" if torch.cuda.is_available() else "cpu"
 
     def searcher(self) -> Any:
-        from cast import jvm
+        from cast.infra import jvm
 
         return jvm.searcher(str(self.index_dir), self.stemmer)
 
     def index_reader(self) -> Any:
-        from cast import jvm
+        from cast.infra import jvm
 
         return jvm.index_reader(str(self.index_dir))
 
     def sentence_encoder(self, model: str | None, max_seq_length: int) -> Any:
-        """The :class:`cast.encoder.SentenceEncoder` for ``model`` (``None``: the bundled all-MiniLM-L6-v2),
+        """The :class:`cast.infra.encoder.SentenceEncoder` for ``model`` (``None``: the bundled all-MiniLM-L6-v2),
         loaded once and shared by the stages that ask for the same model and length limit; it runs on the
         backend of the config's ``encoder`` section, exported into ``cache_dir/encoders``."""
         key = (model, max_seq_length)
         if key not in self._encoders:
-            from cast.encoder import EncoderSettings, SentenceEncoder
-            from cast.models import resolve_device
+            from cast.infra.encoder import EncoderSettings, SentenceEncoder
+            from cast.infra.models import resolve_device
 
             settings = EncoderSettings.from_config(self.config.get("encoder"))
             cache_dir = self.config.get("cache_dir")
@@ -92,11 +92,11 @@ class Resources:
         return self._encoders[key]
 
     def chat_client(self, server: Any) -> Any:
-        """The :class:`cast.llm.ChatClient` for a :class:`cast.llm.ChatServer`, made once and shared by the stages
+        """The :class:`cast.infra.llm.ChatClient` for a :class:`cast.infra.llm.ChatServer`, made once and shared by the stages
         that ask the same server (one circuit breaker, one bound on requests in flight), answers kept in the
         cache."""
         if server not in self._chat_clients:
-            from cast.llm import ChatClient
+            from cast.infra.llm import ChatClient
 
             self._chat_clients[server] = ChatClient(server, self.cache)
         return self._chat_clients[server]
@@ -104,7 +104,7 @@ class Resources:
     def stage(self, kind: str) -> Any:
         """The stage configured under ``kind``, built once and shared."""
         if kind not in self._stages:
-            from cast.registry import build_stage
+            from cast.core.registry import build_stage
 
             if kind not in self.config:
                 raise ConfigError(f"the config has no {kind!r} section, which this pipeline needs")

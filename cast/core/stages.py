@@ -1,9 +1,9 @@
 """The pipeline's stages: small classes with one obvious method over typed records.
 
-A stage is built from its config section by :func:`cast.registry.build_stage`, which calls
+A stage is built from its config section by :func:`cast.core.registry.build_stage`, which calls
 ``cls.from_config(params, resources)``. The default ``from_config`` passes the section's keys as keyword
 arguments: a stage's ``__init__`` signature, with its limits and docs, is its configuration schema
-(:mod:`cast.settings`).
+(:mod:`cast.core.settings`).
 
 Per turn the pipeline calls, in order::
 
@@ -28,8 +28,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from cast.errors import ConfigError, ModelUnavailableError
-from cast.records import (
+from cast.core.records import (
     Answer,
     Conversation,
     EntityMention,
@@ -40,15 +39,16 @@ from cast.records import (
     Turn,
     Verification,
 )
-from cast.settings import Setting, check_value, stage_settings
+from cast.core.settings import Setting, check_value, stage_settings
+from cast.errors import ConfigError, ModelUnavailableError
 
 if TYPE_CHECKING:
-    from cast.resources import Resources
+    from cast.core.resources import Resources
 
 
 class _StageType(ABCMeta):
     """Builds a stage and records its settings: every keyword of the construction, defaults filled in, checked
-    against the declaration (:mod:`cast.settings`) first, however the stage is built (a config or a test)."""
+    against the declaration (:mod:`cast.core.settings`) first, however the stage is built (a config or a test)."""
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         declared = cls.settings()  # type: ignore[attr-defined]
@@ -74,7 +74,7 @@ class Stage(metaclass=_StageType):
     """Base of all stages. ``name`` is the registry name, which each class states (the contract test checks it
     against the registry); each kind's one method is abstract, so a class lacking it cannot be built.
 
-    A stage's settings are its constructor's keyword parameters (:mod:`cast.settings`); once built, it holds
+    A stage's settings are its constructor's keyword parameters (:mod:`cast.core.settings`); once built, it holds
     their values in ``setting_values``, from which :meth:`describe` is made."""
 
     kind: ClassVar[str] = "stage"

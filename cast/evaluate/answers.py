@@ -6,12 +6,12 @@ Measures (all but ``words`` in percent, 0-100, like the paper's tables):
 * BLEU-1 and BLEU-4: ``sacrebleu``'s sentence BLEU per turn (13a tokenizer, mixed case, ``exp`` smoothing,
   effective n-gram order); the overall figure is the mean over turns, not corpus BLEU.
 * METEOR: ``nltk``'s ``meteor_score`` (exact, Porter-stem and WordNet-synonym matches, alpha 0.9, beta 3,
-  gamma 0.5) on lower-cased word tokens (:func:`cast.text.words`); WordNet is read offline (:mod:`cast.evaluate.wordnet`).
+  gamma 0.5) on lower-cased word tokens (:func:`cast.infra.text.words`); WordNet is read offline (:mod:`cast.evaluate.wordnet`).
 * words: the answer's length in word tokens.
 * grounded: the share of answer sentences supported by the passages the answer read; a sentence is supported
-  when its best unigram-overlap F1 with a passage sentence (:func:`cast.text.split_sentences`) reaches the threshold (0.5 by default), as in
+  when its best unigram-overlap F1 with a passage sentence (:func:`cast.infra.text.split_sentences`) reaches the threshold (0.5 by default), as in
   WikiPath's response groundedness. support: the share of answer tokens found in those passages.
-* verified (with a verifier): the share of answer sentences the claims verifier (:mod:`summarize.verify`) finds
+* verified (with a verifier): the share of answer sentences the claims verifier (:mod:`cast.summarize.verify`) finds
   supported by the passage each cites (by its best passage where it cites none); claim_support: their mean
   support, times 100.
 
@@ -28,15 +28,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cast.core.records import Answer, AnswerSentence, Conversation
 from cast.errors import CastError, DataFormatError
-from cast.records import Answer, AnswerSentence, Conversation
-from cast.text import sentences, words
-from cast.textfiles import json_lines
+from cast.formats.textfiles import json_lines
+from cast.infra.text import sentences, words
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from summarize.verify import ClaimVerifier
+    from cast.summarize.verify import ClaimVerifier
 
 TEXT_MEASURES = ("ROUGE-1", "ROUGE-2", "ROUGE-L", "BLEU-1", "BLEU-4", "METEOR")
 GROUNDEDNESS_MEASURES = ("grounded", "support")
@@ -174,7 +174,7 @@ def passages_from_collection(paths: Sequence[str | Path], ids: Iterable[str]) ->
     """The texts of the passages ``ids``, streamed from collection files (any format ``cast index`` reads)."""
     from tqdm import tqdm
 
-    from index.collections import read_passages
+    from cast.index.collections import read_passages
 
     wanted = set(ids)
     texts: dict[str, str] = {}
@@ -192,7 +192,7 @@ def passages_from_collection(paths: Sequence[str | Path], ids: Iterable[str]) ->
 
 def passages_from_index(index_dir: str | Path, ids: Iterable[str]) -> dict[str, str]:
     """The texts of the passages ``ids`` stored in a Lucene index built by ``cast index build``."""
-    from cast import jvm
+    from cast.infra import jvm
 
     searcher = jvm.searcher(str(index_dir))
     texts: dict[str, str] = {}

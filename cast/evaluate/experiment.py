@@ -35,8 +35,8 @@ def evaluate_runs(
         CastError: two files share a system name, or a run has no turn the qrels judge.
     """
     from cast.evaluate.retrieval import evaluate_run
-    from cast.runfile import read_run
-    from cast.topics import read_qrels
+    from cast.formats.runfile import read_run
+    from cast.formats.topics import read_qrels
 
     judgements = read_qrels(qrels)
     evaluations = {}
@@ -101,7 +101,7 @@ def evaluate_answer_files(
     if kind == "responses":
         if topics is None:
             raise CastError("--references responses needs --topics (a topics file with written responses)")
-        from cast.topics import load_topics
+        from cast.formats.topics import load_topics
 
         texts_by_qid = ans.response_references(load_topics(topics))
         described = f"the written responses of {Path(topics).name}"
@@ -110,7 +110,7 @@ def evaluate_answer_files(
     else:
         if qrels is None:
             raise CastError("--references qrels needs --qrels")
-        from cast.topics import read_qrels
+        from cast.formats.topics import read_qrels
 
         reference_ids = ans.relevant_passage_ids(read_qrels(qrels), reference_grade)
         needed_ids |= {pid for ids in reference_ids.values() for pid in ids}
@@ -154,11 +154,11 @@ def evaluate_answer_files(
 
 
 def claims_verifier(settings: dict[str, Any]) -> Any:
-    """A claims verifier (:class:`summarize.verify.ClaimVerifier`) with ``settings``, on the default profile's cache
+    """A claims verifier (:class:`cast.summarize.verify.ClaimVerifier`) with ``settings``, on the default profile's cache
     and encoder (sentence embeddings are cached there)."""
-    from cast.config import DEFAULT_CONFIG, load_config
-    from cast.registry import stage_class
-    from cast.resources import Resources
+    from cast.core.config import DEFAULT_CONFIG, load_config
+    from cast.core.registry import stage_class
+    from cast.core.resources import Resources
 
     profile = load_config(DEFAULT_CONFIG)
     shared: dict[str, Any] = {

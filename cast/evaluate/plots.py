@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from cast.atomic import atomic_path
+from cast.infra.atomic import atomic_path
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from cast.core.records import Conversation
 from cast.evaluate.retrieval import judged_qrels
-from cast.records import Conversation
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cast.atomic import write_text_atomic
+from cast.core.records import Conversation
 from cast.evaluate.significance import (
     CORRECTIONS,
     SIGNIFICANCE_LEVEL,
@@ -17,7 +17,7 @@ from cast.evaluate.significance import (
     holm_bonferroni,
     paired_test,
 )
-from cast.records import Conversation
+from cast.infra.atomic import write_text_atomic
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -52,6 +52,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
+from cast.core.records import Conversation
+from cast.core.registry import STAGES, stage_class
 from cast.errors import CastError, ServiceUnavailableError
 from cast.explore.engine import (
     MAX_TURNS,
@@ -67,8 +69,6 @@ from cast.explore.engine import (
     current_params,
     stage_settings,
 )
-from cast.records import Conversation
-from cast.registry import STAGES, stage_class
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 MAX_BODY_BYTES = 64 * 1024
@@ -82,8 +82,8 @@ CONTENT_SECURITY_POLICY = (
 
 def control(kind: str, stage: str, setting: str, cap: float) -> Any:
     """A page parameter for a stage setting: its bounds and description from the stage's declaration
-    (:mod:`cast.settings`), at most ``cap``; a setting with no lower bound starts at 0."""
-    from cast.settings import Range
+    (:mod:`cast.core.settings`), at most ``cap``; a setting with no lower bound starts at 0."""
+    from cast.core.settings import Range
 
     declared = stage_class(kind, stage).settings()[setting]
     bounds = next((limit for limit in declared.limits if isinstance(limit, Range)), Range(0))

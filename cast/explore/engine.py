@@ -24,15 +24,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from cast.conversation.prepared import EARLY_STAGES, compact_ranking
+from cast.conversation.session import Session
+from cast.core.pipeline import STAGE_KINDS, Pipeline, TurnResult, active_verifier, check_config
+from cast.core.records import Conversation, Turn, to_dict
+from cast.core.registry import build_stage, stage_class
+from cast.core.resources import Resources
 from cast.errors import CastError
 from cast.explore import DEFAULT_MAX_PENDING, DEFAULT_TIME_LIMIT
 from cast.explore.views import SHOWN_PASSAGES, turn_view
-from cast.pipeline import STAGE_KINDS, Pipeline, TurnResult, active_verifier, check_config
-from cast.prepared import EARLY_STAGES, compact_ranking
-from cast.records import Conversation, Turn, to_dict
-from cast.registry import build_stage, stage_class
-from cast.resources import Resources
-from cast.session import Session
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ class Choice:
 
 
 def stage_settings(kind: str, name: str) -> dict[str, Any]:
-    """The settings a stage declares (:mod:`cast.settings`), with their defaults (``None`` if none)."""
+    """The settings a stage declares (:mod:`cast.core.settings`), with their defaults (``None`` if none)."""
     return {
         setting.name: None if setting.required else setting.default
         for setting in stage_class(kind, name).settings().values()

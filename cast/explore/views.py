@@ -1,7 +1,7 @@
 """The JSON view of one answered turn, as the page shows it.
 
 Everything is plain JSON (strings are never HTML: the page sets them as text). The entity graph comes from the
-selection's explanation (see :mod:`entity.selection`): its nodes are the turn's entities sized by their rank
+selection's explanation (see :mod:`cast.entity.select.selection`): its nodes are the turn's entities sized by their rank
 (PageRank for EG, mean relatedness for ER), its edges the entity-graph edges kept after the threshold τ.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from cast.pipeline import TurnResult
-from cast.records import EntityMention, to_dict
-from cast.text import entity_label
+from cast.core.pipeline import TurnResult
+from cast.core.records import EntityMention, to_dict
+from cast.infra.text import entity_label
 
 # Passages listed per turn (the ranking itself runs to first_stage.k, often 1000).
 SHOWN_PASSAGES = 20
@@ -158,7 +158,7 @@ def evaluation(
     figures: dict[str, Any] = {}
     if judged is not None:
         from cast.evaluate.retrieval import evaluate_run
-        from cast.outputs import run_scores
+        from cast.formats.outputs import run_scores
 
         run = {result.qid: dict(zip((p.id for p in result.ranking), run_scores(result.ranking), strict=True))}
         per_turn = evaluate_run(run, {result.qid: judged}).per_turn

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from cast.errors import DataFormatError
-from cast.textfiles import TOPICS_BYTES, read_json
+from cast.formats.textfiles import TOPICS_BYTES, read_json
 
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
 

@@ -1,7 +1,7 @@
 """TREC iKAT (2023-2025) topic files: conversations with the user's personal text knowledge base (PTKB).
 
 The three years' files differ; each is read as distributed (:func:`read_ikat_topics`, chosen by
-:func:`cast.topics.load_topics` when the topics carry a ``ptkb``):
+:func:`cast.formats.topics.load_topics` when the topics carry a ``ptkb``):
 
 ============================  ==========================  ==========================  ===========================
                               2023 (train, test)          2024 (test)                 2025 (test)
@@ -26,8 +26,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from cast.core.records import Conversation, PTKBStatement, Turn
 from cast.errors import DataFormatError, excerpt
-from cast.records import Conversation, PTKBStatement, Turn
 
 # Per turn: (the key of the utterance, of the relevant statements, of the response passages); first found wins.
 # A turn or statement number, as run files write it.

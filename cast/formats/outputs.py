@@ -20,11 +20,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from cast.atomic import append_durably, remove_leftovers, write_lines_atomic
+from cast.core.records import ScoredPassage
 from cast.errors import CastError, DataFormatError
-from cast.records import ScoredPassage
-from cast.runfile import RUN_COLUMNS, check_tag, format_query, read_run, write_run
-from cast.textfiles import parse_json
+from cast.formats.runfile import RUN_COLUMNS, check_tag, format_query, read_run, write_run
+from cast.formats.textfiles import parse_json
+from cast.infra.atomic import append_durably, remove_leftovers, write_lines_atomic
 
 _WHITESPACE = re.compile(r"\s")
 
@@ -253,7 +253,7 @@ def resume_conflict(
         utterances: the utterance of each turn this run answers, by qid.
         config: this run's stage settings, as its records store them (``Pipeline.describe()``).
     """
-    from cast.registry import without_runtime_settings
+    from cast.core.registry import without_runtime_settings
 
     # As read back from a record (tuples become lists); settings that change no output may differ.
     current = without_runtime_settings(json.loads(json.dumps(config)))

@@ -16,9 +16,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from cast.atomic import write_lines_atomic
 from cast.errors import DataFormatError, excerpt
-from cast.textfiles import RUN_LINE_BYTES, utf8_lines
+from cast.formats.textfiles import RUN_LINE_BYTES, utf8_lines
+from cast.infra.atomic import write_lines_atomic
 
 RUN_COLUMNS = 6
 

@@ -42,7 +42,7 @@ topic 81 (``81_6``), so its turn numbers 81_6 to 81_9 do not match the 2020 qrel
 and ``response_ids`` (a list of passage ids); any other key is an error, so that a misspelt key does not pass
 unnoticed.
 
-``"ikat"``: the TREC iKAT 2023-2025 topic files, with each conversation's PTKB; see :mod:`cast.ikat`.
+``"ikat"``: the TREC iKAT 2023-2025 topic files, with each conversation's PTKB; see :mod:`cast.formats.ikat`.
 
 ``rewrites=`` takes a TSV file of ``qid TAB rewrite`` lines (or a ``{qid: rewrite}`` mapping); its rewrites
 become the turns' ``manual_rewrite``, replacing any in the topic file; ``automatic_rewrites=`` does the same
@@ -69,10 +69,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from cast.core.records import Conversation, Turn, to_dict
 from cast.errors import DataFormatError, EmptyUtteranceError, excerpt
-from cast.ikat import is_ikat, read_ikat_topics
-from cast.records import Conversation, Turn, to_dict
-from cast.textfiles import TABLE_BYTES, TOPICS_BYTES, read_json, read_text
+from cast.formats.ikat import is_ikat, read_ikat_topics
+from cast.formats.textfiles import TABLE_BYTES, TOPICS_BYTES, read_json, read_text
 
 FORMATS = ("cast", "sample", "ikat")
 # The longest qid (``<topic>_<turn>``; CAsT's and iKAT's have at most 10 characters).

@@ -33,7 +33,7 @@ RETRIES = 3
 # Calls queued per actor beyond the one it runs: keeps it busy while the driver handles a result, and bounds the
 # items (chunks of a collection) held in memory at once.
 QUEUED_PER_ACTOR = 1
-# Set before Ray starts in a process: Ray's crash handler would take over SIGSEGV, which the JVM (cast/jvm.py)
+# Set before Ray starts in a process: Ray's crash handler would take over SIGSEGV, which the JVM (cast/infra/jvm.py)
 # raises and handles itself in normal operation, so a process running both would die at the JVM's next one.
 RAY_ENVIRONMENT = {"RAY_DISABLE_FAILURE_SIGNAL_HANDLER": "1"}
 

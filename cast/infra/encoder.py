@@ -2,7 +2,7 @@
 summarizer's dense relevance, ``cast index embed``).
 
 One loaded model serves every stage of a pipeline that asks for it with the same settings
-(:meth:`cast.resources.Resources.sentence_encoder`), and the embedding of a text is computed once: it is kept in
+(:meth:`cast.core.resources.Resources.sentence_encoder`), and the embedding of a text is computed once: it is kept in
 the shared cache, keyed by model, length limit and text.
 
 The config's ``encoder`` section picks how the model runs (:class:`EncoderSettings`): with PyTorch through
@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cast.cache import Cache
 from cast.errors import ConfigError, ModelUnavailableError
+from cast.infra.cache import Cache
 
 # How the bundled model is named in cache keys, store manifests and run descriptions (its folder varies).
 BUNDLED_MODEL_ID = "all-MiniLM-L6-v2"
@@ -157,7 +157,7 @@ class SentenceEncoder:
         self.settings = settings.on(device)
         folder = Path(model or bundled_minilm()).expanduser()
         if self.settings.backend == "torch":
-            from cast.models import load_sentence_transformer
+            from cast.infra.models import load_sentence_transformer
 
             self.model = load_sentence_transformer(folder, device)
             self.model.max_seq_length = max_seq_length

@@ -5,7 +5,7 @@ A request is ``POST {base_url}/chat/completions`` with ``model``, ``messages``, 
 ``max_tokens``, streaming off. Every answer goes through the one cache (namespace ``llm``, keyed by the model, the
 messages and those parameters; not by the server, so that moving a model to another host keeps its answers),
 so a rerun or a resumed run asks nothing twice. Requests use the retrying, time-bounded HTTP client of the remote
-entity services (:class:`entity.linkers.JsonHttpClient`): each attempt is bounded as a whole, connection errors,
+entity services (:class:`cast.entity.link.linkers.JsonHttpClient`): each attempt is bounded as a whole, connection errors,
 timeouts, 429 and 5xx answers are retried with back-off, and after ``give_up_after`` failed requests in a row the
 server is not asked again in the run. Several turns' requests are sent side by side, at most ``concurrency`` at
 once.
@@ -23,12 +23,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
+from cast.core.settings import Range, Runtime
 from cast.errors import ConfigError, ServiceUnavailableError
-from cast.settings import Range, Runtime
 
 if TYPE_CHECKING:
-    from cast.cache import Cache
-    from cast.resources import Resources
+    from cast.core.resources import Resources
+    from cast.infra.cache import Cache
 
 CACHE_NAMESPACE = "llm"
 ADVICE = (
@@ -74,7 +74,7 @@ class ChatServer:
         base_url: the API root, e.g. ``http://localhost:8000/v1`` (vLLM), ``http://localhost:8080/v1``
             (llama.cpp), ``http://localhost:11434/v1`` (Ollama).
         api_key_env: the environment variable holding the API key (``None``: no key is sent).
-        timeout, retries, backoff, give_up_after: see :class:`entity.linkers.JsonHttpClient`.
+        timeout, retries, backoff, give_up_after: see :class:`cast.entity.link.linkers.JsonHttpClient`.
         concurrency: requests in flight at once.
     """
 
@@ -104,7 +104,7 @@ class ChatClient:
     """
 
     def __init__(self, server: ChatServer, cache: Cache | None):
-        from entity.linkers import JsonHttpClient
+        from cast.entity.link.linkers import JsonHttpClient
 
         if not server.base_url.startswith(("http://", "https://")):
             raise ConfigError(f"base_url must be an http:// or https:// URL, got {server.base_url!r}")

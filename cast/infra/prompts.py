@@ -21,7 +21,7 @@ from collections.abc import Set
 from dataclasses import dataclass
 from pathlib import Path
 
-from cast.config import CONFIG_DIR
+from cast.core.config import CONFIG_DIR
 from cast.errors import ConfigError
 
 PROMPT_DIR = CONFIG_DIR / "prompts"

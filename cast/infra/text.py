@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import unquote
 
 if TYPE_CHECKING:
-    from cast.records import Passage
+    from cast.core.records import Passage
 
 # A sentence ends at . ! or ? (and any closing quotes/brackets) followed by white space and an upper-case
 # letter, a digit or an opening quote/bracket.

@@ -1,4 +1,4 @@
-"""First-stage retrieval with Lucene (through :mod:`cast.jvm`): Dirichlet query likelihood or BM25."""
+"""First-stage retrieval with Lucene (through :mod:`cast.infra.jvm`): Dirichlet query likelihood or BM25."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import json
 from collections.abc import Sequence
 from typing import Annotated, Any
 
+from cast.core.records import Passage, ScoredPassage
+from cast.core.resources import Resources
+from cast.core.settings import Range, Runtime
+from cast.core.stages import FirstStage
 from cast.errors import CastError, EmptyUtteranceError
-from cast.records import Passage, ScoredPassage
-from cast.resources import Resources
-from cast.settings import Range, Runtime
-from cast.stages import FirstStage
 
 
 def passage_from_raw(docid: str, raw: str | None) -> Passage:
@@ -71,7 +71,7 @@ class LuceneFirstStage(FirstStage):
         except CastError:
             raise
         except Exception as e:  # a JavaException from a file Lucene opens only when searching (.pos, .doc...)
-            from cast.jvm import corrupt_index
+            from cast.infra.jvm import corrupt_index
 
             raise corrupt_index(self.resources.index_dir, e) from e
 

@@ -20,13 +20,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Annotated, Any, ClassVar
 
+from cast.core.records import ScoredPassage
+from cast.core.resources import Resources
+from cast.core.settings import OneOf, Range, Runtime
+from cast.core.stages import Reranker
 from cast.errors import ConfigError
+from cast.infra.text import passage_text
 from cast.rank.fusion import NORMALISATIONS, interpolate
-from cast.records import ScoredPassage
-from cast.resources import Resources
-from cast.settings import OneOf, Range, Runtime
-from cast.stages import Reranker
-from cast.text import passage_text
 
 
 class NoReranker(Reranker):
@@ -130,7 +130,7 @@ class CrossEncoderReranker(FusingReranker):
         allow_download: Annotated[bool, Runtime()] = False,
         **settings: Any,
     ):
-        from cast.models import load_sequence_classifier, load_tokenizer, resolve_device
+        from cast.infra.models import load_sequence_classifier, load_tokenizer, resolve_device
 
         model = model or self.default_model
         if model is None:
@@ -220,7 +220,7 @@ class BiEncoderReranker(FusingReranker):
             faster and loses little on ~100-word passages).
         with_title: prefix passages with their title.
         cache_embeddings: keep passage embeddings in the shared cache.
-        embeddings: passage embeddings computed ahead (``cast index embed``; :mod:`index.embeddings`): ``auto``
+        embeddings: passage embeddings computed ahead (``cast index embed``; :mod:`cast.index.embeddings`): ``auto``
             reads the store beside the index when it was built with this model, max_seq_length and with_title
             (else one warning says why not); ``none`` reads none; a path names a store that must exist and
             match (else a ConfigError). Passages not in the store are encoded (and cached) as without one.
@@ -239,7 +239,7 @@ class BiEncoderReranker(FusingReranker):
         embeddings: Annotated[str | None, Runtime()] = "auto",
         **settings: Any,
     ):
-        from index.embeddings import EmbeddingSettings, store_for_reranker
+        from cast.index.embeddings import EmbeddingSettings, store_for_reranker
 
         super().__init__(**settings)
         self.batch_size = batch_size

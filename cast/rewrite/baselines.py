@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from cast.core.records import Conversation, PastTurn, Rewrite, Turn
+from cast.core.stages import Rewriter
 from cast.errors import ConfigError, EmptyUtteranceError
-from cast.records import Conversation, PastTurn, Rewrite, Turn
-from cast.stages import Rewriter
 
 
 def require_text(text: str | None, turn: Turn, what: str) -> str:
@@ -41,7 +41,7 @@ class _TopicRewriter(Rewriter):
         self.fallback_name = fallback
         self._fallback: Rewriter | None = None
         if fallback is not None:
-            from cast.registry import build_stage
+            from cast.core.registry import build_stage
 
             if fallback in ("manual", "automatic"):
                 raise ConfigError(

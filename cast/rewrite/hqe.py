@@ -28,14 +28,14 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Annotated
 
+from cast.core.records import PastTurn, Rewrite, Turn
+from cast.core.resources import Resources
+from cast.core.settings import OneOf
+from cast.core.stages import Rewriter
 from cast.errors import ConfigError
-from cast.records import PastTurn, Rewrite, Turn
-from cast.resources import Resources
+from cast.infra.text import word_tokens
 from cast.rewrite.baselines import require_text
 from cast.rewrite.vocabulary import IndexVocabulary, load_tagger
-from cast.settings import OneOf
-from cast.stages import Rewriter
-from cast.text import word_tokens
 
 KEYWORD_FILTERS = ("pos", "stopwords", "none")
 # Penn Treebank tags of nouns and adjectives (NN, NNS, NNP, NNPS, JJ, JJR, JJS), as in Lin et al.'s POS filter.

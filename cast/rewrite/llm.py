@@ -1,4 +1,4 @@
-"""Conversational query rewriting with a chat model behind an OpenAI-compatible server (:mod:`cast.llm`).
+"""Conversational query rewriting with a chat model behind an OpenAI-compatible server (:mod:`cast.infra.llm`).
 
 The model reads a prompt template (``configs/prompts/rewrite.txt`` by default: an instruction and few-shot
 examples from CAsT 2019-2021 manual rewrites and CANARD) filled with the conversation so far: the earlier
@@ -14,16 +14,16 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
-from cast.llm import ChatModelStage
-from cast.prompts import PromptTemplate
-from cast.records import PastTurn, Rewrite, Turn
+from cast.core.records import PastTurn, Rewrite, Turn
+from cast.core.settings import Range
+from cast.core.stages import Rewriter
+from cast.infra.llm import ChatModelStage
+from cast.infra.prompts import PromptTemplate
 from cast.rewrite.baselines import require_text
 from cast.rewrite.ptkb import STATEMENTS_TURN_ID
-from cast.settings import Range
-from cast.stages import Rewriter
 
 if TYPE_CHECKING:
-    from cast.resources import Resources
+    from cast.core.resources import Resources
 
 PLACEHOLDERS = frozenset({"conversation", "question"})
 OPTIONAL_PLACEHOLDERS = frozenset({"statements"})

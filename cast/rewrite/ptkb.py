@@ -29,11 +29,11 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Annotated, Any
 
+from cast.core.records import PastTurn, PTKBSelection, PTKBStatement, Rewrite, Turn
+from cast.core.resources import Resources
+from cast.core.settings import OneOf, Range, Runtime
+from cast.core.stages import Stage
 from cast.errors import ConfigError
-from cast.records import PastTurn, PTKBSelection, PTKBStatement, Rewrite, Turn
-from cast.resources import Resources
-from cast.settings import OneOf, Range, Runtime
-from cast.stages import Stage
 
 REWRITE_USES = ("append", "context", "none")
 # The turn id of the statements given to a rewriter as context (``rewrite: context``): rewriters that tell the

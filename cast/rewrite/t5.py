@@ -23,12 +23,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
+from cast.core.records import PastTurn, Rewrite, Turn
+from cast.core.resources import Resources
+from cast.core.settings import OneOf, Runtime
+from cast.core.stages import Rewriter
 from cast.errors import ConfigError
-from cast.records import PastTurn, Rewrite, Turn
-from cast.resources import Resources
 from cast.rewrite.baselines import require_text
-from cast.settings import OneOf, Runtime
-from cast.stages import Rewriter
 
 INPUT_FORMATS = ("castorini", "paper")
 HISTORY_QUERIES = ("utterance", "rewrite")
@@ -118,7 +118,7 @@ class T5Rewriter(Rewriter):
         dtype: ``auto`` (float32 on CPU, bfloat16 on GPU), ``float32``, ``float16`` or ``bfloat16``.
         decoding: ``plain`` (transformers' ``generate()`` as is), ``static`` (a fixed-shape KV cache) or
             ``compiled`` (that cache with the decoder step compiled into CUDA graphs: for a GPU); the same
-            rewrites, see :class:`cast.decoding.BeamDecoder`.
+            rewrites, see :class:`cast.infra.decoding.BeamDecoder`.
         allow_download: let Hugging Face download the model if it is not cached (off: runs are offline).
     """
 
@@ -139,8 +139,8 @@ class T5Rewriter(Rewriter):
         decoding: Annotated[str, Runtime()] = "plain",
         allow_download: Annotated[bool, Runtime()] = False,
     ):
-        from cast.decoding import BeamDecoder
-        from cast.models import load_seq2seq, load_tokenizer, resolve_device, special_token_wrap
+        from cast.infra.decoding import BeamDecoder
+        from cast.infra.models import load_seq2seq, load_tokenizer, resolve_device, special_token_wrap
 
         if input_format == "paper" and model.rstrip("/").rsplit("/", 1)[-1] in CASTORINI_FORMAT_CHECKPOINTS:
             log.warning(

@@ -31,13 +31,13 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from cast.records import PastTurn, Rewrite, Turn
-from cast.resources import Resources
+from cast.core.records import PastTurn, Rewrite, Turn
+from cast.core.resources import Resources
+from cast.core.settings import Range
+from cast.core.stages import Rewriter
+from cast.infra.trees import TreeEnsemble, load_tree_model
 from cast.rewrite.baselines import require_text
 from cast.rewrite.vocabulary import IndexVocabulary, load_tagger
-from cast.settings import Range
-from cast.stages import Rewriter
-from cast.trees import TreeEnsemble, load_tree_model
 
 MODEL_FILE = Path(__file__).resolve().parent.parent / "data" / "term-selector.json"
 

@@ -7,9 +7,9 @@ import math
 from functools import lru_cache
 from typing import Any
 
+from cast.core.resources import Resources
 from cast.errors import ModelUnavailableError
-from cast.models import load_spacy
-from cast.resources import Resources
+from cast.infra.models import load_spacy
 
 
 def bm25_idf(df: int, n_docs: int) -> float:
@@ -29,7 +29,7 @@ class IndexVocabulary:
     """
 
     def __init__(self, resources: Resources):
-        from cast import jvm
+        from cast.infra import jvm
 
         self._reader = resources.index_reader()
         self._analyzer = jvm.analyzer(resources.stemmer)

@@ -1,15 +1,15 @@
 """How the collection writes names: a casing table for titles the knowledge base only has in lower case.
 
-The knowledge base's titles are lower-cased (:mod:`entity.kb`), and sentence case ("Burger_king") is wrong for
+The knowledge base's titles are lower-cased (:mod:`cast.entity.builders.kb`), and sentence case ("Burger_king") is wrong for
 proper names. The collection's running text says how a name is written: a word sequence the passages write with
 capitals inside sentences in most of its occurrences ("... ordered a Big Mac and ...") is a proper name, and the
 identifier takes that casing ("Big_Mac"). "Prime Minister", capitalised in 68% of its occurrences in Wikipedia
 (before a name, as a title), keeps sentence case.
 
-Counting is two passes over the passages, in the entity resources' scan (:mod:`entity.collection_entities`):
+Counting is two passes over the passages, in the entity resources' scan (:mod:`cast.entity.builders.collection_entities`):
 :func:`cased_names` collects the capitalised sequences of one to :data:`MAX_WORDS` words whose casing differs from
 sentence case; every occurrence of the frequent ones is then counted whatever its casing
-(:class:`entity.collection_entities.NameOccurrences`); :func:`casing_table` keeps the names written with their
+(:class:`cast.entity.builders.collection_entities.NameOccurrences`); :func:`casing_table` keeps the names written with their
 casing in at least :data:`LEAST_SHARE` of their occurrences.
 """
 
@@ -19,8 +19,8 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 
-from entity.kb import form_of
-from entity.surfaces import words
+from cast.entity.builders.kb import form_of
+from cast.entity.builders.surfaces import words
 
 MAX_WORDS = 4
 LEAST_USES = 3  # a casing seen fewer times is noise (headings, a quoted title)

@@ -12,10 +12,10 @@
   unless that is another title's form. Surface forms are compared as lower-cased word sequences;
   forms made only of stop words or digits are left out.
   It also holds a casing table (``casing``): how the collection's text writes the names it capitalises other
-  than in sentence case (:mod:`entity.casing`; a second pass over the passages), which the ``wikipedia`` linker
+  than in sentence case (:mod:`cast.entity.builders.casing`; a second pass over the passages), which the ``wikipedia`` linker
   uses for titles the collection has no article for.
 * ``postings.offsets.npy`` / ``postings.passages.npy``: for every entity, the sorted numbers of the passages that
-  mention it (the collection knowledge base's in-link sets, :class:`entity.relatedness.CollectionKnowledgeBase`).
+  mention it (the collection knowledge base's in-link sets, :class:`cast.entity.relatedness.CollectionKnowledgeBase`).
 
 **Counting mentions in the collection** is exact phrase matching of the surface forms over every passage's
 words, left to right, longest form first (one pass, no NLP: minutes for the 820k-passage collection). Every
@@ -52,17 +52,24 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
+from cast.core.records import Passage
+from cast.entity.builders import casing
+from cast.entity.builders.surfaces import (
+    SurfaceMatcher,
+    name_alias,
+    plural_form,
+    title_aliases,
+    usable_surface,
+    words,
+)
+from cast.entity.link.linkers import entity_uri
 from cast.errors import CastError, ConfigError, DataFormatError, IndexUnavailableError
-from cast.records import Passage
-from entity import casing
-from entity.linkers import entity_uri
-from entity.surfaces import SurfaceMatcher, name_alias, plural_form, title_aliases, usable_surface, words
-from index.collections import read_passages
+from cast.index.collections import read_passages
 
 if TYPE_CHECKING:
-    from cast.cluster import RayOptions
-    from cast.resources import Resources
-    from entity.inlinks import InLinkArrays
+    from cast.core.resources import Resources
+    from cast.entity.inlinks import InLinkArrays
+    from cast.infra.cluster import RayOptions
 
 FORMAT = 1
 
@@ -141,7 +148,7 @@ class EntityDictionary:
         article_uses: for each surface key, one plus the passages of its most common sense's own article that
             use it (the count behind that sense's commonness).
         casing: lower-cased name -> how the collection writes it, for names it writes with capitals inside
-            (:mod:`entity.casing`; empty in resources built before it existed).
+            (:mod:`cast.entity.builders.casing`; empty in resources built before it existed).
     """
 
     entities: list[str]
@@ -198,7 +205,7 @@ def load_dictionary(folder: Path) -> EntityDictionary:
 
 def load_postings(folder: Path) -> tuple[InLinkArrays, int]:
     """The passage postings of every entity (memory-mapped) and the number of passages of the collection."""
-    from entity.inlinks import InLinkArrays
+    from cast.entity.inlinks import InLinkArrays
 
     dictionary = load_dictionary(folder)
     offsets = np.load(folder / OFFSETS_FILE, mmap_mode="r")
@@ -240,7 +247,7 @@ def build_entity_resources(
         index_dir: the index built from the collection; the resources go beside it (:func:`entities_dir`).
         inputs: the collection's JSON-lines files or folders (as given to the indexer).
         output: another folder for the resources (instead of beside ``index_dir``).
-        fmt: the collection format (see :func:`index.collections.read_passages`); detected by default.
+        fmt: the collection format (see :func:`cast.index.collections.read_passages`); detected by default.
         progress: show progress bars.
         ray: scan the collection's passages for mentions on Ray workers (the titles are read here); the files
             written are the same.
@@ -338,7 +345,7 @@ def build_entity_resources(
     owners = np.concatenate([owners, article_of[titled]])
     owner_passages = np.concatenate([mentions_passage, titled])
 
-    from entity.inlinks import InLinkArrays
+    from cast.entity.inlinks import InLinkArrays
 
     arrays = InLinkArrays.from_pairs(titles, owners, owner_passages)
     data = {
@@ -438,7 +445,7 @@ class MentionCounts:
         lower_case_uses: per (form, entity) of the lower-case checks, the passages of the article where the form
             is written in lower case (a name used as a common word).
         cased_names: the capitalised names written other than in sentence case, and how often
-            (:func:`entity.casing.cased_names`).
+            (:func:`cast.entity.builders.casing.cased_names`).
     """
 
     passages: np.ndarray
@@ -552,7 +559,7 @@ def _scan(
     workers)."""
     from tqdm import tqdm
 
-    from cast.cluster import map_in_order
+    from cast.infra.cluster import map_in_order
 
     def chunks() -> Iterator[PassageChunk]:
         passage_iter = iter(passages)

@@ -4,7 +4,7 @@
 titles of about 5.9M English DBpedia resources of one to three words and 1.44M redirects (alias -> title), all
 lower-cased, as Python dictionary literals. DBpedia data is CC BY-SA 3.0 and GFDL, as Wikipedia's text is. The
 package has no counts (no anchor statistics), no parenthetical qualifiers (``Anthrax (American band)``) and no
-original casing; :class:`entity.wikipedia.WikipediaLinker` adds those where the indexed collection has the
+original casing; :class:`cast.entity.link.wikipedia.WikipediaLinker` adds those where the indexed collection has the
 article, and learns when a name is a link from ConEL-2.
 
 **Build.** ``cast entity kb`` (:func:`build_kb`) reads the package's files as data (``ast.literal_eval``, never
@@ -29,8 +29,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
-from cast.atomic import CREATE_NEW
 from cast.errors import CastError, DataFormatError
+from cast.infra.atomic import CREATE_NEW
 
 KB_FILE = "wikipedia-kb.sqlite"
 DEFAULT_KB = Path("~/.cache/cast-toolkit") / KB_FILE

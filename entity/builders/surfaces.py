@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
 
-# The dictionary's word pattern: its surface keys are these words, lower-cased (cast/text.py has the toolkit's own).
+# The dictionary's word pattern: its surface keys are these words, lower-cased (cast/infra/text.py has the toolkit's own).
 WORD = re.compile(r"\w+")
 _PARENTHETICAL = re.compile(r"\s*\([^()]*\)\s*$")
 

@@ -1,6 +1,6 @@
 """The offline ``dictionary`` linker: spaCy's named entities (except numbers, dates and amounts) and noun chunks
 give the regions of a text where mentions may be; within each region the longest-match scan of
-:mod:`entity.surfaces` finds surface forms of the collection's entity dictionary (:mod:`entity.collection_entities`),
+:mod:`cast.entity.builders.surfaces` finds surface forms of the collection's entity dictionary (:mod:`cast.entity.builders.collection_entities`),
 and each becomes a mention of its most common sense, with its commonness as the confidence."""
 
 from __future__ import annotations
@@ -8,17 +8,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
+from cast.core.settings import OneOf, Range, Runtime
+from cast.entity.builders.collection_entities import (
+    load_dictionary,
+    load_postings,
+    resolve_entities_dir,
+    specificity,
+)
+from cast.entity.builders.surfaces import WORD
+from cast.entity.link.helpers import HelperProcesses, Rebuild
+from cast.entity.link.linkers import LinkedSpan, SpanLinker, is_spans
 from cast.errors import CastError
-from cast.models import load_spacy
-from cast.settings import OneOf, Range, Runtime
-from entity.collection_entities import load_dictionary, load_postings, resolve_entities_dir, specificity
-from entity.helpers import HelperProcesses, Rebuild
-from entity.linkers import LinkedSpan, SpanLinker, is_spans
-from entity.surfaces import WORD
+from cast.infra.models import load_spacy
 
 if TYPE_CHECKING:
-    from cast.resources import Resources
-    from entity.inlinks import InLinkArrays
+    from cast.core.resources import Resources
+    from cast.entity.inlinks import InLinkArrays
 
 # spaCy entity labels that are amounts, not things with an article.
 NUMERIC_LABELS = frozenset({"DATE", "TIME", "PERCENT", "MONEY", "QUANTITY", "ORDINAL", "CARDINAL"})
@@ -47,7 +52,7 @@ class DictionaryLinker(SpanLinker):
         max_chars: longer texts are linked in chunks of at most this many characters.
         batch_size: texts per spaCy batch.
         processes: processes sharing a batch of texts with ``mentions: spacy`` (this one and ``processes - 1``
-            helpers, started on the first batch of at least four texts: :mod:`entity.helpers`); 1 links
+            helpers, started on the first batch of at least four texts: :mod:`cast.entity.link.helpers`); 1 links
             everything in this process.
     """
 
@@ -84,7 +89,7 @@ class DictionaryLinker(SpanLinker):
         # Matching without spaCy is fast: nothing to share.
         shared = processes if mentions == "spacy" else 1
         self.helpers = HelperProcesses(
-            Rebuild("entity.dictionary:DictionaryLinker", settings, "find_here"), shared
+            Rebuild("cast.entity.link.dictionary:DictionaryLinker", settings, "find_here"), shared
         )
 
     def link_pieces(

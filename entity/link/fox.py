@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any
 
+from cast.core.settings import OneOf, Range, Runtime
+from cast.entity.link.linkers import ON_ERROR, LinkedSpan, RemoteLinker, locate, normalise_entity
 from cast.errors import ServiceUnavailableError
-from cast.settings import OneOf, Range, Runtime
-from entity.linkers import ON_ERROR, LinkedSpan, RemoteLinker, locate, normalise_entity
 
 if TYPE_CHECKING:
-    from cast.resources import Resources
+    from cast.core.resources import Resources
 
 PUBLIC_ENDPOINT = "https://fox.demos.dice-research.org/fox"
 _FIELDS = {

@@ -2,7 +2,7 @@
 
 A linker keeps a :class:`HelperProcesses` and calls :meth:`HelperProcesses.share` on large batches: this process
 links one share of the texts while each helper links another. A helper is a fresh interpreter (``python -m
-entity.helpers``: never a fork, as the parent may run a JVM, and never a re-run of the caller's script) started on
+cast.entity.link.helpers``: never a fork, as the parent may run a JVM, and never a re-run of the caller's script) started on
 the first shared batch. It builds its own copy of the linker from a :class:`Rebuild` (its class, settings and the
 method answering requests), then answers pickled argument tuples over its pipes until its input closes (its
 parent stopped or died). A helper that dies is replaced by linking in the parent, with a warning.
@@ -121,7 +121,7 @@ class Helper:
     @classmethod
     def start(cls, rebuild: Rebuild) -> Helper:
         process = subprocess.Popen(
-            [sys.executable, "-m", "entity.helpers"],
+            [sys.executable, "-m", "cast.entity.link.helpers"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},

@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, NamedTuple
 from urllib.parse import unquote
 
+from cast.core.records import EntityMention
+from cast.core.settings import Runtime
+from cast.core.stages import EntityLinker
 from cast.errors import CastError, ConfigError, ServiceUnavailableError
-from cast.records import EntityMention
-from cast.settings import Runtime
-from cast.stages import EntityLinker
 
 if TYPE_CHECKING:
-    from cast.resources import Resources
+    from cast.core.resources import Resources
 
 log = logging.getLogger(__name__)
 

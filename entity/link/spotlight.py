@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
-from cast.errors import ServiceUnavailableError
-from cast.settings import OneOf, Range, Runtime
-from entity.linkers import (
+from cast.core.settings import OneOf, Range, Runtime
+from cast.entity.link.linkers import (
     ON_ERROR,
     LinkedSpan,
     NoEntitiesAnswer,
@@ -16,9 +15,10 @@ from entity.linkers import (
     locate,
     normalise_entity,
 )
+from cast.errors import ServiceUnavailableError
 
 if TYPE_CHECKING:
-    from cast.resources import Resources
+    from cast.core.resources import Resources
 
 PUBLIC_ENDPOINT = "https://api.dbpedia-spotlight.org/{language}/annotate"
 # Spotlight's answer to some texts it found nothing in (its XML result cannot be rendered as JSON): HTTP 400.

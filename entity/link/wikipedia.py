@@ -5,7 +5,7 @@ It decides as TagMe and WAT do, with what is available offline:
 1. **Mentions.** Every word sequence of one to :data:`MAX_WORDS` words of a sentence that neither starts nor ends
    with a stop word or punctuation is a possible mention; spaCy's tags, named entities and noun chunks describe it.
 2. **Candidates.** A mention names an article when its form is an article title of the knowledge base
-   (:mod:`entity.kb`), a redirect to one, or one after lemmatising its last word ("sports" -> Sport); and it
+   (:mod:`cast.entity.builders.kb`), a redirect to one, or one after lemmatising its last word ("sports" -> Sport); and it
    names each sense the collection's entity dictionary gives it (titles with qualifiers such as
    ``Anthrax (American band)``, with their commonness).
 3. **Features** (:func:`find_candidates`, :class:`Anchors`): how the candidate was found, how common the mention is as an
@@ -21,7 +21,7 @@ It decides as TagMe and WAT do, with what is available offline:
    threshold chosen on ConEL-2 val are dropped.
 
 Identifiers: the collection's title where it has the article (its casing), else the knowledge base's lower-cased
-title as the collection's text writes it where that is a proper name (:mod:`entity.casing`: "Big_Mac"), else in
+title as the collection's text writes it where that is a proper name (:mod:`cast.entity.builders.casing`: "Big_Mac"), else in
 the mention's own casing where the mention is a capitalised name, else in Wikipedia's sentence case.
 """
 
@@ -37,21 +37,21 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 
-from cast.models import load_spacy
-from cast.settings import Range, Runtime
-from cast.trees import TreeEnsemble, load_tree_model
-from entity.dictionary import NUMERIC_LABELS
-from entity.helpers import HelperProcesses, Rebuild
-from entity.kb import DEFAULT_KB, form_of, load_kb
-from entity.linkers import LinkedSpan, SpanLinker, entity_uri, is_spans
-from entity.surfaces import stop_words, words
+from cast.core.settings import Range, Runtime
+from cast.entity.builders.kb import DEFAULT_KB, form_of, load_kb
+from cast.entity.builders.surfaces import stop_words, words
+from cast.entity.link.dictionary import NUMERIC_LABELS
+from cast.entity.link.helpers import HelperProcesses, Rebuild
+from cast.entity.link.linkers import LinkedSpan, SpanLinker, entity_uri, is_spans
+from cast.infra.models import load_spacy
+from cast.infra.trees import TreeEnsemble, load_tree_model
 
 if TYPE_CHECKING:
-    from cast.resources import Resources
-    from entity.collection_entities import EntityDictionary
+    from cast.core.resources import Resources
+    from cast.entity.builders.collection_entities import EntityDictionary
 
 MAX_WORDS = 5
-MODEL_FILE = Path(__file__).parent / "data" / "wikipedia-linker.json"
+MODEL_FILE = Path(__file__).resolve().parent.parent / "data" / "wikipedia-linker.json"
 _QUALIFIER = re.compile(r"\(([^()]*)\)\s*$")
 _ENTITY_GROUPS = {
     "PERSON": "person",
@@ -201,7 +201,7 @@ class CollectionSenses:
 
     @classmethod
     def load(cls, folder: Path) -> CollectionSenses:
-        from entity.collection_entities import OFFSETS_FILE, load_dictionary
+        from cast.entity.builders.collection_entities import OFFSETS_FILE, load_dictionary
 
         offsets = np.load(folder / OFFSETS_FILE, mmap_mode="r")
         return cls(load_dictionary(folder), np.diff(np.asarray(offsets)))
@@ -479,7 +479,7 @@ def _related_forms(form: str, title: str) -> float:
 
 def _identifier(title: str, name: str | None, collection: CollectionSenses | None) -> str:
     """The collection's identifier of the article, else the title as the collection's text writes it (a proper
-    name, :mod:`entity.casing`), else the mention's own text where it is a capitalised name of exactly this title
+    name, :mod:`cast.entity.builders.casing`), else the mention's own text where it is a capitalised name of exactly this title
     (``name``), else the title in sentence case."""
     if collection is not None:
         if title in collection.cased:
@@ -587,7 +587,7 @@ class WikipediaLinker(SpanLinker):
         max_chars: longer texts are linked in chunks of at most this many characters.
         batch_size: texts per spaCy batch.
         processes: processes sharing a batch of texts (this one and ``processes - 1`` helpers, started on the
-            first batch of at least four texts: :mod:`entity.helpers`); 1 links everything in this process.
+            first batch of at least four texts: :mod:`cast.entity.link.helpers`); 1 links everything in this process.
     """
 
     name = "wikipedia"
@@ -623,7 +623,7 @@ class WikipediaLinker(SpanLinker):
         settings = {"kb_path": self.kb_path, "entities_dir": self.entities_dir, "model_path": model_file}
         self.helpers = HelperProcesses(
             Rebuild(
-                "entity.wikipedia:WikipediaLinker",
+                "cast.entity.link.wikipedia:WikipediaLinker",
                 {**settings, "spacy_model": spacy_model, "batch_size": batch_size},
                 "link_here",
             ),
@@ -692,8 +692,8 @@ class WikipediaLinker(SpanLinker):
 def collection_senses(
     entities_dir: str | None, resources: Resources | None
 ) -> tuple[CollectionSenses | None, str | None]:
-    from entity.collection_entities import DICTIONARY_FILE, resolve_entities_dir
-    from entity.collection_entities import entities_dir as beside_index
+    from cast.entity.builders.collection_entities import DICTIONARY_FILE, resolve_entities_dir
+    from cast.entity.builders.collection_entities import entities_dir as beside_index
 
     if entities_dir == "none":
         return None, None

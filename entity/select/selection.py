@@ -10,7 +10,7 @@ Three selectors share one procedure and differ in the entity score they give eac
 
 Each can add the **EP** entity-path bonus ``beta/(d+1)`` (``path_bonus: beta``; 0 turns it off), combine the
 entity score with the re-ranker's relevance (``combine``) and filter the chosen passages' sentences by entity
-density (**ED**, ``density_filter``). Every :class:`~cast.records.Selection` carries a JSON-serialisable
+density (**ED**, ``density_filter``). Every :class:`~cast.core.records.Selection` carries a JSON-serialisable
 ``explanation``:
 
 - ``entity_ranks``: ``{entity: rank}`` (EG: PageRank; ER: mean relatedness to the query entities);
@@ -34,17 +34,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 
+from cast.core.records import EntityMention, Passage, ScoredPassage, Selection
+from cast.core.settings import OneOf, Range
+from cast.core.stages import PassageSelector, SelectionInput
+from cast.entity.select import graph
 from cast.errors import CastError, ConfigError
+from cast.infra.text import count_words, split_sentences
 from cast.rank.fusion import interpolate
-from cast.records import EntityMention, Passage, ScoredPassage, Selection
-from cast.settings import OneOf, Range
-from cast.stages import PassageSelector, SelectionInput
-from cast.text import count_words, split_sentences
-from entity import graph
 
 if TYPE_CHECKING:
-    from cast.resources import Resources
-    from cast.stages import KnowledgeBase
+    from cast.core.resources import Resources
+    from cast.core.stages import KnowledgeBase
 
 COMBINE_MODES = ("reorder", "interpolate")
 PASSAGE_ORDERS = ("score", "relevance")

@@ -1,0 +1,1 @@
+"""File formats read and written: topics (CAsT, iKAT), qrels and runs, iKAT run files, answers files, ConEL-2."""

@@ -1,0 +1,1 @@
+"""Entity linking stages (step 4 of the pipeline): the linkers, offline and remote, and their helper processes."""
