@@ -7,9 +7,9 @@ selection time per turn with warm caches. Methods marked † differ from O signi
 randomisation test, p < 0.05) on that measure.
 
 The pipeline's early stages (rewrite, retrieval, re-ranking, entity linking of the candidates) run once
-(:meth:`Pipeline.prepare`); each method finishes the prepared turns (selection and summarisation) through the
-pipeline's own conversation walk, so that history entities and the focus entity (for EP) are those each method
-would have seen.
+(:func:`cast.conversation.walker.prepare_conversations`); each method finishes the prepared turns (selection and
+summarisation) through the pipeline's own conversation walk, so that history entities and the focus entity (for
+EP) are those each method would have seen.
 
 ``--min-specificity S...`` re-runs every method once per value on the stored links filtered as the dictionary
 linker's ``min_specificity`` would (rows ``method@sS``). ``--loto`` adds a leave-one-topic-out row: for each
@@ -171,13 +171,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def prepare(args: argparse.Namespace, conversations: list, pipeline: Any) -> Any:
     """Every turn taken as far as entity linking (run once, or read back from ``--prepared``)."""
     from cast.conversation.prepared import Prepared
+    from cast.conversation.walker import prepare_conversations
 
     if args.prepared and args.prepared.is_file():
         prepared = Prepared.load(args.prepared)
         prepared.check(pipeline)
         return prepared
     start = time.perf_counter()
-    prepared = pipeline.prepare(conversations, stop_after="link", progress=True)
+    prepared = prepare_conversations(pipeline, conversations, stop_after="link", progress=True)
     print(f"pipeline: {len(prepared.turns)} turns in {time.perf_counter() - start:.0f} s", file=sys.stderr)
     if args.prepared:
         prepared = prepared.compact(pipeline.candidates)
@@ -220,7 +221,7 @@ def relink(prepared: Any, pipeline: Any, conversations: list) -> Any:
         for number, past in enumerate(earlier):
             histories.setdefault(past.turn.qid, earlier[:number])
     qids = list(turns)
-    links = pipeline._link(
+    links = pipeline.link_batch(
         [turns[q].rewrite.query for q in qids], [turns[q].ranking for q in qids], [histories[q] for q in qids]
     )
     found = dict(zip(qids, links, strict=True))
@@ -247,6 +248,7 @@ class TimedSelector:
 def main(argv: list[str] | None = None) -> int:
     import numpy as np
 
+    from cast.conversation.walker import answer_conversations
     from cast.core.config import load_config
     from cast.core.pipeline import Pipeline
     from cast.core.registry import build_stage
@@ -307,9 +309,9 @@ def main(argv: list[str] | None = None) -> int:
         method = pipeline.with_stages(
             config, linker=linker, selector=cast(Any, selector), summarizer=summarizer
         )
-        method.run(conversations, prepared=run_prepared)  # warms the knowledge base's memo
+        answer_conversations(method, conversations, prepared=run_prepared)  # warms the knowledge base's memo
         selector.seconds = []
-        results = {r.qid: r for r in method.run(conversations, prepared=run_prepared)}
+        results = {r.qid: r for r in answer_conversations(method, conversations, prepared=run_prepared)}
         selections = {q: r.selection for q, r in results.items()}
         answers = {q: results[q].answer for q in qids}
         # Scored as `cast eval answers` scores an answers file (a turn without an answer scores 0).

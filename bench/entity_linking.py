@@ -120,6 +120,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from cast.core.config import load_config
+    from cast.core.registry import shared_stage
     from cast.core.resources import Resources
     from cast.formats.conel import gold_links, read_dialogues, read_links, score
 
@@ -143,7 +144,7 @@ def main() -> int:
             )
             settings.update({k: v for k, v in chosen if v})
         config = {**load_config("offline", [f"index={args.index}"]), "linker": settings, "cache_dir": None}
-        linker = Resources(config).stage("linker")
+        linker = shared_stage("linker", Resources(config))
         started, cpu = time.perf_counter(), time.process_time()
         # Each user turn after the dialogue's earlier turns, for linkers that read the conversation.
         linked = linker.link_batch([t.utterance for t, _ in val], kind="query", contexts=[c for _, c in val])

@@ -77,28 +77,11 @@ def resources_for(index: Path, overrides: Sequence[str]) -> tuple[dict[str, Any]
 
 
 def personal_queries(conversations: Sequence, rewriter: Any, ptkb: Any) -> dict[str, Any]:
-    """``{qid: (Rewrite, PTKBSelection)}``, turn by turn as the pipeline does (history without passages)."""
-    from cast.conversation.session import lockstep
-    from cast.core.records import PastTurn
+    """Each turn's :class:`~cast.core.records.PreparedTurn` by qid: rewritten after choosing its PTKB statements,
+    turn by turn as the pipeline does (a history without passages)."""
+    from cast.conversation.walker import rewrite_conversations
 
-    def personal(steps: list) -> list:
-        chosen = [ptkb.select(s.conversation.ptkb, s.history, s.turn) for s in steps]
-        rewrites = rewriter.rewrite_batch(
-            [
-                (ptkb.rewriter_history(s.history, s.turn, c), s.turn)
-                for s, c in zip(steps, chosen, strict=True)
-            ]
-        )
-        return [
-            (s.turn.qid, ptkb.personalise(r, c), c) for s, r, c in zip(steps, rewrites, chosen, strict=True)
-        ]
-
-    taken = lockstep(
-        conversations,
-        personal,
-        lambda turn, item: PastTurn(turn=turn, query=item[1].history_query),
-    )
-    return {qid: (rewrite, chosen) for qid, rewrite, chosen in taken}
+    return {p.qid: p for p in rewrite_conversations(rewriter, conversations, ptkb=ptkb)}
 
 
 def command_ptkb(args: argparse.Namespace) -> int:
@@ -120,7 +103,9 @@ def command_ptkb(args: argparse.Namespace) -> int:
         cells = []
         for conversations, qrels in judgements.values():
             chosen = personal_queries(conversations, raw, selector)
-            per_turn = evaluate_ptkb({qid: c.scores for qid, (_, c) in chosen.items()}, qrels)
+            per_turn = evaluate_ptkb(
+                {qid: p.ptkb.scores if p.ptkb else {} for qid, p in chosen.items()}, qrels
+            )
             means = per_turn.mean()
             cells.append(f"{means['nDCG@3']:9.3f}{means['P@3']:8.3f}{means['R@3']:8.3f}{len(per_turn):7d}")
         print(
@@ -135,6 +120,7 @@ def command_retrieval(args: argparse.Namespace) -> int:
 
     from bench.retrieval import ranked_run, rerank_in_chunks
     from cast.core.pipeline import merge_head
+    from cast.core.registry import shared_stage
 
     conversations = load_dev(args.topics)
     qrels = provenance_qrels(conversations)
@@ -142,7 +128,7 @@ def command_retrieval(args: argparse.Namespace) -> int:
     first_stage = stage("first_stage", "lmd", config, resources)
     rerankers = {"lmd": None}
     if not args.no_rerank:
-        rerankers["lmd+biencoder"] = resources.stage("reranker")
+        rerankers["lmd+biencoder"] = shared_stage("reranker", resources)
     measures = [RR, nDCG @ 3, R @ 100]
     table: dict[tuple[str, str], dict[str, float]] = {}
     for spec in args.queries:
@@ -151,11 +137,13 @@ def command_retrieval(args: argparse.Namespace) -> int:
         ptkb = stage("ptkb", ptkb_spec or "none", config, resources)
         queries = personal_queries(conversations, rewriter, ptkb)
         qids = list(queries)
-        first = dict(zip(qids, first_stage.search_batch([queries[q][0].query for q in qids]), strict=True))
+        first = dict(
+            zip(qids, first_stage.search_batch([queries[q].rewrite.query for q in qids]), strict=True)
+        )
         for name, reranker in rerankers.items():
             rankings = first
             if reranker is not None:
-                items = [(queries[q][0].query, first[q][: reranker.depth]) for q in qids]
+                items = [(queries[q].rewrite.query, first[q][: reranker.depth]) for q in qids]
                 heads = rerank_in_chunks(reranker, items)
                 rankings = {q: merge_head(h, first[q]) for q, h in zip(qids, heads, strict=True)}
             scores = ir_measures.calc_aggregate(measures, qrels, ranked_run(rankings))

@@ -91,8 +91,10 @@ def report(title: str, seconds: dict[str, list[float]]) -> None:
 def command_offline(args: argparse.Namespace) -> int:
     import torch
 
+    from cast.conversation.walker import walk
     from cast.core.config import load_config
-    from cast.core.records import PastTurn
+    from cast.core.pipeline import rewrite_turns
+    from cast.core.records import PreparedTurn
     from cast.core.registry import build_stage
     from cast.core.resources import Resources
     from cast.formats.topics import load_topics
@@ -108,13 +110,17 @@ def command_offline(args: argparse.Namespace) -> int:
     )
     first_stage.search("warm up the searcher")
 
-    items = []
-    for conversation in load_topics(args.topics):
-        history: list = []
-        for turn in conversation.turns:
-            items.append((list(history), turn))
-            history.append(PastTurn(turn=turn, query=turn.utterance))
-    items = items[: args.turns]
+    # Each turn once, with the history the pipeline's rewrite step gives it (earlier turns' rewrites), in
+    # conversation order.
+    seen: dict[str, tuple] = {}
+
+    def take(steps: list) -> list:
+        seen.update({s.turn.qid: (list(s.history), s.turn) for s in steps})
+        return rewrite_turns(rewriter, None, [(s.history, s.turn) for s in steps])
+
+    conversations = load_topics(args.topics)
+    walk(conversations, take, PreparedTurn.past_turn)
+    items = [seen[qid] for qid in dict.fromkeys(t.qid for c in conversations for t in c.turns)][: args.turns]
 
     state: dict[str, Any] = {}
 

@@ -158,6 +158,7 @@ def answer_datasets(args: argparse.Namespace, datasets: Sequence[Dataset]) -> di
     """Answer each dataset's turns into ``--out/<dataset>.run`` / ``.answers.jsonl``; returns the described
     config. A dataset whose files are complete is kept when its records were made with these settings."""
     from cast.commands.run import write_outputs
+    from cast.conversation.runner import LocalRunner
     from cast.core.config import load_config
     from cast.core.limits import bounded_turn
     from cast.core.pipeline import Pipeline
@@ -166,8 +167,8 @@ def answer_datasets(args: argparse.Namespace, datasets: Sequence[Dataset]) -> di
     from cast.formats.outputs import RunOutputs, resume_conflict
 
     config = load_config(args.config, [f"index={args.index}", *args.overrides])
-    pipeline = Pipeline.from_config(config)
-    described = pipeline.describe()
+    runner = LocalRunner(Pipeline.from_config(config))
+    described = runner.describe()
     args.out.mkdir(parents=True, exist_ok=True)
     for dataset in datasets:
         conversations = load_dataset(args.data, dataset)
@@ -182,14 +183,14 @@ def answer_datasets(args: argparse.Namespace, datasets: Sequence[Dataset]) -> di
                 )
             print(f"{dataset.name}: kept (answered earlier in {args.out})", file=sys.stderr)
             continue
-        prepared = prepared_turns(args.prepared, dataset, pipeline, conversations) if args.prepared else None
+        prepared = prepared_turns(args.prepared, dataset, runner, conversations) if args.prepared else None
         print(f"{dataset.name}: answering {conversations_size(conversations)} turns", file=sys.stderr)
         with outputs.locked():
             write_outputs(
                 outputs,
                 described,
                 conversations,
-                lambda done, write, conversations=conversations, prepared=prepared: pipeline.run(
+                lambda done, write, conversations=conversations, prepared=prepared: runner.run(
                     conversations, done=done, on_result=write, progress=True, prepared=prepared
                 ),
                 overwrite=False,
@@ -197,20 +198,20 @@ def answer_datasets(args: argparse.Namespace, datasets: Sequence[Dataset]) -> di
     return described
 
 
-def prepared_turns(folder: Path, dataset: Dataset, pipeline: Any, conversations: list) -> Any:
-    """The dataset's turns prepared as far as re-ranking: read from ``folder`` (checked against ``pipeline``'s
+def prepared_turns(folder: Path, dataset: Dataset, runner: Any, conversations: list) -> Any:
+    """The dataset's turns prepared as far as re-ranking: read from ``folder`` (checked against ``runner``'s
     early stages), or prepared now and saved there."""
     from cast.conversation.prepared import Prepared
 
     path = folder / f"{dataset.name}.jsonl.gz"
     if path.is_file():
         prepared = Prepared.load(path)
-        prepared.check(pipeline)
+        prepared.check(runner)
         return prepared
-    prepared = pipeline.prepare(conversations, stop_after="rerank", progress=True)
+    prepared = runner.prepare(conversations, stop_after="rerank", progress=True)
     folder.mkdir(parents=True, exist_ok=True)
     # Later stages read the candidates' texts; below them the run file needs only ids and scores.
-    prepared = prepared.compact(max(pipeline.candidates, 1))
+    prepared = prepared.compact(max(runner.candidates, 1))
     prepared.save(path)
     return prepared
 

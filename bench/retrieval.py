@@ -93,23 +93,26 @@ def canard_conversations(path: Path) -> list:
 
 
 def rewrite_all(rewriter: Any, conversations: Sequence, only_last: bool = False) -> dict[str, Any]:
-    """``{qid: Rewrite}`` for every turn (each qid once); history carries earlier rewrites, no passages."""
-    from cast.conversation.session import lockstep
-    from cast.core.records import PastTurn, Rewrite
+    """``{qid: Rewrite}`` for every turn (each qid once), rewritten as the pipeline rewrites it: later turns see
+    the earlier rewrites (no passages). With ``only_last`` (CANARD), earlier questions stand as they were asked."""
 
-    def rewrite(steps: list) -> list:
-        # With only_last (CANARD), earlier questions stand as they were asked.
-        wanted = [not only_last or s.turn is s.conversation.turns[-1] for s in steps]
-        done = iter(
-            rewriter.rewrite_batch([(s.history, s.turn) for s, w in zip(steps, wanted, strict=True) if w])
-        )
+    from cast.conversation.walker import Step, rewrite_conversations, walk
+    from cast.core.pipeline import rewrite_turns
+    from cast.core.records import PreparedTurn, Rewrite
+
+    if not only_last:
+        return {p.qid: p.rewrite for p in rewrite_conversations(rewriter, conversations)}
+
+    def rewrite(steps: list[Step]) -> list[PreparedTurn]:
+        last = [s for s in steps if s.turn is s.conversation.turns[-1]]
+        rewritten = iter(rewrite_turns(rewriter, None, [(s.history, s.turn) for s in last]))
         return [
-            (s.turn.qid, next(done) if w else Rewrite(s.turn.utterance, "asked"))
-            for s, w in zip(steps, wanted, strict=True)
+            next(rewritten) if s in last else PreparedTurn(s.turn, Rewrite(s.turn.utterance, "asked"))
+            for s in steps
         ]
 
-    taken = lockstep(conversations, rewrite, lambda turn, item: PastTurn(turn=turn, query=item[1].query))
-    return {qid: r for qid, r in taken if r.method != "asked"}
+    taken = walk(conversations, rewrite, PreparedTurn.past_turn)
+    return {p.qid: p.rewrite for p in taken if p.rewrite.method != "asked"}
 
 
 def build_resources(index: Path, overrides: Sequence[str]) -> Any:

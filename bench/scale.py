@@ -113,8 +113,9 @@ def growth(args: argparse.Namespace) -> int:
 
 def latency(args: argparse.Namespace) -> int:
     """First-stage milliseconds per query (median over every turn's manual rewrite in ``--topics``, each query
-    alone, after a warm-up pass) and whole-turn seconds (wall-clock over ``Pipeline.run`` of the first
+    alone, after a warm-up pass) and whole-turn seconds (wall-clock over answering the first
     ``--conversations``, models loaded before, with an empty cache beside the index)."""
+    from cast.conversation.walker import answer_conversations
     from cast.core.config import load_config
     from cast.core.pipeline import Pipeline
     from cast.formats.topics import load_topics
@@ -136,7 +137,7 @@ def latency(args: argparse.Namespace) -> int:
     if embed is not None:  # a bi-encoder's one-off export of its model (into the cache) is not a turn's cost
         embed(["warm-up"])
     started = time.perf_counter()
-    turns = len(pipeline.run(conversations[: args.conversations]))
+    turns = len(answer_conversations(pipeline, conversations[: args.conversations]))
     turn_s = (time.perf_counter() - started) / turns
     figures = {"first_stage_ms": 1000 * statistics.median(times), "turn_s": turn_s, "turns": turns}
     args.out.write_text(json.dumps(figures))

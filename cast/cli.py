@@ -1,7 +1,8 @@
 """The ``cast`` command line.
 
-Each command lives in a module with ``add_parser(subparsers)``, which declares its arguments and sets ``func``.
-Command modules import nothing heavy at module level, so ``cast --help`` is instant.
+Each command lives in a module with ``add_parser(subparsers, summary)``, which declares its arguments and sets
+``func``. A command's module (and what it imports) is loaded only when that command runs: ``cast --help`` lists
+the commands from :data:`COMMANDS` alone, so it is instant.
 """
 
 from __future__ import annotations
@@ -13,32 +14,41 @@ import logging
 import os
 import sys
 import traceback
+from collections.abc import Collection
 
 from cast import __version__
 from cast.errors import CastError
 
-# One module per top-level command, in the order `cast --help` lists them.
-COMMAND_MODULES = [
-    "cast.commands.demo",
-    "cast.commands.run",
-    "cast.commands.sweep",
-    "cast.commands.stages",
-    "cast.commands.answer",
-    "cast.commands.explore",
-    "cast.commands.index",
-    "cast.commands.entity",
-    "cast.commands.evaluate",
-    "cast.commands.explain",
-    "cast.commands.summarize",
-    "cast.commands.validate",
-]
+# Each top-level command: its module and its one-line summary, in the order `cast --help` lists them.
+COMMANDS = {
+    "demo": (
+        "cast.commands.demo",
+        "answer the bundled sample conversation (builds the sample index on first use)",
+    ),
+    "run": ("cast.commands.run", "run the pipeline over a topics file"),
+    "sweep": ("cast.commands.sweep", "run a grid of settings and compare the points"),
+    "stages": ("cast.commands.stages", "list the stages a config can name and their settings"),
+    "answer": ("cast.commands.answer", "answer utterances of a conversation"),
+    "explore": ("cast.commands.explore", "explore conversations turn by turn in a local web page"),
+    "index": ("cast.commands.index", "build or describe a Lucene index of a passage collection"),
+    "entity": ("cast.commands.entity", "build the entity dictionary; try entity linking and relatedness"),
+    "eval": ("cast.commands.evaluate", "evaluate runs and answers; write reports"),
+    "explain": ("cast.commands.explain", "draw a turn's entity graph from an answers file"),
+    "calibrate": (
+        "cast.commands.summarize",
+        "calibrate a seq2seq summarizer's min_length to a target answer length",
+    ),
+    "validate": ("cast.commands.validate", "check a TREC iKAT run file (2023, 2024, 2025 formats)"),
+}
 
 
 # Write errors that name no file but need no traceback: the disk (or the user's quota or file-size limit) is full.
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every command (``commands``: of those only; the others are listed by their summary, their
+    modules not imported)."""
     parser = argparse.ArgumentParser(
         prog="cast",
         description="Knowledge-driven answer generation for conversational search (TREC CAsT).",
@@ -46,8 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"cast-toolkit {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module_name in COMMAND_MODULES:
-        importlib.import_module(module_name).add_parser(subparsers)
+    for name, (module, summary) in COMMANDS.items():
+        if commands is None or name in commands:
+            importlib.import_module(module).add_parser(subparsers, summary)
+        else:
+            subparsers.add_parser(name, help=summary)
     _accept_verbose_anywhere(parser)
     return parser
 
@@ -70,7 +83,9 @@ def _accept_verbose_anywhere(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    # The command is the first word that is not an option (`cast -v run ...`): only its module is loaded.
+    parser = build_parser([next((word for word in argv if not word.startswith("-")), "")])
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"

@@ -18,19 +18,29 @@ import re
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from cast.conversation.prepared import Prepared
+from cast.conversation.ray_runner import RayRunner
+from cast.conversation.runner import LocalRunner, Runner
+from cast.conversation.walker import answer_conversations
+from cast.core.pipeline import Pipeline, check_config, configured_verifier
+from cast.core.records import Conversation, TurnResult
+from cast.core.registry import build_stage
+from cast.core.resources import Resources
 from cast.errors import CastError, ConfigError, DataFormatError
-
-if TYPE_CHECKING:
-    from cast.conversation.prepared import Prepared
-    from cast.core.pipeline import Pipeline, TurnResult
-    from cast.core.records import Conversation
-    from cast.core.resources import Resources
-    from cast.infra.cluster import RayOptions
+from cast.evaluate import report as rep
+from cast.evaluate.experiment import evaluate_answer_files, evaluate_runs
+from cast.evaluate.plots import sweep_plot
+from cast.formats.outputs import RunOutputs, held_lock, setting_difference
+from cast.formats.textfiles import RECORD_BYTES, read_json
+from cast.formats.topics import load_topics, topics_digest
+from cast.index.record import index_identity
+from cast.infra.atomic import PARTIAL, write_text_atomic
+from cast.infra.cluster import RayOptions, map_in_order, require_path
 
 # The stages a prepared pass leaves to each point: swept settings of these share the pass (the knowledge base is
 # the selector's). The linker shares a pass that stopped before it.
@@ -90,8 +100,6 @@ def grid_points(grid: Sequence[str]) -> list[Point]:
 
 def stop_point(points: Sequence[Point], configs: Sequence[dict[str, Any]]) -> str | None:
     """Where a pass shared by every point can stop (``link``, ``rerank``), or None: the points differ earlier."""
-    from cast.core.registry import build_stage
-    from cast.core.resources import Resources
 
     kinds = {override.split("=", 1)[0].split(".", 1)[0] for point in points for override in point.overrides}
     if not kinds <= set(AFTER_RERANKING) or any(c.get("history_responses") == "answers" for c in configs):
@@ -123,16 +131,8 @@ class PointRunner:
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_built": None}
 
-    def use(self, pipeline: Pipeline, resources: Resources) -> None:
-        """Run from ``pipeline`` (the base config's, already built here) instead of building another."""
-        self._built = (pipeline, resources)
-
     def base(self) -> tuple[Pipeline, Resources]:
         if self._built is None:
-            from cast.core.pipeline import Pipeline
-            from cast.core.resources import Resources
-            from cast.infra.cluster import require_path
-
             if self.config.get("index"):
                 require_path(self.config["index"], "the index", "--index")
             resources = Resources(self.config)
@@ -141,14 +141,11 @@ class PointRunner:
 
     def __call__(self, item: tuple[str, dict[str, Any]]) -> tuple[dict[str, Any], list[TurnResult]]:
         """The description and results of the point ``(name, config)``."""
-        from cast.core.pipeline import Pipeline, configured_verifier
-        from cast.core.registry import build_stage
-        from cast.core.resources import Resources
 
         _, config = item
         if self.prepared is None:
             pipeline = Pipeline.from_config(config)
-            return pipeline.describe(), pipeline.run(self.conversations)
+            return pipeline.describe(), answer_conversations(pipeline, self.conversations)
         base, resources = self.base()
         # The selector builds the knowledge base from its resources: another one needs resources of its own.
         other_knowledge = config.get("knowledge_base") != self.config.get("knowledge_base")
@@ -162,7 +159,7 @@ class PointRunner:
         if config.get("verifier") != self.config.get("verifier"):
             later["verifier"] = configured_verifier(config, resources)
         pipeline = base.with_stages(config, **later)
-        return pipeline.describe(), pipeline.run(self.conversations, prepared=self.prepared)
+        return pipeline.describe(), answer_conversations(pipeline, self.conversations, prepared=self.prepared)
 
 
 @dataclass(frozen=True)
@@ -192,8 +189,6 @@ def run_sweep(
             same name with other settings (give --overwrite); a point's config is not valid; another sweep writes
             in ``out``.
     """
-    from cast.formats.outputs import RunOutputs
-    from cast.infra.cluster import map_in_order
 
     with sweep_lock(out):
         inputs = sweep_inputs(base_config, conversations)
@@ -208,16 +203,14 @@ def run_sweep(
         for point in points:
             if point not in pending:
                 print(f"kept: {outputs[point.name].run_path} (finished earlier)", file=sys.stderr)
-        prepared, built = None, None
+        runner = PointRunner(base_config, conversations, None)
         if pending and stop_after is not None:
             started = time.perf_counter()
-            prepared, built = _prepare(
-                base_config, conversations, stop_after, out / PREPARED_FILE, ray, progress
-            )
+            # The pipeline that prepares the shared turns here runs the points too; on Ray, the actors' do.
+            shared: Runner = RayRunner(base_config, ray) if ray is not None else LocalRunner(runner.base()[0])
+            with closing(shared):
+                runner.prepared = _prepare(shared, conversations, stop_after, out / PREPARED_FILE, progress)
             print(f"shared pass: {time.perf_counter() - started:.1f} s", file=sys.stderr)
-        runner = PointRunner(base_config, conversations, prepared)
-        if built is not None:
-            runner.use(*built)
         items = [(p.name, configs[p.name]) for p in pending]
         started = time.perf_counter()
         qids = list(dict.fromkeys(t.qid for c in conversations for t in c.turns))
@@ -246,8 +239,6 @@ def sweep_lock(out: Path) -> Iterator[None]:
     Raises:
         CastError: ``out`` is a file, or another sweep holds the lock.
     """
-    from cast.formats.outputs import held_lock
-    from cast.infra.atomic import PARTIAL
 
     if out.exists() and not out.is_dir():
         raise CastError(f"--output {out} is a file; give a folder for the sweep's runs")
@@ -262,8 +253,6 @@ def sweep_lock(out: Path) -> Iterator[None]:
 
 def _check_configs(configs: dict[str, dict[str, Any]]) -> None:
     """Every point's config checked now (a mistyped --grid key fails before the shared pass, not after it)."""
-    from cast.core.pipeline import check_config
-    from cast.core.resources import Resources
 
     for name, config in configs.items():
         try:
@@ -274,8 +263,6 @@ def _check_configs(configs: dict[str, dict[str, Any]]) -> None:
 
 def sweep_inputs(config: dict[str, Any], conversations: list[Conversation]) -> dict[str, Any]:
     """What a sweep's points are made from besides their settings: the topics' digest and the index's identity."""
-    from cast.formats.topics import topics_digest
-    from cast.index.build import index_identity
 
     return {
         "topics": topics_digest(conversations),
@@ -289,9 +276,6 @@ def _check_manifest(
     """Refuse to add points to a folder holding a sweep of another base config or other inputs, or a point of
     the same name made with other settings (``--overwrite``: replace them); record this sweep's. Returns the
     points recorded before with the same settings (their files, if finished, are kept), by file name."""
-    from cast.formats.outputs import _difference
-    from cast.formats.textfiles import RECORD_BYTES, read_json
-    from cast.infra.atomic import write_text_atomic
 
     names = [p.file_name for p in points]
     repeated = sorted({n for n in names if names.count(n) > 1})
@@ -309,7 +293,7 @@ def _check_manifest(
             raise CastError(f"{path} is not a sweep manifest ({e}); choose another --output") from e
         for what, key in (("another config", "config"), ("other inputs", "inputs")):
             old = manifest.get(key)  # none in a manifest of an older version
-            difference = _difference(old, current[key], "" if isinstance(old, dict) else key)
+            difference = setting_difference(old, current[key], "" if isinstance(old, dict) else key)
             if difference is not None:
                 raise CastError(
                     f"{path.parent} holds a sweep of {what} ({difference}): choose another --output, or pass "
@@ -336,47 +320,25 @@ def _finished(outputs: Any) -> bool:
 
 
 def _prepare(
-    config: dict[str, Any],
-    conversations: list[Conversation],
-    stop_after: str,
-    path: Path,
-    ray: RayOptions | None,
-    progress: bool,
-) -> tuple[Prepared, tuple[Pipeline, Resources] | None]:
+    runner: Runner, conversations: list[Conversation], stop_after: str, path: Path, progress: bool
+) -> Prepared:
     """The turns every point shares: read back from ``path`` if an earlier sweep prepared them with these early
-    stages, else prepared now (here, or on Ray actors) and saved there. Also the pipeline that prepared or
-    checked them here (None on Ray)."""
-    from cast.conversation.prepared import Prepared, early_description
-
+    stages, else prepared now by ``runner`` and saved there."""
     stored = Prepared.load(path) if path.is_file() else None
-    if ray is None:
-        from cast.core.pipeline import Pipeline
-        from cast.core.resources import Resources
-
-        resources = Resources(config)
-        pipeline: Any = Pipeline.from_config(config, resources)
-        built: tuple[Pipeline, Resources] | None = (pipeline, resources)
-        description = early_description(pipeline, stop_after)
-    else:
-        from cast.conversation.ray_runner import RayPipeline
-
-        pipeline = RayPipeline(config, ray)
-        built = None
-        description = pipeline.pool.call_all("early_description", stop_after)[0]
-    try:
-        if stored is not None and stored.stop_after == stop_after and stored.difference(description) is None:
+    if stored is not None:
+        if (
+            stored.stop_after == stop_after
+            and stored.difference(runner.early_description(stop_after)) is None
+        ):
             print(f"reusing the prepared turns in {path}", file=sys.stderr)
-            return stored, built
-        if stored is not None:
-            print(f"preparing again: {path} was made with other early stages", file=sys.stderr)
-        # Points read the candidates' texts; below them a run file needs ids and scores.
-        prepared = pipeline.prepare(conversations, stop_after=stop_after, progress=progress)
-        prepared = prepared.compact(pipeline.candidates)
-        prepared.save(path)
-        return prepared, built
-    finally:
-        if built is None:
-            pipeline.close()
+            return stored
+        print(f"preparing again: {path} was made with other early stages", file=sys.stderr)
+    # Points read the candidates' texts; below them a run file needs ids and scores.
+    prepared = runner.prepare(conversations, stop_after=stop_after, progress=progress).compact(
+        runner.candidates
+    )
+    prepared.save(path)
+    return prepared
 
 
 def sweep_report(
@@ -399,11 +361,6 @@ def sweep_report(
         CastError: ``baseline`` names no point, or there is nothing to evaluate against.
     """
     import pandas as pd
-
-    from cast.evaluate import report as rep
-    from cast.evaluate.experiment import evaluate_answer_files, evaluate_runs
-    from cast.evaluate.plots import sweep_plot
-    from cast.formats.topics import load_topics
 
     with sweep_lock(out):
         names = {p.name: p.file_name for p in points}

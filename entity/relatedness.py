@@ -18,18 +18,18 @@ import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import numpy as np
 
+from cast.core.resources import Resources
 from cast.core.settings import Range, Runtime
 from cast.core.stages import KnowledgeBase
+from cast.entity.builders.collection_entities import load_postings, resolve_entities_dir
 from cast.entity.inlinks import InLinkArrays
-from cast.entity.link.linkers import JsonHttpClient, normalise_entity
+from cast.entity.link.linkers import normalise_entity
 from cast.errors import CastError, ConfigError, DataFormatError, ServiceUnavailableError
-
-if TYPE_CHECKING:
-    from cast.core.resources import Resources
+from cast.infra.http import JsonHttpClient
 
 
 def milne_witten(size_a: int, size_b: int, size_ab: int, total: int) -> float:
@@ -172,7 +172,6 @@ class CollectionKnowledgeBase(ArrayKnowledgeBase):
     name = "collection"
 
     def __init__(self, entities_dir: str | None = None, resources: Resources | None = None):
-        from cast.entity.builders.collection_entities import load_postings, resolve_entities_dir
 
         folder = resolve_entities_dir(entities_dir, resources)
         arrays, passages = load_postings(folder)
@@ -263,7 +262,7 @@ class SparqlKnowledgeBase(PairwiseKnowledgeBase):
         total: ``|D|``; by default asked once from the endpoint (the number of entities with a page link), which
             the public endpoint cuts short (a partial answer, refused): set it here (the paper profile does).
         batch: the most entities or pairs asked in one query.
-        timeout, retries, backoff: see :class:`cast.entity.link.linkers.JsonHttpClient`.
+        timeout, retries, backoff: see :class:`cast.infra.http.JsonHttpClient`.
     """
 
     name = "sparql"

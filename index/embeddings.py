@@ -28,17 +28,19 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from cast.core.registry import build_stage
+from cast.core.resources import Resources
 from cast.errors import CastError, ConfigError, DataFormatError
+from cast.formats.textfiles import RECORD_BYTES, read_json
 from cast.index.collections import collection_formats, read_duplicates, read_passages
+from cast.index.record import index_command
 from cast.infra.atomic import atomic_path, write_lines_atomic, write_text_atomic
+from cast.infra.cluster import RayOptions, map_in_order
 from cast.infra.text import passage_text
-
-if TYPE_CHECKING:
-    from cast.infra.cluster import RayOptions
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +179,6 @@ class PassageEmbeddings:
 
 def read_manifest(path: Path) -> dict[str, Any] | None:
     """The manifest of the store at ``path``, or ``None`` where there is none."""
-    from cast.formats.textfiles import RECORD_BYTES, read_json
 
     file = path / MANIFEST
     if not file.is_file():
@@ -193,7 +194,6 @@ def read_manifest(path: Path) -> dict[str, Any] | None:
 
 def rebuild_command(store: Path) -> str:
     """The ``cast index embed`` command that builds the store ``store`` (``<index>.embeddings``) again."""
-    from cast.index.build import index_command
 
     index = store.with_name(store.name.removesuffix(".embeddings"))
     return index_command(index, "embed")
@@ -295,9 +295,6 @@ class RerankerEncoder:
     @property
     def reranker(self) -> Any:
         if self._reranker is None:
-            from cast.core.registry import build_stage
-            from cast.core.resources import Resources
-
             self._reranker = build_stage("reranker", self.section, Resources(self.config))
         return self._reranker
 
@@ -405,8 +402,6 @@ def build_embeddings(
 
     embedded = 0
     from tqdm import tqdm
-
-    from cast.infra.cluster import map_in_order
 
     with tqdm(
         desc=f"embedding {store_dir.name}",

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from cast.core.records import NO_ANSWER_TEXT, Answer
-
-if TYPE_CHECKING:
-    from cast.core.stages import Summarizer
+from cast.core.stages import Summarizer
 
 
 def no_answer(

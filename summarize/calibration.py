@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cast.core.config import CONFIG_DIR
 from cast.errors import ConfigError
+from cast.formats.textfiles import read_yaml
 from cast.infra.atomic import atomic_path, write_text_atomic
 
 
@@ -159,9 +161,6 @@ def calibrated_config(
         note: a line saying how the calibration was made (sample, topics), kept as a comment.
     """
     import yaml
-
-    from cast.core.config import CONFIG_DIR
-    from cast.formats.textfiles import read_yaml
 
     section = {**summarizer, "min_length": calibration.chosen.min_length}
     if output.resolve() == source.resolve():

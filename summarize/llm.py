@@ -14,19 +14,16 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from cast.core.records import Answer, AnswerSentence, Selection
+from cast.core.resources import Resources
 from cast.core.settings import Range
-from cast.core.stages import Summarizer
-from cast.infra.llm import ChatModelStage
+from cast.core.stages import ChatModelStage, Summarizer
 from cast.infra.prompts import PromptTemplate
 from cast.infra.text import count_words, passage_text, split_sentences
 from cast.summarize import no_answer
 from cast.summarize.verify import ABSTENTION_TEXT
-
-if TYPE_CHECKING:
-    from cast.core.resources import Resources
 
 PLACEHOLDERS = frozenset({"passages", "question"})
 OPTIONAL_PLACEHOLDERS = frozenset({"words"})

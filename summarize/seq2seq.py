@@ -18,18 +18,17 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from cast.core.records import Answer, AnswerSentence, Selection
+from cast.core.resources import Resources
 from cast.core.settings import Range, Runtime
 from cast.core.stages import Summarizer
 from cast.errors import ConfigError
 from cast.infra.decoding import BeamDecoder
+from cast.infra.models import load_seq2seq, load_tokenizer, resolve_device
 from cast.infra.text import split_sentences
 from cast.summarize import no_answer
-
-if TYPE_CHECKING:
-    from cast.core.resources import Resources
 
 # The task prefix T5 was trained with for summarization (used when the model's config names none).
 T5_PREFIX = "summarize: "
@@ -97,7 +96,6 @@ class Seq2SeqSummarizer(Summarizer):
         allow_download: Annotated[bool, Runtime()] = False,
         resources: Resources | None = None,
     ):
-        from cast.infra.models import load_seq2seq, load_tokenizer, resolve_device
 
         self.model_name = model
         self.min_length = min_length

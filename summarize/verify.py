@@ -32,17 +32,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from cast.core.records import Answer, AnswerSentence, ClaimSupport, Selection, Verification
+from cast.core.resources import Resources
 from cast.core.settings import OneOf, Range, Runtime
 from cast.core.stages import Verifier
 from cast.errors import ConfigError
 from cast.infra.text import WORD_JOINERS, passage_text, sentences, word_tokens
+from cast.rank.rerank import CrossEncoderReranker
 from cast.summarize.entity_extractive import STOPWORDS
-
-if TYPE_CHECKING:
-    from cast.core.resources import Resources
 
 ABSTENTION_TEXT = "I could not find an answer to that in the collection."
 UNSUPPORTED = ("drop", "mark")
@@ -168,8 +167,6 @@ class ClaimVerifier(Verifier):
         self.cache = resources.cache
         self.entailment: Any = None
         if model is not None:
-            from cast.rank.rerank import CrossEncoderReranker
-
             scorer = CrossEncoderReranker(
                 resources, model=model, max_length=max_length, with_title=False, allow_download=allow_download
             )

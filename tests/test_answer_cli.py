@@ -56,8 +56,7 @@ def test_one_utterance_with_history_as_json(core_index):
 
 def test_later_turns_see_the_answers_the_user_read_as_responses():
     from cast.conversation.session import Session
-    from cast.core.pipeline import TurnResult
-    from cast.core.records import NO_ANSWER_TEXT, Answer, Rewrite, Selection
+    from cast.core.records import NO_ANSWER_TEXT, Answer, Rewrite, Selection, TurnResult
 
     class Pipeline:
         """Answers each turn with a fixed text and remembers the history it was given."""
@@ -71,7 +70,9 @@ def test_later_turns_see_the_answers_the_user_read_as_responses():
             self.seen.append(list(history))
             text, reason = self.answers.pop(0)
             answer = Answer(text, (), "fixed", no_answer_reason=reason)
-            return TurnResult(turn, Rewrite(turn.utterance, "raw"), [], Selection((), "o"), answer)
+            return TurnResult(
+                turn, Rewrite(turn.utterance, "raw"), (), selection=Selection((), "o"), answer=answer
+            )
 
     pipeline = Pipeline([("The Clyde.", None), (NO_ANSWER_TEXT, "no passages were selected"), ("Yes.", None)])
     conversation = Session.typed(pipeline)

@@ -184,11 +184,11 @@ def test_a_worker_killed_mid_run_is_restarted_and_no_turn_is_lost_or_repeated(
     import argparse
 
     from cast.commands.common import config_from_args
-    from cast.conversation.ray_runner import RayPipeline
+    from cast.conversation.ray_runner import RayRunner
     from cast.formats.topics import load_topics
 
     args = argparse.Namespace(config="offline", index=str(core_index), overrides=BASELINE[1::2])
-    pipeline = RayPipeline(config_from_args(args), RayOptions("local", workers=1))
+    pipeline = RayRunner(config_from_args(args), RayOptions("local", workers=1))
     [actor] = pipeline.pool.actors
     before = ray_runtime.get(actor.pid.remote())
     qids = []
@@ -209,14 +209,14 @@ def test_a_worker_killed_mid_run_is_restarted_and_no_turn_is_lost_or_repeated(
 
 
 def test_a_worker_without_the_index_says_what_to_mount(ray_runtime, tmp_path):
-    from cast.conversation.ray_runner import RayPipeline
+    from cast.conversation.ray_runner import RayRunner
     from cast.core.config import load_config
 
     config = load_config("offline", [f"index={tmp_path / 'nowhere'}"])
     with pytest.raises(
         CastError, match=r"the index .*nowhere \(--index\) is not on the Ray worker at .*mount"
     ):
-        RayPipeline(config, RayOptions("local", workers=1))
+        RayRunner(config, RayOptions("local", workers=1))
 
 
 def test_an_unreachable_cluster_is_one_error_line(core_index, paths_topics, tmp_path):

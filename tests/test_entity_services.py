@@ -454,7 +454,7 @@ def test_each_turn_records_which_of_its_texts_went_unlinked(serve, tmp_path: Pat
         ScoredPassage(Passage(pid, text), 1.0) for pid, text in [("b", "Berlin"), ("g", "Germany")]
     )
     candidates = [(berlin, germany), (berlin,)]
-    links = Pipeline._link(
+    links = Pipeline.link_batch(
         SimpleNamespace(linker=linker, candidates=2), ["Germany today", "Berlin"], candidates, [(), ()]
     )
     assert [turn.unlinked_texts for turn in links] == [("query", "g"), ()]

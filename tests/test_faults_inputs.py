@@ -198,8 +198,7 @@ def test_cast_validate_refuses_a_nan_score_and_turn_ids_in_other_digits(capsys, 
 )
 def test_a_damaged_prepared_file_is_one_line_naming_it(tmp_path, damage, message):
     from cast.conversation.prepared import Prepared
-    from cast.core.pipeline import PreparedTurn
-    from cast.core.records import Passage, Rewrite, ScoredPassage, Turn
+    from cast.core.records import Passage, PreparedTurn, Rewrite, ScoredPassage, Turn
 
     turn = Turn(qid="1_1", topic_id="1", turn_id="1", utterance="Who?")
     ranking = tuple(ScoredPassage(Passage(f"p{n}", "text " * 50), float(-n)) for n in range(40))

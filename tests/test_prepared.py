@@ -6,6 +6,7 @@ import json
 import pytest
 
 from cast.conversation.prepared import Prepared
+from cast.conversation.walker import answer_conversations, prepare_conversations
 from cast.core.config import load_config
 from cast.core.pipeline import Pipeline
 from cast.core.registry import build_stage
@@ -54,10 +55,10 @@ def records(results):
 
 @pytest.mark.parametrize("stop_after", ["rerank", "link"])
 def test_finishing_prepared_turns_gives_what_a_whole_run_gives(pipeline, conversations, stop_after):
-    whole = pipeline.run(conversations)
-    prepared = pipeline.prepare(conversations, stop_after=stop_after)
+    whole = answer_conversations(pipeline, conversations)
+    prepared = prepare_conversations(pipeline, conversations, stop_after=stop_after)
     assert all((t.links is not None) == (stop_after == "link") for t in prepared.turns.values())
-    finished = pipeline.run(conversations, prepared=prepared)
+    finished = answer_conversations(pipeline, conversations, prepared=prepared)
     assert records(finished) == records(whole)
     assert [r.ranking for r in finished] == [r.ranking for r in whole]
     assert any(r.query_entities for r in finished)  # the selector saw core_entities
@@ -66,43 +67,47 @@ def test_finishing_prepared_turns_gives_what_a_whole_run_gives(pipeline, convers
 def test_other_later_settings_finish_the_same_prepared_turns(
     pipeline, conversations, core_index, core_entities
 ):
-    prepared = pipeline.prepare(conversations, stop_after="link")
+    prepared = prepare_conversations(pipeline, conversations, stop_after="link")
     config = eg_config(core_index, core_entities, "selector.gamma=1.0", "summarizer.words=8")
     later = {kind: build_stage(kind, config[kind], Resources(config)) for kind in ("selector", "summarizer")}
-    swept = pipeline.with_stages(config, **later).run(conversations, prepared=prepared)
-    assert records(swept) == records(Pipeline.from_config(config).run(conversations))
+    swept = answer_conversations(pipeline.with_stages(config, **later), conversations, prepared=prepared)
+    assert records(swept) == records(answer_conversations(Pipeline.from_config(config), conversations))
     assert all(len(r.answer.text.split()) <= 8 for r in swept)
 
 
 def test_prepared_turns_survive_a_save_and_a_load(pipeline, conversations, tmp_path):
-    prepared = pipeline.prepare(conversations, stop_after="link")
+    prepared = prepare_conversations(pipeline, conversations, stop_after="link")
     path = prepared.compact(pipeline.candidates).save(tmp_path / "prepared.jsonl.gz")
     loaded = Prepared.load(path)
     assert loaded.description == prepared.description and loaded.stop_after == "link"
     assert loaded.turns == prepared.compact(pipeline.candidates).turns
     tail = next(iter(loaded.turns.values())).ranking[pipeline.candidates :]
     assert all(p.passage.text == "" for p in tail)  # below the head: ids and scores, as a run file
-    assert records(pipeline.run(conversations, prepared=loaded)) == records(pipeline.run(conversations))
+    assert records(answer_conversations(pipeline, conversations, prepared=loaded)) == records(
+        answer_conversations(pipeline, conversations)
+    )
 
 
 def test_a_pipeline_with_other_early_stages_refuses_the_prepared_turns(
     pipeline, conversations, core_index, core_entities
 ):
-    prepared = pipeline.prepare(conversations[:1], stop_after="link")
+    prepared = prepare_conversations(pipeline, conversations[:1], stop_after="link")
     other = Pipeline.from_config(eg_config(core_index, core_entities, "first_stage.mu=500"))
     with pytest.raises(ConfigError, match=r"another first_stage .*\"mu\": 1000.*\"mu\": 500"):
-        other.run(conversations[:1], prepared=prepared)
+        answer_conversations(other, conversations[:1], prepared=prepared)
     fewer = Pipeline.from_config(eg_config(core_index, core_entities, "selector.candidates=3"))
     with pytest.raises(ConfigError, match="another candidates"):  # the links cover 4 candidates, not 3
-        fewer.run(conversations[:1], prepared=prepared)
+        answer_conversations(fewer, conversations[:1], prepared=prepared)
     # Prepared only as far as re-ranking, the candidates are linked when finishing: any number will do.
-    fewer.run(conversations[:1], prepared=pipeline.prepare(conversations[:1]))
+    answer_conversations(
+        fewer, conversations[:1], prepared=prepare_conversations(pipeline, conversations[:1])
+    )
 
 
 def test_turns_missing_from_the_prepared_ones_are_named(pipeline, conversations):
-    prepared = pipeline.prepare(conversations[:1])
+    prepared = prepare_conversations(pipeline, conversations[:1])
     with pytest.raises(ConfigError, match=r"were not prepared \(e\.g\. 2_1\)"):
-        pipeline.run(conversations, prepared=prepared)
+        answer_conversations(pipeline, conversations, prepared=prepared)
 
 
 def test_turns_cannot_be_prepared_when_the_answers_are_the_responses(
@@ -110,7 +115,7 @@ def test_turns_cannot_be_prepared_when_the_answers_are_the_responses(
 ):
     answers = Pipeline.from_config(eg_config(core_index, core_entities, "history_responses=answers"))
     with pytest.raises(ConfigError, match="history_responses: answers"):
-        answers.prepare(conversations)
+        prepare_conversations(answers, conversations)
 
 
 def test_a_missing_or_malformed_prepared_file_is_reported(tmp_path):
@@ -129,7 +134,7 @@ def test_a_missing_or_malformed_prepared_file_is_reported(tmp_path):
 def test_a_pass_stops_only_where_later_turns_need_nothing_after_it(pipeline, conversations):
     # A later turn's rewrite reads an earlier turn's top passage, but nothing of its selection or answer.
     with pytest.raises(ConfigError, match="stops after one of rerank, link, not 'select'"):
-        pipeline.prepare(conversations, stop_after="select")
+        prepare_conversations(pipeline, conversations, stop_after="select")
 
 
 def test_cast_run_stops_after_linking_and_finishes_under_another_selector(

@@ -9,15 +9,19 @@ import sys
 from collections.abc import Iterator
 
 from cast.commands.common import add_config_arguments, config_from_args
+from cast.conversation.session import Session
+from cast.core.pipeline import Pipeline
+from cast.errors import CastError, EmptyUtteranceError
+from cast.formats.textfiles import TYPED_LINE_BYTES, bounded_lines
 
 NEW_CONVERSATION = "/new"
 QUIT = "/quit"
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_parser(subparsers: argparse._SubParsersAction, summary: str | None = None) -> None:
     parser = subparsers.add_parser(
         "answer",
-        help="answer utterances of a conversation",
+        help=summary,
         description="Without UTTERANCE, read utterances from standard input, one per line, each the next turn of "
         f"the same conversation ({NEW_CONVERSATION} starts a new conversation, {QUIT} or end of input stops). "
         "With UTTERANCE, answer it once, after the --history utterances.",
@@ -46,10 +50,6 @@ def format_result(result) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cast.conversation.session import Session
-    from cast.core.pipeline import Pipeline
-    from cast.errors import EmptyUtteranceError
-    from cast.formats.textfiles import TYPED_LINE_BYTES, bounded_lines
 
     _check_utterances(args.history, args.utterance)
     config = config_from_args(args)
@@ -96,7 +96,6 @@ def main(args: argparse.Namespace) -> int:
 
 def _check_utterances(history: list[str], utterance: str | None) -> None:
     """Refuse what cannot be answered before the models load (seconds), naming the argument to fix."""
-    from cast.errors import CastError, EmptyUtteranceError
 
     if utterance is None and history:
         # argparse gives --history every word after it: `--history A B` leaves no UTTERANCE, and the command

@@ -6,6 +6,8 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
+from cast.core.config import load_config
+
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -24,7 +26,6 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace, extra: Sequence[str] = ()) -> dict[str, Any]:
     """The config ``--config``, ``--index`` and ``--set`` give, with the ``extra`` overrides applied last."""
-    from cast.core.config import load_config
 
     overrides = [*args.overrides, *extra]
     if args.index:

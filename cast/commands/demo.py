@@ -5,6 +5,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from cast.commands.answer import format_result
+from cast.conversation.walker import answer_conversations
+from cast.core.config import load_config
+from cast.core.pipeline import Pipeline
+from cast.core.records import TurnResult
+from cast.entity.builders.collection_entities import build_entity_resources
+from cast.entity.builders.kb import DEFAULT_KB, build_kb
+from cast.formats.topics import load_topics
+from cast.index.build import build_index
+from cast.infra.atomic import write_text_atomic
+
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "data" / "sample"
 SAMPLE_PASSAGES = SAMPLE_DIR / "passages.jsonl.gz"
 SAMPLE_CONVERSATION = SAMPLE_DIR / "conversation.json"
@@ -13,10 +24,10 @@ SAMPLE_CONVERSATION = SAMPLE_DIR / "conversation.json"
 DEMO_OVERRIDES = ["rewriter.name=manual", "rewriter.fallback=hqe"]
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_parser(subparsers: argparse._SubParsersAction, summary: str | None = None) -> None:
     parser = subparsers.add_parser(
         "demo",
-        help="answer the bundled sample conversation (builds the sample index on first use)",
+        help=summary,
         description="Builds an index of the bundled Wikipedia sample into the cache directory (and the wikipedia "
         "linker's knowledge base, `cast entity kb`) on first use, then "
         "answers the sample conversation turn by turn with the offline profile (reading the conversation's "
@@ -34,10 +45,6 @@ def demo_index(cache_dir: Path, rebuild: bool = False) -> Path:
     """The sample collection's index and entity resources, built on first use and when the sample changes."""
     import hashlib
 
-    from cast.entity.builders.collection_entities import build_entity_resources
-    from cast.index.build import build_index
-    from cast.infra.atomic import write_text_atomic
-
     index_dir = cache_dir / "indexes" / "demo"
     # Written after both builds: an interrupted build, or a newer sample, is rebuilt next time.
     stamp = index_dir.with_name("demo.sample-sha256")
@@ -52,7 +59,6 @@ def demo_index(cache_dir: Path, rebuild: bool = False) -> Path:
 
 def demo_kb(linker: dict) -> None:
     """The Wikipedia knowledge base the configured linker reads, built on first use (a couple of minutes)."""
-    from cast.entity.builders.kb import DEFAULT_KB, build_kb
 
     if linker.get("name") != "wikipedia":
         return
@@ -63,11 +69,6 @@ def demo_kb(linker: dict) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cast.commands.answer import format_result
-    from cast.conversation.session import Session
-    from cast.core.config import load_config
-    from cast.core.pipeline import Pipeline
-    from cast.formats.topics import load_topics
 
     config = load_config(args.config, DEMO_OVERRIDES + args.overrides)
     index_dir = demo_index(Path(config.get("cache_dir", "~/.cache/cast-toolkit")).expanduser(), args.rebuild)
@@ -78,11 +79,12 @@ def main(args: argparse.Namespace) -> int:
         f"rewriter: {config['rewriter']['name']}, re-ranker: {config['reranker']['name']}, "
         f"selector: {config['selector']['name']}, answers: {config['summarizer']['name']}"
     )
+
+    def show(result: TurnResult) -> None:
+        print(f"\nQ{result.turn.turn_id}: {result.turn.utterance}")
+        print(format_result(result))
+
     for conversation in load_topics(SAMPLE_CONVERSATION):
-        session = Session(pipeline, conversation)
         print(f"# {conversation.title or conversation.topic_id}")
-        for turn in conversation.turns:
-            result = session.answer(turn)
-            print(f"\nQ{turn.turn_id}: {turn.utterance}")
-            print(format_result(result))
+        answer_conversations(pipeline, [conversation], on_result=show)
     return 0

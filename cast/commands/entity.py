@@ -14,14 +14,19 @@ import json
 import time
 
 from cast.commands.common import add_config_arguments, config_from_args
+from cast.core.records import to_dict
+from cast.core.registry import shared_stage
+from cast.core.resources import Resources
+from cast.entity.builders.collection_entities import build_entity_resources
+from cast.entity.builders.kb import DEFAULT_KB, build_kb
+from cast.entity.link.linkers import normalise_entity
 from cast.index.collections import FORMATS
 from cast.infra.cluster import add_ray_arguments, ray_options
+from cast.infra.text import entity_label
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "entity", help="build the entity dictionary; try entity linking and relatedness"
-    )
+def add_parser(subparsers: argparse._SubParsersAction, summary: str | None = None) -> None:
+    parser = subparsers.add_parser("entity", help=summary)
     commands = parser.add_subparsers(dest="entity_command", metavar="SUBCOMMAND", required=True)
 
     build = commands.add_parser(
@@ -68,7 +73,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main_dictionary(args: argparse.Namespace) -> int:
-    from cast.entity.builders.collection_entities import build_entity_resources
 
     started = time.perf_counter()
     folder = build_entity_resources(
@@ -80,8 +84,6 @@ def main_dictionary(args: argparse.Namespace) -> int:
 
 def main_kb(args: argparse.Namespace) -> int:
     from pathlib import Path
-
-    from cast.entity.builders.kb import DEFAULT_KB, build_kb
 
     output = Path(args.output or DEFAULT_KB).expanduser()
     if output.exists() and not args.overwrite:
@@ -95,10 +97,8 @@ def main_kb(args: argparse.Namespace) -> int:
 
 
 def main_link(args: argparse.Namespace) -> int:
-    from cast.core.records import to_dict
-    from cast.core.resources import Resources
 
-    linker = Resources(config_from_args(args)).stage("linker")
+    linker = shared_stage("linker", Resources(config_from_args(args)))
     for text, mentions in zip(args.texts, linker.link_batch(args.texts, kind=args.kind), strict=True):
         print(json.dumps({"text": text, "mentions": [to_dict(m) for m in mentions]}, ensure_ascii=False))
     report = getattr(linker, "report", lambda: None)()
@@ -108,11 +108,8 @@ def main_link(args: argparse.Namespace) -> int:
 
 
 def main_related(args: argparse.Namespace) -> int:
-    from cast.core.resources import Resources
-    from cast.entity.link.linkers import normalise_entity
-    from cast.infra.text import entity_label
 
-    knowledge_base = Resources(config_from_args(args)).stage("knowledge_base")
+    knowledge_base = shared_stage("knowledge_base", Resources(config_from_args(args)))
     entities = [normalise_entity(e) for e in args.entities]
     matrix = knowledge_base.relatedness_matrix(entities, entities)
     names = [entity_label(e) for e in entities]

@@ -4,17 +4,28 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from cast.errors import CastError
+from cast.errors import CastError, DataFormatError
+from cast.evaluate import plots
+from cast.evaluate import report as rep
+from cast.evaluate.answers import (
+    DEFAULT_REFERENCE_GRADE,
+    DEFAULT_SUPPORT_THRESHOLD,
+    AnswerEvaluation,
+    AnswersFile,
+    read_answers,
+    system_name,
+)
+from cast.evaluate.experiment import evaluate_answer_files, evaluate_runs, unique_names
+from cast.evaluate.ptkb import evaluate_ptkb, ptkb_qrels, ptkb_rankings
+from cast.evaluate.retrieval import RetrievalEvaluation
+from cast.evaluate.significance import CORRECTIONS
+from cast.formats.topics import load_topics, read_qrels
 
-if TYPE_CHECKING:
-    from cast.evaluate.answers import AnswerEvaluation, AnswersFile
-    from cast.evaluate.retrieval import RetrievalEvaluation
 
-
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("eval", help="evaluate runs and answers; write reports")
+def add_parser(subparsers: argparse._SubParsersAction, summary: str | None = None) -> None:
+    parser = subparsers.add_parser("eval", help=summary)
     commands = parser.add_subparsers(dest="eval_command", metavar="WHAT", required=True)
 
     retrieval = commands.add_parser(
@@ -81,7 +92,6 @@ def _grade_at_least_one(text: str) -> int:
 
 
 def add_answer_options(parser: argparse.ArgumentParser, with_qrels: bool = True) -> None:
-    from cast.evaluate.answers import DEFAULT_REFERENCE_GRADE, DEFAULT_SUPPORT_THRESHOLD
 
     if with_qrels:
         parser.add_argument("--qrels", type=Path, help="qrels whose passages graded 3-4 are the references")
@@ -124,7 +134,6 @@ def add_answer_options(parser: argparse.ArgumentParser, with_qrels: bool = True)
 
 
 def _add_baseline_options(parser: argparse.ArgumentParser) -> None:
-    from cast.evaluate.significance import CORRECTIONS
 
     parser.add_argument("--baseline", help="the system the others are tested against (name or file)")
     parser.add_argument(
@@ -149,7 +158,6 @@ def _add_table_options(parser: argparse.ArgumentParser) -> None:
 
 
 def main_retrieval(args: argparse.Namespace) -> int:
-    from cast.evaluate.experiment import evaluate_runs
 
     evaluations = evaluate_runs(args.run, args.qrels, rel=args.rel)
     _print_comparison({n: e.per_turn for n, e in evaluations.items()}, args, _notes(evaluations))
@@ -157,7 +165,6 @@ def main_retrieval(args: argparse.Namespace) -> int:
 
 
 def main_answers(args: argparse.Namespace) -> int:
-    from cast.evaluate.experiment import evaluate_answer_files
 
     evaluations = evaluate_answer_files(args.answers, **answer_options(args))
     _print_comparison({n: e.per_turn for n, e in evaluations.items()}, args, _notes(evaluations))
@@ -165,10 +172,6 @@ def main_answers(args: argparse.Namespace) -> int:
 
 
 def main_ptkb(args: argparse.Namespace) -> int:
-    from cast.evaluate.answers import read_answers
-    from cast.evaluate.experiment import unique_names
-    from cast.evaluate.ptkb import evaluate_ptkb, ptkb_qrels, ptkb_rankings
-    from cast.formats.topics import load_topics, read_qrels
 
     qrels = read_qrels(args.qrels) if args.qrels else ptkb_qrels(load_topics(args.topics))
     per_turn = {
@@ -181,9 +184,6 @@ def main_ptkb(args: argparse.Namespace) -> int:
 
 
 def main_report(args: argparse.Namespace) -> int:
-    from cast.evaluate import report as rep
-    from cast.evaluate.answers import read_answers
-    from cast.evaluate.experiment import evaluate_answer_files, evaluate_runs
 
     if not args.runs and not args.answers:
         raise CastError("give --runs and/or --answers to report on")
@@ -245,7 +245,6 @@ def answer_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _print_comparison(per_turn: dict[str, Any], args: argparse.Namespace, notes: list[str]) -> None:
-    from cast.evaluate import report as rep
 
     baseline = _baseline(args.baseline, per_turn)
     comparison = rep.compare(per_turn, baseline, args.correction)
@@ -268,7 +267,6 @@ def _notes(evaluations: dict[str, Any]) -> list[str]:
 
 
 def _baseline(given: str | None, systems: dict[str, Any]) -> str | None:
-    from cast.evaluate.answers import system_name
 
     if given is None:
         return None
@@ -279,17 +277,13 @@ def _baseline(given: str | None, systems: dict[str, Any]) -> str | None:
 
 
 def _has(given: str | None, systems: dict[str, Any]) -> bool:
-    from cast.evaluate.answers import system_name
 
     return given is not None and (given in systems or system_name(given) in systems)
 
 
 def _depths(args: argparse.Namespace) -> dict[str, int] | None:
-    from cast.evaluate import report as rep
 
     if args.topics is not None:
-        from cast.formats.topics import load_topics
-
         return rep.turn_depths(load_topics(args.topics))
     return None
 
@@ -304,9 +298,6 @@ def _figures(
 ) -> list[str]:
     """Draw the figures the inputs allow; return one Markdown line per figure, or why it was skipped."""
     import pandas as pd
-
-    from cast.evaluate import plots
-    from cast.evaluate import report as rep
 
     lines = []
     qids = {q for e in retrieval.values() for q in e.per_turn.index} | {
@@ -357,8 +348,6 @@ def _figures(
 def _read_calibrations(paths: list[Path]) -> Any:
     """Mean answer words per min_length (and system) from length calibration files."""
     import pandas as pd
-
-    from cast.errors import DataFormatError
 
     tables = []
     for path in paths:

@@ -23,10 +23,10 @@ LABELLED_TOP = 15  # besides the query entities, only the top-ranked entities ge
 IMAGE_SUFFIXES = (".png", ".svg", ".pdf")
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_parser(subparsers: argparse._SubParsersAction, summary: str | None = None) -> None:
     parser = subparsers.add_parser(
         "explain",
-        help="draw a turn's entity graph from an answers file",
+        help=summary,
         description="Render the entity graph a selector built for one turn (nodes sized by rank, the chosen "
         "passages' entities highlighted) from an answers JSONL file.",
     )

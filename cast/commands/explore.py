@@ -6,13 +6,19 @@ import argparse
 from pathlib import Path
 
 from cast.commands.common import add_config_arguments, config_from_args
+from cast.commands.demo import SAMPLE_CONVERSATION, demo_index
+from cast.errors import CastError
 from cast.explore import DEFAULT_MAX_PENDING, DEFAULT_TIME_LIMIT
+from cast.explore.api import create_app
+from cast.explore.engine import Explorer
+from cast.explore.server import HOST, serve
+from cast.formats.topics import load_topics, read_qrels
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_parser(subparsers: argparse._SubParsersAction, summary: str | None = None) -> None:
     parser = subparsers.add_parser(
         "explore",
-        help="explore conversations turn by turn in a local web page",
+        help=summary,
         description="Starts a web page on http://127.0.0.1:PORT/ where you pick a conversation (or type one), "
         "step through its turns and see the rewrite, the ranked and chosen passages, the entity graph and the "
         "answer; changing the method, γ, τ, the re-ranker or the generator recomputes the turn. Without "
@@ -42,12 +48,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cast.commands.demo import SAMPLE_CONVERSATION, demo_index
-    from cast.errors import CastError
-    from cast.explore.api import create_app
-    from cast.explore.engine import Explorer
-    from cast.explore.server import HOST, serve
-    from cast.formats.topics import load_topics, read_qrels
 
     config = config_from_args(args)
     if not args.index and uses_demo_index(config):

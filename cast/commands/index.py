@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import argparse
 
-from cast.index.collections import FORMATS
+from cast.core.config import load_config
+from cast.errors import ConfigError
+from cast.index.build import build_index, index_stats, merge_indexes
+from cast.index.collections import FORMATS, collection_formats, read_duplicates
+from cast.index.embeddings import RerankerEncoder, build_embeddings, store_path
+from cast.index.record import build_record
+from cast.infra import jvm
 from cast.infra.cluster import add_ray_arguments, ray_options
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("index", help="build or describe a Lucene index of a passage collection")
+def add_parser(subparsers: argparse._SubParsersAction, summary: str | None = None) -> None:
+    parser = subparsers.add_parser("index", help=summary)
     commands = parser.add_subparsers(dest="index_command", metavar="{build,merge,embed,stats}", required=True)
 
     build = commands.add_parser(
@@ -97,7 +103,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def build_main(args: argparse.Namespace) -> int:
-    from cast.index.build import build_index
 
     summary = build_index(
         args.input,
@@ -122,7 +127,6 @@ def build_main(args: argparse.Namespace) -> int:
 
 
 def merge_main(args: argparse.Namespace) -> int:
-    from cast.index.build import merge_indexes
 
     summary = merge_indexes(args.shards, args.index, overwrite=args.overwrite)
     print(
@@ -133,12 +137,6 @@ def merge_main(args: argparse.Namespace) -> int:
 
 
 def embed_main(args: argparse.Namespace) -> int:
-    from cast.core.config import load_config
-    from cast.errors import ConfigError
-    from cast.index.build import build_record
-    from cast.index.collections import collection_formats, read_duplicates
-    from cast.index.embeddings import RerankerEncoder, build_embeddings, store_path
-    from cast.infra import jvm
 
     index_dir = jvm.check_index(args.index)
     collection_formats(args.input, args.format)  # a bad input fails before the model loads
@@ -184,7 +182,6 @@ def embed_main(args: argparse.Namespace) -> int:
 
 
 def stats_main(args: argparse.Namespace) -> int:
-    from cast.index.build import index_stats
 
     for name, value in index_stats(args.index).items():
         print(f"{name}: {value}")

@@ -4,19 +4,27 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 from cast.commands.common import add_config_arguments, config_from_args
-from cast.conversation.prepared import STOP_POINTS
+from cast.conversation.prepared import Prepared
+from cast.conversation.runner import Runner, open_runner
+from cast.core.limits import bounded_turn
+from cast.core.pipeline import STOP_POINTS
+from cast.core.records import Conversation, TurnResult
+from cast.errors import CastError
+from cast.formats.ikat_runs import ikat_run_path, write_ikat_run
+from cast.formats.outputs import RunOutputs, resume_conflict
+from cast.formats.topics import load_topics, topics_digest
+from cast.infra.atomic import check_writable
 from cast.infra.cluster import add_ray_arguments, ray_options
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_parser(subparsers: argparse._SubParsersAction, summary: str | None = None) -> None:
     parser = subparsers.add_parser(
         "run",
-        help="run the pipeline over a topics file",
+        help=summary,
         description="Answer every turn of a topics file. Writes OUTPUT.run (TREC format) and OUTPUT.answers.jsonl; "
         "an interrupted run resumes from the last completed turn.",
     )
@@ -58,12 +66,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cast.conversation.prepared import Prepared
-    from cast.errors import CastError
-    from cast.formats.outputs import RunOutputs
-    from cast.formats.topics import load_topics
-    from cast.infra.atomic import check_writable
-
     if args.stop_after and not args.prepared:
         raise CastError("--stop-after needs --prepared FILE: where to write the prepared turns")
     if not args.stop_after and not args.output:
@@ -80,50 +82,38 @@ def main(args: argparse.Namespace) -> int:
             f"--format {args.format} writes a TREC iKAT run, but {args.topics} are not iKAT topics (no PTKB); "
             "leave --format out"
         )
+    ray = ray_options(args, config.get("device"))
     if args.stop_after:
-        with _pipeline(args, config) as pipeline:
-            prepared = pipeline.prepare(conversations, stop_after=args.stop_after, progress=True)
-        # Later stages read the candidates' texts; below them a run file needs only ids and scores.
-        prepared.compact(max(pipeline.candidates, 1)).save(args.prepared)
+        with open_runner(config, ray) as runner:
+            prepared = runner.prepare(conversations, stop_after=args.stop_after, progress=True)
+            # Later stages read the candidates' texts; below them a run file needs only ids and scores.
+            prepared.compact(max(runner.candidates, 1)).save(args.prepared)
         print(f"wrote {args.prepared} ({len(prepared.turns)} turns prepared as far as {args.stop_after})")
         return 0
-    prepared = Prepared.load(args.prepared) if args.prepared else None
+    finishing = Prepared.load(args.prepared) if args.prepared else None
     outputs = RunOutputs(args.output, args.tag or config["tag"], overwrite=args.overwrite)
-    with outputs.locked(), _pipeline(args, config) as pipeline:
-        return _run(args, config, conversations, outputs, pipeline, prepared)
+    with outputs.locked(), open_runner(config, ray) as runner:
+        return _run(args, config, conversations, outputs, runner, finishing)
 
 
-@contextmanager
-def _pipeline(args: argparse.Namespace, config: dict) -> Iterator[Any]:
-    """The config's Pipeline, or with ``--ray`` one per Ray actor behind the same interface."""
-    ray = ray_options(args, config.get("device"))
-    if ray is None:
-        from cast.core.pipeline import Pipeline
-
-        yield Pipeline.from_config(config)
-        return
-    from cast.conversation.ray_runner import RayPipeline
-
-    pipeline = RayPipeline(config, ray)
-    try:
-        yield pipeline
-    finally:
-        pipeline.close()
-
-
-def _run(args: argparse.Namespace, config: dict, conversations: list, outputs, pipeline, prepared) -> int:
-    from cast.formats.topics import topics_digest
-
+def _run(
+    args: argparse.Namespace,
+    config: dict,
+    conversations: list[Conversation],
+    outputs: RunOutputs,
+    runner: Runner,
+    prepared: Prepared | None,
+) -> int:
     qids = write_outputs(
         outputs,
-        {**pipeline.describe(), "topics": topics_digest(conversations)},
+        {**runner.describe(), "topics": topics_digest(conversations)},
         conversations,
-        lambda done, write: pipeline.run(
+        lambda done, write: runner.run(
             conversations, done=done, on_result=write, progress=True, prepared=prepared
         ),
         overwrite=args.overwrite,
     )
-    linker_report = pipeline.linker_report() if args.ray else pipeline.linker.report()
+    linker_report = runner.linker_report()
     if linker_report:
         print(linker_report, file=sys.stderr)
     print(f"wrote {outputs.run_path} and {outputs.answers_path} ({len(qids)} turns)")
@@ -133,19 +123,16 @@ def _run(args: argparse.Namespace, config: dict, conversations: list, outputs, p
 
 
 def write_outputs(
-    outputs,
+    outputs: RunOutputs,
     described: dict[str, Any],
-    conversations: list,
-    answer: Callable[[dict[str, dict[str, Any]], Callable[[Any], None]], Any],
+    conversations: list[Conversation],
+    answer: Callable[[dict[str, dict[str, Any]], Callable[[TurnResult], None]], Any],
     *,
     overwrite: bool,
 ) -> list[str]:
     """Answer ``conversations`` into ``outputs``: resume the turns of an interrupted run made with the same
     topics and settings (``described``), refuse (or with ``overwrite`` discard) one made otherwise, write each
     turn as ``answer(done, write)`` gives it, and finalize the files. Returns the qids written, in order."""
-    from cast.core.limits import bounded_turn
-    from cast.errors import CastError
-    from cast.formats.outputs import resume_conflict
 
     done = outputs.completed()
     utterances = {t.qid: bounded_turn(t).utterance for c in conversations for t in c.turns}  # as recorded
@@ -168,7 +155,7 @@ def write_outputs(
         print(f"resuming: {len(done)} turn(s) already answered in {outputs.answers_partial}", file=sys.stderr)
     written = len(done)
 
-    def write(result) -> None:
+    def write(result: TurnResult) -> None:
         nonlocal written
         try:
             outputs.append(result.qid, result.ranking, {**result.to_record(), "config": described})
@@ -192,10 +179,7 @@ def write_outputs(
     return qids
 
 
-def _write_ikat(args: argparse.Namespace, outputs, run_name: str) -> None:
-    from cast.errors import CastError
-    from cast.formats.ikat_runs import ikat_run_path, write_ikat_run
-
+def _write_ikat(args: argparse.Namespace, outputs: RunOutputs, run_name: str) -> None:
     path = ikat_run_path(args.output, args.format)
     problems = write_ikat_run(
         path, outputs.run_path, outputs.answers_path, args.format, run_name, args.run_type, args.team_id

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 
+from cast.core.registry import STAGES, stage_class
+from cast.core.settings import REQUIRED
+from cast.errors import ConfigError
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+
+def add_parser(subparsers: argparse._SubParsersAction, summary: str | None = None) -> None:
     parser = subparsers.add_parser(
         "stages",
-        help="list the stages a config can name and their settings",
+        help=summary,
         description="Each stage's settings as its class declares them (cast/core/settings.py): type, default, limits, "
         "and whether a run may resume under another value (runtime). Set them in a config section or with "
         "--set KIND.SETTING=VALUE.",
@@ -21,8 +25,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cast.core.registry import STAGES, stage_class
-    from cast.errors import ConfigError
 
     if args.kind is not None and args.kind not in STAGES:
         raise ConfigError(f"unknown stage kind {args.kind!r}; known kinds: {', '.join(STAGES)}")
@@ -45,7 +47,6 @@ def main(args: argparse.Namespace) -> int:
 
 def describe_stage(kind: str, name: str, cls: type) -> str:
     """A stage's heading and one line per setting: name, type, default, limits, runtime, doc."""
-    from cast.core.settings import REQUIRED
 
     summary = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
     lines = [f"{kind} {name}: {summary}"]

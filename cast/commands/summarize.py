@@ -10,14 +10,26 @@ from pathlib import Path
 from typing import Any
 
 from cast.commands.common import add_config_arguments, config_from_args
+from cast.conversation.walker import answer_conversations
+from cast.core.config import config_path
+from cast.core.pipeline import Pipeline
+from cast.core.records import Selection, from_dict
+from cast.core.registry import build_stage
+from cast.core.resources import Resources
 from cast.errors import CastError, ConfigError, DataFormatError
+from cast.formats.textfiles import json_lines
+from cast.formats.topics import load_topics
 from cast.infra.atomic import write_text_atomic
+from cast.infra.text import count_words
+from cast.summarize import calibration as cal
+from cast.summarize.calibration import parse_grid
+from cast.summarize.seq2seq import Seq2SeqSummarizer
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_parser(subparsers: argparse._SubParsersAction, summary: str | None = None) -> None:
     parser = subparsers.add_parser(
         "calibrate",
-        help="calibrate a seq2seq summarizer's min_length to a target answer length",
+        help=summary,
         description="Sweep the summarizer's min_length on a sample of turns and keep the value whose answers "
         "average --target-words words (the paper's Figure 2). The passages come from running the config's "
         "pipeline on --topics, or from the selections of an earlier run (--answers). Writes a config that stores "
@@ -50,11 +62,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cast.core.config import config_path
-    from cast.core.registry import build_stage
-    from cast.core.resources import Resources
-    from cast.infra.text import count_words
-    from cast.summarize import calibration as cal
 
     grid = checked_grid(args)
     config = config_from_args(args)
@@ -69,7 +76,6 @@ def main(args: argparse.Namespace) -> int:
     items = sample_items(usable, args.sample, args.seed)
     if not items:
         raise CastError("no turn has selected passages with text to calibrate on")
-    from cast.summarize.seq2seq import Seq2SeqSummarizer
 
     summarizer = build_stage("summarizer", section, Resources(config))
     assert isinstance(summarizer, Seq2SeqSummarizer)  # the section names seq2seq (checked above)
@@ -100,8 +106,6 @@ def checked_grid(args: argparse.Namespace) -> list[int]:
     """The ``--min-lengths`` grid, once the numeric arguments are checked (before any model or index loads)."""
     import math
 
-    from cast.summarize.calibration import parse_grid
-
     if not (math.isfinite(args.target_words) and args.target_words > 0):
         raise ConfigError(f"--target-words must be a positive number of words, got {args.target_words:g}")
     if args.sample < 0:
@@ -116,20 +120,16 @@ def _load_items(args: argparse.Namespace, config: dict[str, Any]) -> list[tuple[
     """(query, selection) of every turn, from an answers file or by running the pipeline up to selection."""
     if args.answers:
         return read_selections(Path(args.answers))
-    from cast.core.pipeline import Pipeline
-    from cast.formats.topics import load_topics
 
     conversations = load_topics(args.topics, rewrites=args.rewrites)
     # The passages are what is calibrated on; a cheap summarizer stands in for the one being calibrated.
     selecting = {**config, "summarizer": {"name": "topk_trim"}}
-    results = Pipeline.from_config(selecting).run(conversations, progress=True)
+    results = answer_conversations(Pipeline.from_config(selecting), conversations, progress=True)
     return [(r.rewrite.answer_question, r.selection) for r in results]
 
 
 def read_selections(path: Path) -> list[tuple[str, Any]]:
     """(query, selection) of each record of an answers file (``cast run``'s ``*.answers.jsonl``)."""
-    from cast.core.records import Selection, from_dict
-    from cast.formats.textfiles import json_lines
 
     if not path.is_file():
         raise DataFormatError(path, "no such answers file")

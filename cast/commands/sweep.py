@@ -8,13 +8,16 @@ import time
 from pathlib import Path
 
 from cast.commands.common import add_config_arguments, config_from_args
+from cast.errors import CastError
+from cast.formats.topics import load_topics
 from cast.infra.cluster import add_ray_arguments, ray_options
+from cast.sweep import baseline_point, grid_points, run_sweep, sweep_report
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_parser(subparsers: argparse._SubParsersAction, summary: str | None = None) -> None:
     parser = subparsers.add_parser(
         "sweep",
-        help="run a grid of settings and compare the points",
+        help=summary,
         description="Run every combination of the --grid values over a topics file: OUTPUT/<point>.run and "
         ".answers.jsonl per point, then OUTPUT/report.md (retrieval and answer measures, significance against the "
         "baseline point), its CSVs and OUTPUT/sweep.png. Where every swept setting belongs to a stage after "
@@ -48,8 +51,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cast.formats.topics import load_topics
-    from cast.sweep import baseline_point, grid_points, run_sweep, sweep_report
 
     points = grid_points(args.grid)
     baseline_point(points, args.baseline)  # a misspelt point fails now, not after the runs
@@ -57,8 +58,6 @@ def main(args: argparse.Namespace) -> int:
     configs = {p.name: config_from_args(args, p.overrides) for p in points}
     conversations = load_topics(args.topics, rewrites=args.rewrites)
     if args.qrels is None and not any(t.response for c in conversations for t in c.turns):
-        from cast.errors import CastError
-
         # Checked before the runs: the report is what a sweep is for.
         raise CastError(
             "give --qrels: the report compares the points, and these topics have no written responses"

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 
+from cast.formats.ikat_runs import read_ikat_run, validate_ikat_run
+from cast.formats.topics import load_topics
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+
+def add_parser(subparsers: argparse._SubParsersAction, summary: str | None = None) -> None:
     parser = subparsers.add_parser(
         "validate",
-        help="check a TREC iKAT run file (2023, 2024, 2025 formats)",
+        help=summary,
         description="Check an iKAT run file against its year's schema and rules (see cast/formats/ikat_runs.py); with "
         "--topics, also that it answers every turn once. Prints each problem; exits 1 if there is any.",
     )
@@ -19,8 +22,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cast.formats.ikat_runs import read_ikat_run, validate_ikat_run
-    from cast.formats.topics import load_topics
 
     qids = None
     if args.topics:

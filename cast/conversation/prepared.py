@@ -1,17 +1,18 @@
 """Turns taken as far as re-ranking (or entity linking) once, to run the later stages under many settings.
 
-PyTerrier's ``precompute_prefix`` for our pipeline: :meth:`cast.core.pipeline.Pipeline.prepare` runs the early stages
-(PTKB, rewrite, first stage, re-rank, and with ``stop_after="link"`` the linker) over every turn and returns a
-:class:`Prepared`; :meth:`~cast.core.pipeline.Pipeline.run` with ``prepared=`` runs only selection and answering from
-it. A prepared pass records how its early stages were set (their ``describe()``), and a pipeline whose early
+PyTerrier's ``precompute_prefix`` for our pipeline: :func:`cast.conversation.walker.prepare_conversations` runs the
+early stages (PTKB, rewrite, first stage, re-rank, and with ``stop_after="link"`` the linker) over every turn and
+returns a :class:`Prepared`; :func:`~cast.conversation.walker.answer_conversations` with ``prepared=`` runs only
+selection and answering from it. A prepared pass records how its early stages were set (their ``describe()``), and a pipeline whose early
 stages differ refuses it, naming the stage: a study never mixes two retrievals unawares. Saved with
 :meth:`Prepared.save` (gzipped JSON lines), it survives the process (``cast run --prepared``, bench/answers.py).
 
 Example:
-    >>> prepared = pipeline.prepare(conversations, stop_after="link")  # doctest: +SKIP
+    >>> prepared = prepare_conversations(pipeline, conversations, stop_after="link")  # doctest: +SKIP
     >>> for gamma in (0.0, 0.25, 0.5):  # doctest: +SKIP
     ...     selector = build_stage("selector", {"name": "eg", "gamma": gamma}, resources)
-    ...     results = pipeline.with_stages(config, selector=selector).run(conversations, prepared=prepared)
+    ...     results = answer_conversations(pipeline.with_stages(config, selector=selector), conversations,
+    ...                                    prepared=prepared)
 """
 
 from __future__ import annotations
@@ -21,44 +22,23 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from cast.core.records import (
-    EntityMention,
-    PTKBSelection,
-    Rewrite,
-    ScoredPassage,
-    Turn,
-    from_dict,
-    to_dict,
-)
+from cast.core.limits import bounded_turn
+from cast.core.pipeline import STOP_POINTS
+from cast.core.records import PreparedTurn, ScoredPassage, Turn, from_dict, to_dict
+from cast.core.registry import without_runtime_settings
 from cast.errors import CastError, ConfigError, DataFormatError, excerpt
 from cast.formats.textfiles import RECORD_LINE_BYTES, input_lines, json_object
 from cast.infra.atomic import atomic_path
 
-if TYPE_CHECKING:
-    from cast.core.pipeline import Pipeline, PreparedTurn
-
 FORMAT = 1
-# Where a prepared pass may stop, and the stages it has run by then, in pipeline order. Not before re-ranking: a
-# later turn's rewrite reads an earlier turn's re-ranked top passage.
-EARLY_STAGES = {
-    "rerank": ("ptkb", "rewriter", "first_stage", "reranker"),
-    "link": ("ptkb", "rewriter", "first_stage", "reranker", "linker"),
-}
-STOP_POINTS = tuple(EARLY_STAGES)
 
 
-def early_description(pipeline: Pipeline, stop_after: str) -> dict[str, Any]:
-    """What decides a prepared pass's turns: the early stages' ``describe()``, the response rule, and (when it
-    linked) how many candidates it linked."""
-    described = pipeline.describe()
-    early = {kind: described[kind] for kind in EARLY_STAGES[stop_after] if kind in described}
-    early["history_responses"] = described["history_responses"]
-    early["index"] = described.get("index")
-    if stop_after == "link":
-        early["candidates"] = pipeline.candidates
-    return early
+class EarlyStages(Protocol):
+    """What says how a pipeline's early stages are set: a :class:`~cast.core.pipeline.Pipeline`, or a runner."""
+
+    def early_description(self, stop_after: str) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -67,7 +47,7 @@ class Prepared:
 
     Attributes:
         stop_after: ``rerank`` or ``link`` (:data:`STOP_POINTS`).
-        description: :func:`early_description` of the pipeline that prepared them.
+        description: :meth:`~cast.core.pipeline.Pipeline.early_description` of the pipeline that prepared them.
         turns: the prepared turns by qid.
     """
 
@@ -75,9 +55,9 @@ class Prepared:
     description: dict[str, Any]
     turns: dict[str, PreparedTurn]
 
-    def check(self, pipeline: Pipeline) -> None:
+    def check(self, pipeline: EarlyStages) -> None:
         """A :class:`ConfigError` if ``pipeline``'s early stages are not those that prepared the turns."""
-        found = self.difference(early_description(pipeline, self.stop_after))
+        found = self.difference(pipeline.early_description(self.stop_after))
         if found is not None:
             raise ConfigError(
                 f"the prepared turns were made with another {found}: prepare them again with this config, or "
@@ -85,10 +65,8 @@ class Prepared:
             )
 
     def difference(self, description: dict[str, Any]) -> str | None:
-        """How the early stages described by ``description`` (:func:`early_description`) differ from those that
-        prepared the turns (their :class:`~cast.core.settings.Runtime` settings aside), or None."""
-        from cast.core.registry import without_runtime_settings
-
+        """How the early stages described by ``description`` (``Pipeline.early_description``) differ from those
+        that prepared the turns (their :class:`~cast.core.settings.Runtime` settings aside), or None."""
         recorded = without_runtime_settings(json.loads(json.dumps(self.description)))
         own = without_runtime_settings(json.loads(json.dumps(description)))
         for key in dict.fromkeys([*recorded, *own]):
@@ -103,8 +81,6 @@ class Prepared:
     def check_turns(self, turns: Iterable[Turn]) -> None:
         """A :class:`ConfigError` if a prepared turn is not ``turns``' turn of its qid (other topics that reuse
         the qids: their answers would be to the prepared questions), naming the first field that differs."""
-        from cast.core.limits import bounded_turn
-
         for turn in turns:
             prepared = self.turns.get(turn.qid)
             if prepared is None:
@@ -144,7 +120,7 @@ class Prepared:
             with atomic_path(path) as tmp, tmp.open("wb") as raw, gzip.GzipFile("", "wb", fileobj=raw) as f:
                 f.write((json.dumps(header, ensure_ascii=False) + "\n").encode("utf-8"))
                 for turn in self.turns.values():
-                    f.write((json.dumps(_turn_record(turn), ensure_ascii=False) + "\n").encode("utf-8"))
+                    f.write((json.dumps(to_dict(turn), ensure_ascii=False) + "\n").encode("utf-8"))
         except OSError as e:
             raise CastError(f"cannot write the prepared turns to {path}: {e.strerror or e}") from e
         return path
@@ -178,8 +154,8 @@ class Prepared:
         turns = {}
         for number, record in lines:
             try:
-                turn = _turn_from_record(record)
-            except (KeyError, TypeError, AttributeError) as e:
+                turn = from_dict(PreparedTurn, record)
+            except TypeError as e:
                 raise DataFormatError(path, f"not a prepared turn ({e})", number) from None
             turns[turn.qid] = turn
         return cls(header["stop_after"], header["description"], turns)
@@ -195,41 +171,3 @@ def compact_ranking(ranking: Sequence[ScoredPassage], keep: int) -> tuple[Scored
 
 def _describe(value: Any) -> str:
     return "none" if value is None else json.dumps(value, sort_keys=True)
-
-
-def _turn_record(turn: PreparedTurn) -> dict[str, Any]:
-    return {
-        "turn": to_dict(turn.turn),
-        "rewrite": to_dict(turn.rewrite),
-        "ranking": [to_dict(p) for p in turn.ranking],
-        "links": None if turn.links is None else to_dict(turn.links),
-        "timings": turn.timings,
-        "input_limits": turn.input_limits,
-        "ptkb": None if turn.ptkb is None else to_dict(turn.ptkb),
-    }
-
-
-def _turn_from_record(record: dict[str, Any]) -> PreparedTurn:
-    from cast.core.pipeline import PreparedTurn, TurnLinks
-
-    links = record["links"]
-    if not all(isinstance(record[key], dict) for key in ("timings", "input_limits")):
-        raise TypeError("'timings' and 'input_limits' must be objects")
-    return PreparedTurn(
-        turn=from_dict(Turn, record["turn"]),
-        rewrite=from_dict(Rewrite, record["rewrite"]),
-        ranking=tuple(from_dict(ScoredPassage, p) for p in record["ranking"]),
-        links=None
-        if links is None
-        else TurnLinks(
-            query_entities=tuple(from_dict(EntityMention, m) for m in links["query_entities"]),
-            passage_entities={
-                pid: tuple(from_dict(EntityMention, m) for m in ms)
-                for pid, ms in links["passage_entities"].items()
-            },
-            unlinked_texts=tuple(links["unlinked_texts"]),
-        ),
-        timings=record["timings"],
-        input_limits=record["input_limits"],
-        ptkb=None if record["ptkb"] is None else from_dict(PTKBSelection, record["ptkb"]),
-    )

@@ -1,7 +1,7 @@
-"""``cast run --ray``: the pipeline spread over Ray actors, with the interface of :class:`cast.core.pipeline.Pipeline`
-that ``cast run`` uses (``describe``, ``run``, ``prepare``), so that the run writes its outputs as a local run does.
+"""The Ray runner (``--ray``): a pipeline per Ray actor, run as :class:`cast.conversation.runner.Runner` says, so
+that a run writes its outputs as a local run does.
 
-Each actor builds one Pipeline from the config and answers whole conversations with ``Pipeline.run``, so the
+Each actor builds one Pipeline from the config and walks whole conversations (:mod:`cast.conversation.walker`), so the
 turns of a conversation stay in order on one actor, each with the history a local run gives it. Conversations
 that share turns (CAsT 2022 paths share their prefixes) go to one actor together, in their order in the topics,
 so that a shared turn is answered once, by the path that reaches it first, as in a local run. Actors return
@@ -12,16 +12,19 @@ retried call (an actor died and was restarted, :mod:`cast.infra.cluster`) neithe
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from cast.core.records import Conversation
+from tqdm import tqdm
+
+from cast.conversation.prepared import Prepared
+from cast.conversation.walker import answer_conversations, prepare_conversations
+from cast.core.pipeline import Pipeline
+from cast.core.records import Conversation, TurnResult
 from cast.errors import CastError
+from cast.formats.outputs import setting_difference
 from cast.infra.cluster import RayOptions, WorkerPool, require_path
-
-if TYPE_CHECKING:
-    from cast.conversation.prepared import Prepared
 
 
 class ConversationAnswerer:
@@ -33,16 +36,14 @@ class ConversationAnswerer:
 
     def __init__(self, config: dict[str, Any]):
         self.config = config
-        self._pipeline: Any = None
+        self._pipeline: Pipeline | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_pipeline": None}
 
     @property
-    def pipeline(self) -> Any:
+    def pipeline(self) -> Pipeline:
         if self._pipeline is None:
-            from cast.core.pipeline import Pipeline
-
             if self.config.get("index"):
                 require_path(self.config["index"], "the index", "--index")
             self._pipeline = Pipeline.from_config(self.config)
@@ -58,15 +59,14 @@ class ConversationAnswerer:
         return self.pipeline.candidates
 
     def early_description(self, stop_after: str) -> dict[str, Any]:
-        from cast.conversation.prepared import early_description
-
-        return early_description(self.pipeline, stop_after)
+        return self.pipeline.early_description(stop_after)
 
     def __call__(self, job: Job) -> list[Any]:
         """The results (or, with ``job.stop_after``, the prepared turns) of the turns of the job's conversations."""
         if job.stop_after is not None:
-            return list(self.pipeline.prepare(job.conversations, stop_after=job.stop_after).turns.values())
-        return self.pipeline.run(job.conversations, done=job.done, prepared=job.prepared)
+            prepared = prepare_conversations(self.pipeline, job.conversations, stop_after=job.stop_after)
+            return list(prepared.turns.values())
+        return answer_conversations(self.pipeline, job.conversations, done=job.done, prepared=job.prepared)
 
 
 @dataclass(frozen=True)
@@ -110,9 +110,9 @@ def conversation_groups(conversations: Sequence[Conversation]) -> list[list[Conv
     return list(groups.values())
 
 
-class RayPipeline:
-    """A Pipeline per Ray actor, run like one Pipeline; every actor builds its pipeline now (models load in
-    parallel, and a worker without the index fails before any turn).
+class RayRunner:
+    """A Pipeline per Ray actor, run as one (:class:`cast.conversation.runner.Runner`); every actor builds its
+    pipeline now (models load in parallel, and a worker without the index fails before any turn).
 
     Args:
         config: the pipeline config.
@@ -129,34 +129,40 @@ class RayPipeline:
             descriptions = self.pool.call_all("describe")
             for number, description in enumerate(descriptions[1:], start=1):
                 if json.dumps(description, sort_keys=True) != json.dumps(descriptions[0], sort_keys=True):
-                    from cast.formats.outputs import _difference
-
                     raise CastError(
                         f"Ray worker {number} builds another pipeline than worker 0 "
-                        f"({_difference(descriptions[0], description)}): give every machine the same toolkit, "
+                        f"({setting_difference(descriptions[0], description)}): give every machine the same toolkit, "
                         "models and index files"
                     )
         except BaseException:
             self.close()
             raise
         self.description = descriptions[0]
-        self.candidates = self.pool.call_all("candidates")[0]
+        self._candidates = self.pool.call_all("candidates")[0]
         self.linker_reports: list[str] = []
+
+    @property
+    def candidates(self) -> int:
+        return self._candidates
 
     def describe(self) -> dict[str, Any]:
         return self.description
+
+    def early_description(self, stop_after: str) -> dict[str, Any]:
+        return self.pool.call_all("early_description", stop_after)[0]
 
     def run(
         self,
         conversations: Iterable[Conversation],
         *,
-        done: dict[str, dict[str, Any]] | None = None,
-        on_result: Callable[[Any], None] | None = None,
+        done: Mapping[str, dict[str, Any]] | None = None,
+        on_result: Callable[[TurnResult], None] | None = None,
         progress: bool = False,
         prepared: Prepared | None = None,
-    ) -> list[Any]:
-        """Answer every turn of ``conversations`` on the actors (see :meth:`cast.core.pipeline.Pipeline.run`);
-        ``on_result`` is called here, with each result of a group of conversations once the group is done."""
+    ) -> list[TurnResult]:
+        """Answer every turn of ``conversations`` on the actors (see
+        :func:`cast.conversation.walker.answer_conversations`); ``on_result`` is called here, with each result of a
+        group of conversations once the group is done."""
         done = dict(done or {})
         jobs = []
         for group in conversation_groups(list(conversations)):
@@ -171,13 +177,11 @@ class RayPipeline:
     def prepare(
         self, conversations: Iterable[Conversation], *, stop_after: str = "rerank", progress: bool = False
     ) -> Prepared:
-        """Every turn of ``conversations`` prepared on the actors (see :meth:`cast.core.pipeline.Pipeline.prepare`)."""
-        from cast.conversation.prepared import Prepared
-
+        """Every turn of ``conversations`` prepared on the actors (see
+        :func:`cast.conversation.walker.prepare_conversations`)."""
         jobs = [Job(group, stop_after=stop_after) for group in conversation_groups(list(conversations))]
         turns = self._map(jobs, set(), None, progress, "preparing turns")
-        description = self.pool.call_all("early_description", stop_after)[0]
-        return Prepared(stop_after, description, {t.qid: t for t in turns})
+        return Prepared(stop_after, self.early_description(stop_after), {t.qid: t for t in turns})
 
     def _map(
         self,
@@ -187,8 +191,6 @@ class RayPipeline:
         progress: bool,
         desc: str,
     ) -> list[Any]:
-        from tqdm import tqdm
-
         total = sum(len({t.qid for c in job.conversations for t in c.turns} - done) for job in jobs)
         items: list[Any] = []
         with tqdm(total=total, unit="turn", disable=not progress, desc=desc) as bar:

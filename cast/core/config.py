@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from cast.core.registry import STAGES
 from cast.errors import ConfigError, DataFormatError
+from cast.formats.textfiles import parse_yaml, read_yaml
 
 _PACKAGE = Path(__file__).resolve().parent.parent  # the cast package
 # The profiles: a checkout's configs/ (the folder users edit; also what an editable install reads), else the copy
@@ -48,7 +50,6 @@ def config_path(name_or_path: str | Path, referrer: Path | None = None) -> Path:
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
-    from cast.formats.textfiles import read_yaml
 
     try:
         data = read_yaml(path)
@@ -62,7 +63,6 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 def check_top_level_keys(config: dict[str, Any], source: str) -> None:
     """A :class:`ConfigError` for a key that is neither a setting nor a stage section (a typo, or a stale key)."""
-    from cast.core.registry import STAGES
 
     known = (*SETTINGS, *STAGES)
     unknown = sorted(str(key) for key in set(config) - set(known))  # YAML keys need not be strings
@@ -95,7 +95,6 @@ def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
 
 def parse_override(assignment: str) -> tuple[list[str], Any]:
     """``"a.b=1"`` -> ``(["a", "b"], 1)``; the value is parsed as YAML."""
-    from cast.formats.textfiles import parse_yaml
 
     key, sep, raw = assignment.partition("=")
     if not sep or not key.strip():

@@ -1,41 +1,38 @@
 """The per-turn pipeline: (choose PTKB statements ->) rewrite -> first stage -> re-rank -> link entities -> select passages -> answer.
 
-A turn's work is split in two (:meth:`Pipeline.prepare_batch`, :meth:`Pipeline.finish_batch`), so that a study
-can take every turn as far as re-ranking (or entity linking) once and run the later stages under many settings
-(:class:`cast.conversation.prepared.Prepared`, ``cast sweep``). Conversations are walked in lock-step by
-:mod:`cast.conversation.session`.
+A :class:`Pipeline` holds the stages of one configuration and takes batches of turns of independent
+conversations through them, each turn given the history before it: :meth:`~Pipeline.rewrite_batch`,
+:meth:`~Pipeline.prepare_batch` (as far as re-ranking, or linking), :meth:`~Pipeline.link_batch`,
+:meth:`~Pipeline.finish_batch` (the later stages) and :meth:`~Pipeline.answer_batch` (all of them). Walking
+conversations turn by turn, so that each turn gets its history, is :mod:`cast.conversation.walker`'s.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
 
-from cast.conversation.prepared import STOP_POINTS
 from cast.core.limits import bounded_history, bounded_ranking, bounded_turn
 from cast.core.records import (
-    Answer,
-    Conversation,
-    EntityMention,
-    Passage,
     PastTurn,
+    PreparedTurn,
     PTKBSelection,
     PTKBStatement,
-    Rewrite,
     ScoredPassage,
-    Selection,
     Turn,
+    TurnLinks,
+    TurnResult,
     Verification,
-    from_dict,
-    to_dict,
 )
+from cast.core.registry import STAGES, build_stage, check_section, shared_stage
 from cast.core.resources import Resources
 from cast.core.stages import (
     EntityLinker,
     FirstStage,
     PassageSelector,
+    PTKBSelector,
     Reranker,
     Rewriter,
     SelectionInput,
@@ -44,156 +41,47 @@ from cast.core.stages import (
     Verifier,
 )
 from cast.errors import CastError, ConfigError
-from cast.rewrite.ptkb import NoPTKB, PTKBSelector
-
-if TYPE_CHECKING:
-    from cast.conversation.prepared import Prepared
+from cast.index.record import index_identity
 
 STAGE_KINDS = ("rewriter", "first_stage", "reranker", "linker", "selector", "summarizer")
 # What later turns see as an earlier turn's response: the topics' canonical one, or the pipeline's own answer.
 HISTORY_RESPONSES = ("topics", "answers")
+# Where a prepared pass may stop, and the stages it has run by then, in pipeline order. Not before re-ranking: a
+# later turn's rewrite reads an earlier turn's re-ranked top passage.
+EARLY_STAGES = {
+    "rerank": ("ptkb", "rewriter", "first_stage", "reranker"),
+    "link": ("ptkb", "rewriter", "first_stage", "reranker", "linker"),
+}
+STOP_POINTS = tuple(EARLY_STAGES)
+# Each step's name (in a turn's ``timings``) and the kind of the stage it runs (what ``on_stage`` is told).
+STEP_KINDS = {
+    "ptkb": "ptkb",
+    "rewrite": "rewriter",
+    "first_stage": "first_stage",
+    "rerank": "reranker",
+    "link": "linker",
+    "select": "selector",
+    "summarize": "summarizer",
+    "verify": "verifier",
+}
 
-
-@dataclass
-class TurnResult:
-    """Everything the pipeline produced for one turn.
-
-    Attributes:
-        ranking: the re-ranked head followed by the rest of the first-stage ranking.
-        passage_entities: the entities of each candidate passage, by passage id.
-        unlinked_texts: the texts the linker could not link (its service failed): ``"query"`` and passage ids.
-        timings: wall-clock seconds per stage.
-        input_limits: the bounds of :mod:`cast.core.limits` applied to this turn's inputs: ``{what: original size}``
-            (e.g. ``{"utterance": 1000000}``); empty when none was.
-        ptkb: the PTKB statements chosen for the turn and every statement's score (iKAT topics), if any.
-        verification: how the verifier checked the generated answer's claims, where the config has one.
-    """
-
-    turn: Turn
-    rewrite: Rewrite
-    ranking: list[ScoredPassage]
-    selection: Selection
-    answer: Answer
-    query_entities: tuple[EntityMention, ...] = ()
-    passage_entities: dict[str, tuple[EntityMention, ...]] = field(default_factory=dict)
-    unlinked_texts: tuple[str, ...] = ()
-    timings: dict[str, float] = field(default_factory=dict)
-    input_limits: dict[str, int] = field(default_factory=dict)
-    ptkb: PTKBSelection | None = None
-    verification: Verification | None = None
-
-    @property
-    def qid(self) -> str:
-        return self.turn.qid
-
-    def past_turn(self, answer_as_response: bool = False) -> PastTurn:
-        """What later turns may use of this one; with ``answer_as_response``, the answer (if there is one) is
-        the turn's response, in place of the topics' canonical one."""
-        return PastTurn(
-            turn=_with_response(
-                self.turn, self.answer.text, self.answer.no_answer_reason, answer_as_response
-            ),
-            query=self.rewrite.history_query,
-            top_passage=self.ranking[0].passage if self.ranking else None,
-            query_entities=self.query_entities,
-            focus_entity=self.selection.focus_entity,
-        )
-
-    def to_record(self, top: int = 10) -> dict[str, Any]:
-        """The answers-file record: one JSON object per turn."""
-        return {
-            "qid": self.qid,
-            "topic_id": self.turn.topic_id,
-            "turn_id": self.turn.turn_id,
-            "utterance": self.turn.utterance,
-            "query": self.rewrite.query,
-            "rewrite": to_dict(self.rewrite),
-            "top_ids": [p.id for p in self.ranking[:top]],
-            "top_passage": to_dict(self.ranking[0].passage) if self.ranking else None,
-            "query_entities": [to_dict(m) for m in self.query_entities],
-            "passage_entities": {pid: [to_dict(m) for m in ms] for pid, ms in self.passage_entities.items()},
-            "unlinked_texts": list(self.unlinked_texts),
-            "selection": to_dict(self.selection),
-            "answer": to_dict(self.answer),
-            "answer_source_ids": list(self.answer.source_ids),
-            "timings": self.timings,
-            "input_limits": self.input_limits,
-            **({"ptkb_provenance": to_dict(self.ptkb)} if self.ptkb and self.ptkb.scores else {}),
-            **({"verification": to_dict(self.verification)} if self.verification else {}),
-        }
-
-
-def past_turn_from_record(turn: Turn, record: dict[str, Any], answer_as_response: bool = False) -> PastTurn:
-    """What later turns need of a turn answered in an earlier (interrupted) run."""
-    top = record.get("top_passage")
-    answer = record.get("answer") or {}
-    return PastTurn(
-        turn=_with_response(turn, answer.get("text"), answer.get("no_answer_reason"), answer_as_response),
-        query=(record.get("rewrite") or {}).get("inputs", {}).get("rewritten_query", record["query"]),
-        top_passage=from_dict(Passage, top) if top else None,
-        query_entities=tuple(from_dict(EntityMention, m) for m in record.get("query_entities", ())),
-        focus_entity=(record.get("selection") or {}).get("focus_entity"),
-    )
-
-
-def _with_response(turn: Turn, answer: str | None, no_answer_reason: str | None, use: bool) -> Turn:
-    # The answer is what the user read and refers back to ("the first one"): later turns see it as the turn's
-    # response, as CAsT 2022 topics give the canonical one (HQE's response keywords, T5's p_j).
-    return replace(turn, response=answer) if use and answer and no_answer_reason is None else turn
-
-
-@dataclass(frozen=True)
-class TurnLinks:
-    """The entities the linker found at one turn: the query's, each candidate's by passage id, and the texts it
-    could not link (``"query"`` and passage ids)."""
-
-    query_entities: tuple[EntityMention, ...] = ()
-    passage_entities: dict[str, tuple[EntityMention, ...]] = field(default_factory=dict)
-    unlinked_texts: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class PreparedTurn:
-    """A turn taken as far as re-ranking, and entity linking where the pass stopped after it: what the later
-    stages (selection, answer) start from. See :meth:`Pipeline.prepare_batch`.
-
-    Attributes:
-        ranking: the re-ranked head followed by the rest of the first-stage ranking.
-        links: the linker's entities, or ``None`` where the pass stopped after re-ranking.
-        timings: wall-clock seconds per stage run so far.
-        input_limits: as :attr:`TurnResult.input_limits`.
-        ptkb: as :attr:`TurnResult.ptkb` (``None``: no PTKB was scored).
-    """
-
-    turn: Turn
-    rewrite: Rewrite
-    ranking: tuple[ScoredPassage, ...]
-    links: TurnLinks | None = None
-    timings: dict[str, float] = field(default_factory=dict)
-    input_limits: dict[str, int] = field(default_factory=dict)
-    ptkb: PTKBSelection | None = None
-
-    @property
-    def qid(self) -> str:
-        return self.turn.qid
-
-    def past_turn(self) -> PastTurn:
-        """What later turns' early stages may use of this one (its query, top passage and query entities; the
-        topics' response: a prepared pass never sees answers)."""
-        return PastTurn(
-            turn=self.turn,
-            query=self.rewrite.history_query,
-            top_passage=self.ranking[0].passage if self.ranking else None,
-            query_entities=self.links.query_entities if self.links else (),
-        )
+Items = Sequence[tuple[Sequence[PastTurn], Turn]]
 
 
 class Pipeline:
-    """The stages of one configuration, applied turn by turn.
+    """The stages of one configuration, applied to batches of turns.
+
+    Args:
+        config: the resolved config the stages were built from (its ``history_responses``, ``index`` and
+            ``knowledge_base`` are read here).
+        ptkb: chooses each turn's PTKB statements (iKAT topics); ``None``, or the ``none`` selector: no such step.
+        verifier: checks each answer's claims; ``None``: answers go out unchecked.
+        on_stage: told each stage's kind (``rewriter``, ``first_stage``...) just before the stage runs, e.g. to
+            show progress or to stop at a stage boundary (by raising).
 
     Example:
         >>> pipe = Pipeline.from_config(load_config("offline", ["index=~/indexes/wiki"]))  # doctest: +SKIP
-        >>> results = pipe.run(load_topics("2022_evaluation_topics_flattened_duplicated_v1.0.json"))  # doctest: +SKIP
+        >>> [result] = pipe.answer_batch([([], Turn("1_1", "1", "1", "Who was Marie Curie?"))])  # doctest: +SKIP
     """
 
     def __init__(
@@ -207,6 +95,7 @@ class Pipeline:
         config: dict[str, Any] | None = None,
         ptkb: PTKBSelector | None = None,
         verifier: Verifier | None = None,
+        on_stage: Callable[[str], object] | None = None,
     ):
         self.rewriter = rewriter
         self.first_stage = first_stage
@@ -214,8 +103,9 @@ class Pipeline:
         self.linker = linker
         self.selector = selector
         self.summarizer = summarizer
-        self.ptkb = ptkb if ptkb is not None else NoPTKB()
+        self.ptkb = ptkb if ptkb is not None and ptkb.selects else None
         self.verifier = verifier
+        self.on_stage = on_stage
         self.config = config or {}
         history_responses = self.config.get("history_responses", "topics")
         if history_responses not in HISTORY_RESPONSES:
@@ -230,9 +120,9 @@ class Pipeline:
         """Build every stage named in ``config`` (models load now, so a bad name fails before any turn)."""
         resources = resources or Resources(config)
         check_config(config, resources)
-        stages = {kind: resources.stage(kind) for kind in STAGE_KINDS}
+        stages = {kind: shared_stage(kind, resources) for kind in STAGE_KINDS}
         # Optional: only iKAT topics carry a PTKB.
-        ptkb = resources.stage("ptkb") if "ptkb" in config else None
+        ptkb = shared_stage("ptkb", resources) if "ptkb" in config else None
         return cls(**stages, config=config, ptkb=ptkb, verifier=configured_verifier(config, resources))
 
     @property
@@ -245,15 +135,25 @@ class Pipeline:
         # The knowledge base is built by the selector that needs it; its settings change ER's scores.
         if self.config.get("knowledge_base") is not None:
             stages["knowledge_base"] = self.config["knowledge_base"]
-        if not isinstance(self.ptkb, NoPTKB):
+        if self.ptkb is not None:
             stages["ptkb"] = self.ptkb.describe()
         if self.verifier is not None:
             stages["verifier"] = self.verifier.describe()
         if self.config.get("index"):  # the collection searched: outputs of another one must not be mixed in
-            from cast.index.build import index_identity
-
             stages["index"] = index_identity(self.config["index"])
         return {**stages, "history_responses": "answers" if self.answers_as_responses else "topics"}
+
+    def early_description(self, stop_after: str) -> dict[str, Any]:
+        """What decides the turns a pass stopping after ``stop_after`` prepares: the early stages' ``describe()``,
+        the response rule, the index, and (where it links) how many candidates it links."""
+        check_stop_point(stop_after)
+        described = self.describe()
+        early = {kind: described[kind] for kind in EARLY_STAGES[stop_after] if kind in described}
+        early["history_responses"] = described["history_responses"]
+        early["index"] = described.get("index")
+        if stop_after == "link":
+            early["candidates"] = self.candidates
+        return early
 
     def answer_turn(
         self, history: Sequence[PastTurn], turn: Turn, ptkb: Sequence[PTKBStatement] = ()
@@ -262,18 +162,22 @@ class Pipeline:
         return self.answer_batch([(history, turn)], [ptkb])[0]
 
     def answer_batch(
-        self,
-        items: Sequence[tuple[Sequence[PastTurn], Turn]],
-        ptkbs: Sequence[Sequence[PTKBStatement]] | None = None,
+        self, items: Items, ptkbs: Sequence[Sequence[PTKBStatement]] | None = None
     ) -> list[TurnResult]:
         """Answer turns of independent conversations together (one item per conversation; ``ptkbs``: each
         conversation's PTKB statements, aligned with ``items``)."""
         prepared = self.prepare_batch(items, ptkbs)
         return self.finish_batch([(history, p) for (history, _), p in zip(items, prepared, strict=True)])
 
+    def rewrite_batch(
+        self, items: Items, ptkbs: Sequence[Sequence[PTKBStatement]] | None = None
+    ) -> list[PreparedTurn]:
+        """The rewrite step (:func:`rewrite_turns`) with this pipeline's rewriter and PTKB selector."""
+        return rewrite_turns(self.rewriter, self.ptkb, items, ptkbs, on_stage=self.on_stage)
+
     def prepare_batch(
         self,
-        items: Sequence[tuple[Sequence[PastTurn], Turn]],
+        items: Items,
         ptkbs: Sequence[Sequence[PTKBStatement]] | None = None,
         *,
         stop_after: str = "rerank",
@@ -283,34 +187,11 @@ class Pipeline:
         check_stop_point(stop_after)
         if not items:
             return []
-        ptkbs = ptkbs if ptkbs is not None else [()] * len(items)
-        timings: dict[str, float] = {}
-        applied: list[dict[str, int]] = [{} for _ in items]
-        items = [
-            (bounded_history(list(history), limits), bounded_turn(turn, limits))
-            for (history, turn), limits in zip(items, applied, strict=True)
-        ]
-        timed = _timer(timings, len(items))
-
-        def choose() -> list[PTKBSelection]:
-            return [
-                self.ptkb.select(statements, history, turn)
-                for (history, turn), statements in zip(items, ptkbs, strict=True)
-            ]
-
-        # Timed only where chosen: CAsT runs' timings stay as they were.
-        personal = choose() if isinstance(self.ptkb, NoPTKB) else timed("ptkb", choose)
-        rewrites = timed(
-            "rewrite",
-            lambda: self.rewriter.rewrite_batch(
-                [
-                    (self.ptkb.rewriter_history(history, turn, chosen), turn)
-                    for (history, turn), chosen in zip(items, personal, strict=True)
-                ]
-            ),
-        )
-        rewrites = [self.ptkb.personalise(r, p) for r, p in zip(rewrites, personal, strict=True)]
-        queries = [r.query for r in rewrites]
+        rewritten = self.rewrite_batch(items, ptkbs)
+        timings = dict(rewritten[0].timings)
+        timed = step_timer(timings, len(items), self.on_stage)
+        queries = [p.rewrite.query for p in rewritten]
+        applied = [dict(p.input_limits) for p in rewritten]
         first = timed("first_stage", lambda: self.first_stage.search_batch(queries))
         first = [bounded_ranking(ranking, limits) for ranking, limits in zip(first, applied, strict=True)]
         heads = timed(
@@ -322,22 +203,42 @@ class Pipeline:
         rankings = [tuple(merge_head(head, ranking)) for head, ranking in zip(heads, first, strict=True)]
         links: list[TurnLinks | None] = [None] * len(items)
         if stop_after == "link":
-            links = list(
-                timed("link", lambda: self._link(queries, rankings, [history for history, _ in items]))
-            )
+            histories = [bounded_history(list(history), {}) for history, _ in items]
+            links = list(timed("link", lambda: self.link_batch(queries, rankings, histories)))
         return [
-            PreparedTurn(
-                turn=turn,
-                rewrite=rewrite,
-                ranking=ranking,
-                links=turn_links,
-                timings=timings,
-                input_limits=limits,
-                ptkb=chosen if chosen.scores else None,
+            replace(p, ranking=ranking, links=turn_links, timings=timings, input_limits=limits)
+            for p, ranking, turn_links, limits in zip(rewritten, rankings, links, applied, strict=True)
+        ]
+
+    def link_batch(
+        self,
+        queries: Sequence[str],
+        rankings: Sequence[Sequence[ScoredPassage]],
+        histories: Sequence[Sequence[PastTurn]],
+    ) -> list[TurnLinks]:
+        """Each turn's entities: its query's and its candidates' (the first :attr:`candidates` of its ranking).
+
+        A query is linked after the conversation's earlier queries ("the band" after a turn about Metallica), for
+        linkers that read them; a passage carries its own context, so it is linked once, whatever the turn (the
+        conversation as a passage's context lowered EG's answers: bench/RESULTS.md)."""
+        candidates = [ranking[: self.candidates] for ranking in rankings]
+        earlier = [" ".join(past.query for past in history) for history in histories]
+        query_entities = [
+            tuple(m) for m in self.linker.link_batch(list(queries), kind="query", contexts=earlier)
+        ]
+        unlinked_queries = set(self.linker.unlinked_in_last_batch)
+        unique = {p.id: p.passage.text for cands in candidates for p in cands}
+        linked = dict(zip(unique, self.linker.link_batch(list(unique.values()), kind="passage"), strict=True))
+        passage_ids = list(unique)
+        unlinked_ids = {passage_ids[i] for i in self.linker.unlinked_in_last_batch}
+        return [
+            TurnLinks(
+                query_entities=q_ents,
+                passage_entities={p.id: tuple(linked[p.id]) for p in cands},
+                unlinked_texts=(("query",) if number in unlinked_queries else ())
+                + tuple(dict.fromkeys(p.id for p in cands if p.id in unlinked_ids)),
             )
-            for (_, turn), rewrite, ranking, turn_links, limits, chosen in zip(
-                items, rewrites, rankings, links, applied, personal, strict=True
-            )
+            for number, (q_ents, cands) in enumerate(zip(query_entities, candidates, strict=True))
         ]
 
     def finish_batch(self, items: Sequence[tuple[Sequence[PastTurn], PreparedTurn]]) -> list[TurnResult]:
@@ -346,7 +247,7 @@ class Pipeline:
         if not items:
             return []
         timings: dict[str, float] = {}
-        timed = _timer(timings, len(items))
+        timed = step_timer(timings, len(items), self.on_stage)
         histories = [bounded_history(list(history), {}) for history, _ in items]
         prepared = [p for _, p in items]
         candidates = [p.ranking[: self.candidates] for p in prepared]
@@ -357,7 +258,7 @@ class Pipeline:
             links = [p.links for p in prepared if p.links is not None]
         else:
             links = timed(
-                "link", lambda: self._link([p.rewrite.query for p in prepared], candidates, histories)
+                "link", lambda: self.link_batch([p.rewrite.query for p in prepared], candidates, histories)
             )
         selection_inputs = [
             SelectionInput(
@@ -395,15 +296,13 @@ class Pipeline:
             TurnResult(
                 turn=p.turn,
                 rewrite=p.rewrite,
-                ranking=list(p.ranking),
-                selection=selection,
-                answer=answer,
-                query_entities=turn_links.query_entities,
-                passage_entities=turn_links.passage_entities,
-                unlinked_texts=turn_links.unlinked_texts,
+                ranking=p.ranking,
+                links=turn_links,
                 timings={**p.timings, **timings},
                 input_limits=p.input_limits,
                 ptkb=p.ptkb,
+                selection=selection,
+                answer=answer,
                 verification=verification,
             )
             for p, selection, answer, turn_links, verification in zip(
@@ -411,73 +310,10 @@ class Pipeline:
             )
         ]
 
-    def _link(
-        self,
-        queries: Sequence[str],
-        rankings: Sequence[Sequence[ScoredPassage]],
-        histories: Sequence[Sequence[PastTurn]],
-    ) -> list[TurnLinks]:
-        """Each turn's entities: its query's and its candidates' (the first :attr:`candidates` of its ranking).
-
-        A query is linked after the conversation's earlier queries ("the band" after a turn about Metallica), for
-        linkers that read them; a passage carries its own context, so it is linked once, whatever the turn (the
-        conversation as a passage's context lowered EG's answers: bench/RESULTS.md, issue 13)."""
-        candidates = [ranking[: self.candidates] for ranking in rankings]
-        earlier = [" ".join(past.query for past in history) for history in histories]
-        query_entities = [
-            tuple(m) for m in self.linker.link_batch(list(queries), kind="query", contexts=earlier)
-        ]
-        unlinked_queries = set(self.linker.unlinked_in_last_batch)
-        unique = {p.id: p.passage.text for cands in candidates for p in cands}
-        linked = dict(zip(unique, self.linker.link_batch(list(unique.values()), kind="passage"), strict=True))
-        passage_ids = list(unique)
-        unlinked_ids = {passage_ids[i] for i in self.linker.unlinked_in_last_batch}
-        return [
-            TurnLinks(
-                query_entities=q_ents,
-                passage_entities={p.id: tuple(linked[p.id]) for p in cands},
-                unlinked_texts=(("query",) if number in unlinked_queries else ())
-                + tuple(dict.fromkeys(p.id for p in cands if p.id in unlinked_ids)),
-            )
-            for number, (q_ents, cands) in enumerate(zip(query_entities, candidates, strict=True))
-        ]
-
-    def run(
-        self,
-        conversations: Iterable[Conversation],
-        *,
-        done: dict[str, dict[str, Any]] | None = None,
-        on_result: Callable[[TurnResult], None] | None = None,
-        progress: bool = False,
-        prepared: Prepared | None = None,
-    ) -> list[TurnResult]:
-        """Answer every turn of ``conversations`` (see :func:`cast.conversation.session.answer_conversations`).
-
-        Args:
-            done: answers-file records of turns already answered (by qid), e.g. from an interrupted run: they
-                are not answered again, only used as history.
-            on_result: called with each new result as soon as its batch is done (to write it out).
-            progress: show a progress bar over turns.
-            prepared: the turns taken as far as re-ranking (or linking) by :meth:`prepare` with the same early
-                stages: only the later stages run.
-        """
-        from cast.conversation.session import answer_conversations
-
-        return answer_conversations(
-            self, conversations, done=done, on_result=on_result, progress=progress, prepared=prepared
-        )
-
-    def prepare(
-        self, conversations: Iterable[Conversation], *, stop_after: str = "rerank", progress: bool = False
-    ) -> Prepared:
-        """Every turn of ``conversations`` taken as far as ``stop_after`` (see :func:`cast.conversation.session.prepare`)."""
-        from cast.conversation.session import prepare
-
-        return prepare(self, conversations, stop_after=stop_after, progress=progress)
-
     def with_stages(self, config: dict[str, Any], **stages: Stage | None) -> Pipeline:
         """This pipeline with some stages replaced (the others shared, not rebuilt), under ``config``
-        (``verifier=None``: answers unchecked)."""
+        (``ptkb=None``: no PTKB step; ``verifier=None``: answers unchecked)."""
+        ptkb = stages.pop("ptkb", self.ptkb)
         verifier = stages.pop("verifier", self.verifier)
         kinds = {kind: getattr(self, kind) for kind in STAGE_KINDS}
         unknown = set(stages) - set(kinds)
@@ -488,9 +324,82 @@ class Pipeline:
         return Pipeline(
             **{**kinds, **stages},  # type: ignore[arg-type]
             config=config,
-            ptkb=self.ptkb,
+            ptkb=ptkb,  # type: ignore[arg-type]
             verifier=verifier,  # type: ignore[arg-type]
+            on_stage=self.on_stage,
         )
+
+
+def rewrite_turns(
+    rewriter: Rewriter,
+    ptkb: PTKBSelector | None,
+    items: Items,
+    ptkbs: Sequence[Sequence[PTKBStatement]] | None = None,
+    *,
+    on_stage: Callable[[str], object] | None = None,
+) -> list[PreparedTurn]:
+    """The rewrite step for turns of independent conversations: each turn's inputs bounded (:mod:`cast.core.limits`),
+    its PTKB statements chosen by ``ptkb`` (if any), its rewrite personalised with them: prepared turns without a
+    ranking. The pipeline's first step (:meth:`Pipeline.rewrite_batch`), alone for studies of rewriters and PTKB
+    selectors that need no retrieval."""
+    if not items:
+        return []
+    timings: dict[str, float] = {}
+    timed = step_timer(timings, len(items), on_stage)
+    applied: list[dict[str, int]] = [{} for _ in items]
+    items = [
+        (bounded_history(list(history), limits), bounded_turn(turn, limits))
+        for (history, turn), limits in zip(items, applied, strict=True)
+    ]
+    chosen: list[PTKBSelection | None] = [None] * len(items)
+    histories = [history for history, _ in items]
+    if ptkb is not None:  # timed only where chosen: CAsT runs' timings stay as they were
+        statements = ptkbs if ptkbs is not None else [()] * len(items)
+        selections = timed(
+            "ptkb",
+            lambda: [
+                ptkb.select(said, history, turn)
+                for (history, turn), said in zip(items, statements, strict=True)
+            ],
+        )
+        histories = [
+            ptkb.rewriter_history(history, turn, selection)
+            for (history, turn), selection in zip(items, selections, strict=True)
+        ]
+        chosen = list(selections)
+    rewrites = timed(
+        "rewrite",
+        lambda: rewriter.rewrite_batch(
+            [(history, turn) for history, (_, turn) in zip(histories, items, strict=True)]
+        ),
+    )
+    return [
+        PreparedTurn(
+            turn=turn,
+            rewrite=rewrite if ptkb is None or selection is None else ptkb.personalise(rewrite, selection),
+            timings=timings,
+            input_limits=limits,
+            ptkb=selection if selection is not None and selection.scores else None,
+        )
+        for (_, turn), rewrite, selection, limits in zip(items, rewrites, chosen, applied, strict=True)
+    ]
+
+
+def step_timer(
+    timings: dict[str, float], turns: int, on_stage: Callable[[str], object] | None = None
+) -> Callable[[str, Callable[[], Any]], Any]:
+    """``timed(step, fn)``: ``fn()`` once the step's stage kind is told to ``on_stage``, its wall-clock seconds per
+    turn recorded in ``timings[step]``."""
+
+    def timed(step: str, fn: Callable[[], Any]) -> Any:
+        if on_stage is not None:
+            on_stage(STEP_KINDS[step])
+        start = time.perf_counter()
+        out = fn()
+        timings[step] = (time.perf_counter() - start) / turns
+        return out
+
+    return timed
 
 
 def active_verifier(config: dict[str, Any]) -> dict[str, Any] | None:
@@ -504,8 +413,6 @@ def active_verifier(config: dict[str, Any]) -> dict[str, Any] | None:
 
 def configured_verifier(config: dict[str, Any], resources: Resources) -> Verifier | None:
     """The verifier ``config`` names, built from its section (with ``resources`` for its encoder and cache)."""
-    from cast.core.registry import build_stage
-
     section = active_verifier(config)
     return None if section is None else build_stage("verifier", section, resources)  # type: ignore[return-value]
 
@@ -513,8 +420,6 @@ def configured_verifier(config: dict[str, Any], resources: Resources) -> Verifie
 def check_config(config: dict[str, Any], resources: Resources) -> None:
     """A :class:`CastError` for a config that no pipeline can run: a missing section, an unknown stage or setting
     in any section (also those a pipeline builds late or not at all), or a stemmer that is not the index's."""
-    from cast.core.registry import STAGES, check_section
-
     missing = [k for k in STAGE_KINDS if k not in config]
     if missing:
         raise CastError(f"the config lacks the section(s): {', '.join(missing)}")
@@ -537,15 +442,3 @@ def merge_head(head: Sequence[ScoredPassage], ranking: Sequence[ScoredPassage]) 
         return list(ranking)
     in_head = {p.id for p in head}
     return [*head, *(p for p in ranking if p.id not in in_head)]
-
-
-def _timer(timings: dict[str, float], turns: int) -> Callable[[str, Callable[[], Any]], Any]:
-    """``timed(stage, fn)``: ``fn()``, its wall-clock seconds per turn recorded in ``timings[stage]``."""
-
-    def timed(stage: str, fn: Callable[[], Any]) -> Any:
-        start = time.perf_counter()
-        out = fn()
-        timings[stage] = (time.perf_counter() - start) / turns
-        return out
-
-    return timed

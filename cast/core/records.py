@@ -1,6 +1,9 @@
 """Typed records in the vocabulary of TREC CAsT. Ids are always ``str``.
 
-Records are frozen dataclasses; ``to_dict`` / ``from_dict`` give the JSON form used in answers files.
+Records are frozen dataclasses; ``to_dict`` / ``from_dict`` give the JSON form used in answers files and prepared
+turns. A turn goes through three records as the pipeline takes it: a :class:`PreparedTurn` (rewritten, retrieved,
+re-ranked, and possibly linked: :class:`TurnLinks`), then a :class:`TurnResult` (a prepared turn with its
+selection and answer); each says what later turns of its conversation see of it (:class:`PastTurn`).
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ import copy
 import math
 import types
 import typing
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
 
@@ -264,6 +267,132 @@ class Verification:
     original_text: str = ""
 
 
+@dataclass(frozen=True)
+class TurnLinks:
+    """The entities the linker found at one turn: the query's, each candidate's by passage id, and the texts it
+    could not link (``"query"`` and passage ids)."""
+
+    query_entities: tuple[EntityMention, ...] = ()
+    passage_entities: dict[str, tuple[EntityMention, ...]] = field(default_factory=dict)
+    unlinked_texts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PreparedTurn:
+    """A turn taken as far as re-ranking, and entity linking where the pass stopped after it: what the later
+    stages (selection, answer) start from (:meth:`cast.core.pipeline.Pipeline.prepare_batch`).
+
+    Attributes:
+        ranking: the re-ranked head followed by the rest of the first-stage ranking (empty: only rewritten).
+        links: the linker's entities, or ``None`` where the turn was not linked.
+        timings: wall-clock seconds per stage run so far.
+        input_limits: the bounds of :mod:`cast.core.limits` applied to this turn's inputs: ``{what: original
+            size}`` (e.g. ``{"utterance": 1000000}``); empty when none was.
+        ptkb: the PTKB statements chosen for the turn and every statement's score (iKAT topics), if any.
+    """
+
+    turn: Turn
+    rewrite: Rewrite
+    ranking: tuple[ScoredPassage, ...] = ()
+    links: TurnLinks | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    input_limits: dict[str, int] = field(default_factory=dict)
+    ptkb: PTKBSelection | None = None
+
+    @property
+    def qid(self) -> str:
+        return self.turn.qid
+
+    def past_turn(self) -> PastTurn:
+        """What later turns' early stages may use of this one: its query (without PTKB statements), top passage and
+        query entities, and the topics' response (a prepared turn has no answer)."""
+        return PastTurn(
+            turn=self.turn,
+            query=self.rewrite.history_query,
+            top_passage=self.ranking[0].passage if self.ranking else None,
+            query_entities=self.links.query_entities if self.links else (),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnResult(PreparedTurn):
+    """A turn answered: the prepared turn (linked), the passages chosen for the answer, and the answer.
+
+    Attributes:
+        verification: how the verifier checked the generated answer's claims, where the config has one.
+    """
+
+    links: TurnLinks = field(default_factory=TurnLinks)
+    selection: Selection
+    answer: Answer
+    verification: Verification | None = None
+
+    @property
+    def query_entities(self) -> tuple[EntityMention, ...]:
+        return self.links.query_entities
+
+    @property
+    def passage_entities(self) -> dict[str, tuple[EntityMention, ...]]:
+        return self.links.passage_entities
+
+    @property
+    def unlinked_texts(self) -> tuple[str, ...]:
+        return self.links.unlinked_texts
+
+    def past_turn(self, answer_as_response: bool = False) -> PastTurn:
+        """What later turns may use of this one (its focus entity too); with ``answer_as_response``, the answer (if
+        there is one) is the turn's response, in place of the topics' canonical one."""
+        answer = self.answer
+        return replace(
+            super().past_turn(),
+            turn=_with_response(self.turn, answer.text, answer.no_answer_reason, answer_as_response),
+            focus_entity=self.selection.focus_entity,
+        )
+
+    def to_record(self, top: int = 10) -> dict[str, Any]:
+        """The answers-file record: one JSON object per turn."""
+        return {
+            "qid": self.qid,
+            "topic_id": self.turn.topic_id,
+            "turn_id": self.turn.turn_id,
+            "utterance": self.turn.utterance,
+            "query": self.rewrite.query,
+            "rewrite": to_dict(self.rewrite),
+            "top_ids": [p.id for p in self.ranking[:top]],
+            "top_passage": to_dict(self.ranking[0].passage) if self.ranking else None,
+            "query_entities": [to_dict(m) for m in self.query_entities],
+            "passage_entities": {pid: [to_dict(m) for m in ms] for pid, ms in self.passage_entities.items()},
+            "unlinked_texts": list(self.unlinked_texts),
+            "selection": to_dict(self.selection),
+            "answer": to_dict(self.answer),
+            "answer_source_ids": list(self.answer.source_ids),
+            "timings": self.timings,
+            "input_limits": self.input_limits,
+            **({"ptkb_provenance": to_dict(self.ptkb)} if self.ptkb and self.ptkb.scores else {}),
+            **({"verification": to_dict(self.verification)} if self.verification else {}),
+        }
+
+
+def past_turn_from_record(turn: Turn, record: dict[str, Any], answer_as_response: bool = False) -> PastTurn:
+    """What later turns need of a turn answered in an earlier (interrupted) run: the inverse of
+    :meth:`TurnResult.past_turn` over its answers-file record (:meth:`TurnResult.to_record`)."""
+    top = record.get("top_passage")
+    answer = record.get("answer") or {}
+    return PastTurn(
+        turn=_with_response(turn, answer.get("text"), answer.get("no_answer_reason"), answer_as_response),
+        query=(record.get("rewrite") or {}).get("inputs", {}).get("rewritten_query", record["query"]),
+        top_passage=from_dict(Passage, top) if top else None,
+        query_entities=tuple(from_dict(EntityMention, m) for m in record.get("query_entities", ())),
+        focus_entity=(record.get("selection") or {}).get("focus_entity"),
+    )
+
+
+def _with_response(turn: Turn, answer: str | None, no_answer_reason: str | None, use: bool) -> Turn:
+    # The answer is what the user read and refers back to ("the first one"): later turns see it as the turn's
+    # response, as CAsT 2022 topics give the canonical one (HQE's response keywords, T5's p_j).
+    return replace(turn, response=answer) if use and answer and no_answer_reason is None else turn
+
+
 def to_dict(record: Any) -> dict[str, Any]:
     """The JSON-serialisable form of a record: nested records become dicts (tuples stay tuples; JSON writes them
     as lists). As :func:`dataclasses.asdict`, without its deep copy of every other value (a selection's
@@ -415,6 +544,28 @@ def _verification(d: dict) -> Verification:
     return Verification(**{**d, "claims": tuple(ClaimSupport(**c) for c in d.get("claims", ()))})
 
 
+def _links(d: dict) -> TurnLinks:
+    return TurnLinks(
+        query_entities=tuple(_mention(m) for m in d["query_entities"]),
+        passage_entities={pid: tuple(_mention(m) for m in ms) for pid, ms in d["passage_entities"].items()},
+        unlinked_texts=tuple(d["unlinked_texts"]),
+    )
+
+
+def _prepared_turn(d: dict) -> PreparedTurn:
+    if not all(isinstance(d[key], dict) for key in ("timings", "input_limits")):
+        raise TypeError("'timings' and 'input_limits' must be objects")
+    return PreparedTurn(
+        turn=_turn(d["turn"]),
+        rewrite=Rewrite(**d["rewrite"]),
+        ranking=tuple(_scored(p) for p in d["ranking"]),
+        links=None if d["links"] is None else _links(d["links"]),
+        timings=d["timings"],
+        input_limits=d["input_limits"],
+        ptkb=None if d["ptkb"] is None else _ptkb_selection(d["ptkb"]),
+    )
+
+
 _RECORD_READERS = {
     Turn: _turn,
     Passage: _passage,
@@ -426,4 +577,6 @@ _RECORD_READERS = {
     Rewrite: lambda d: Rewrite(**d),
     PTKBSelection: _ptkb_selection,
     Verification: _verification,
+    TurnLinks: _links,
+    PreparedTurn: _prepared_turn,
 }

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from cast.core.resources import Resources
+from cast.core.stages import Stage
 from cast.errors import ConfigError
-
-if TYPE_CHECKING:
-    from cast.core.resources import Resources
-    from cast.core.stages import Stage
 
 STAGES: dict[str, dict[str, str]] = {
     "rewriter": {
@@ -104,6 +102,18 @@ def build_stage(kind: str, section: dict[str, Any], resources: Resources) -> Sta
     """Build a stage from its config section (``{"name": ..., **settings}``)."""
     cls, params = _section(kind, section)
     return cls.from_config(params, resources)
+
+
+def shared_stage(kind: str, resources: Resources) -> Any:
+    """The stage configured under ``kind`` in ``resources``' config, built once and shared (a knowledge base that
+    several selectors read, say).
+
+    Raises:
+        ConfigError: the config has no such section.
+    """
+    if kind not in resources.config:
+        raise ConfigError(f"the config has no {kind!r} section, which this pipeline needs")
+    return resources.shared(("stage", kind), lambda: build_stage(kind, resources.config[kind], resources))
 
 
 def check_section(kind: str, section: Any) -> None:

@@ -1,13 +1,23 @@
-"""Things stages share, created lazily: the index, the cache, the device, and stages that other stages use."""
+"""Things stages share, created lazily: the index, the cache, the device, models, and stages that other stages use
+(built by :func:`cast.core.registry.shared_stage`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from cast.errors import ConfigError
+from cast.index.record import build_record
+from cast.infra import jvm
 from cast.infra.cache import Cache
+from cast.infra.encoder import EncoderSettings, SentenceEncoder
+from cast.infra.jvm import STEMMERS
+from cast.infra.llm import ChatClient
+from cast.infra.models import resolve_device
+
+T = TypeVar("T")
 
 
 class Resources:
@@ -20,7 +30,7 @@ class Resources:
 
     def __init__(self, config: dict[str, Any]):
         self.config = config
-        self._stages: dict[str, Any] = {}
+        self._shared: dict[Hashable, Any] = {}
         self._encoders: dict[tuple[str | None, int], Any] = {}
         self._chat_clients: dict[Any, Any] = {}
 
@@ -35,8 +45,6 @@ class Resources:
     def stemmer(self) -> str:
         """The query analyzer's stemmer: the config's, which must be the one the index was built with (where
         ``cast-build.json`` records it), since another one silently changes every query's terms."""
-        from cast.index.build import build_record
-        from cast.infra.jvm import STEMMERS
 
         stemmer = self.config.get("stemmer", "krovetz")
         if stemmer not in STEMMERS:
@@ -65,12 +73,10 @@ class Resources:
         return "cuda" if torch.cuda.is_available() else "cpu"
 
     def searcher(self) -> Any:
-        from cast.infra import jvm
 
         return jvm.searcher(str(self.index_dir), self.stemmer)
 
     def index_reader(self) -> Any:
-        from cast.infra import jvm
 
         return jvm.index_reader(str(self.index_dir))
 
@@ -80,9 +86,6 @@ class Resources:
         backend of the config's ``encoder`` section, exported into ``cache_dir/encoders``."""
         key = (model, max_seq_length)
         if key not in self._encoders:
-            from cast.infra.encoder import EncoderSettings, SentenceEncoder
-            from cast.infra.models import resolve_device
-
             settings = EncoderSettings.from_config(self.config.get("encoder"))
             cache_dir = self.config.get("cache_dir")
             exports = None if cache_dir is None else Path(cache_dir).expanduser() / "encoders"
@@ -96,17 +99,12 @@ class Resources:
         that ask the same server (one circuit breaker, one bound on requests in flight), answers kept in the
         cache."""
         if server not in self._chat_clients:
-            from cast.infra.llm import ChatClient
-
             self._chat_clients[server] = ChatClient(server, self.cache)
         return self._chat_clients[server]
 
-    def stage(self, kind: str) -> Any:
-        """The stage configured under ``kind``, built once and shared."""
-        if kind not in self._stages:
-            from cast.core.registry import build_stage
-
-            if kind not in self.config:
-                raise ConfigError(f"the config has no {kind!r} section, which this pipeline needs")
-            self._stages[kind] = build_stage(kind, self.config[kind], self)
-        return self._stages[kind]
+    def shared(self, key: Hashable, build: Callable[[], T]) -> T:
+        """What ``build()`` makes, made once under ``key`` and shared by everything built from these resources
+        (e.g. the knowledge base every selector of a sweep reads)."""
+        if key not in self._shared:
+            self._shared[key] = build()
+        return self._shared[key]

@@ -7,6 +7,7 @@ arguments: a stage's ``__init__`` signature, with its limits and docs, is its co
 
 Per turn the pipeline calls, in order::
 
+    PTKBSelector.select(statements, history, turn) -> PTKBSelection   (iKAT topics, where the config has one)
     Rewriter.rewrite(history, turn) -> Rewrite
     FirstStage.search(query, k) -> list[ScoredPassage]
     Reranker.rerank(query, passages) -> list[ScoredPassage]
@@ -14,6 +15,8 @@ Per turn the pipeline calls, in order::
     PassageSelector.select(SelectionInput) -> Selection
     Summarizer.summarize(query, selection) -> Answer
     Verifier.verify(question, selection, answer) -> (Answer, Verification)   (where the config has one)
+
+Stages that ask a chat model (the ``llm`` rewriter and summarizer) share :class:`ChatModelStage`.
 
 Each has a ``*_batch`` form that the pipeline uses; the default loops, and stages that batch (neural models,
 Lucene's threaded search) override it.
@@ -26,24 +29,25 @@ from abc import ABCMeta, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 from cast.core.records import (
     Answer,
     Conversation,
     EntityMention,
     PastTurn,
+    PTKBSelection,
+    PTKBStatement,
     Rewrite,
     ScoredPassage,
     Selection,
     Turn,
     Verification,
 )
-from cast.core.settings import Setting, check_value, stage_settings
+from cast.core.resources import Resources
+from cast.core.settings import Range, Runtime, Setting, check_value, stage_settings
 from cast.errors import ConfigError, ModelUnavailableError
-
-if TYPE_CHECKING:
-    from cast.core.resources import Resources
+from cast.infra.llm import ChatClient, ChatReply, ChatServer, Message
 
 
 class _StageType(ABCMeta):
@@ -148,6 +152,32 @@ class Rewriter(Stage):
     def check_topics(self, conversations: Sequence[Conversation]) -> None:
         """Raise a :class:`ConfigError` if some turn of ``conversations`` cannot be rewritten (e.g. it lacks the
         topic-file rewrite this rewriter reads), so that a run stops before its first turn, not in the middle."""
+
+
+class PTKBSelector(Stage):
+    """Chooses the statements of the user's personal text knowledge base (TREC iKAT) that matter at a turn, and
+    says how the rewriter and the answer generator use them."""
+
+    kind = "ptkb"
+    # False for the selector that never chooses a statement (``none``): the pipeline then leaves the step out.
+    selects: ClassVar[bool] = True
+
+    @abstractmethod
+    def select(
+        self, statements: Sequence[PTKBStatement], history: Sequence[PastTurn], turn: Turn
+    ) -> PTKBSelection:
+        """The chosen statements, best first, and every statement's score."""
+        raise NotImplementedError
+
+    def rewriter_history(
+        self, history: Sequence[PastTurn], turn: Turn, selection: PTKBSelection
+    ) -> Sequence[PastTurn]:
+        """The history the rewriter sees, given the statements chosen at this turn."""
+        return history
+
+    def personalise(self, rewrite: Rewrite, selection: PTKBSelection) -> Rewrite:
+        """``rewrite`` with the chosen statements put to use (in the query, or before the question answered)."""
+        return rewrite
 
 
 class FirstStage(Stage):
@@ -281,3 +311,65 @@ class Verifier(Stage):
         self, items: Sequence[tuple[str, Selection, Answer]]
     ) -> list[tuple[Answer, Verification | None]]:
         return [self.verify(q, s, a) for q, s, a in items]
+
+
+class ChatModelStage:
+    """What the stages that ask a chat model share: the server, the model, the decoding parameters (a mixin put
+    before the stage's kind, e.g. ``class LLMRewriter(ChatModelStage, Rewriter)``).
+
+    Args:
+        model: the model's name as the server knows it (vLLM: the Hugging Face id it serves; Ollama: its tag,
+            e.g. ``qwen2.5:7b-instruct``; llama.cpp: any name).
+        base_url: the server's OpenAI-compatible API root (vLLM ``http://localhost:8000/v1``, llama.cpp
+            ``http://localhost:8080/v1``, Ollama ``http://localhost:11434/v1``). Answers are cached by model,
+            messages and parameters, not by server.
+        api_key_env: the environment variable that holds the server's API key (its name, never the key);
+            ``null``: no key is sent.
+        temperature: the sampling temperature (0: the most likely tokens, as reproducible as the server allows).
+        seed: the sampling seed sent with every request (``null``: none).
+        timeout: seconds a request may take in all, from connecting to the last byte of the answer.
+        retries: how many times a failed request (no connection, time-out, 429, 5xx) is repeated.
+        backoff: the first wait between attempts, in seconds (doubling each time).
+        give_up_after: failed requests in a row after which the server is not asked again in the run.
+        concurrency: requests in flight at once (turns of different conversations are asked side by side).
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: Annotated[str, Runtime()] = "http://localhost:8000/v1",
+        api_key_env: Annotated[str | None, Runtime()] = None,
+        temperature: Annotated[float, Range(0, 2)] = 0.0,
+        seed: int | None = 0,
+        timeout: Annotated[float, Range(0, open_low=True), Runtime()] = 120.0,
+        retries: Annotated[int, Runtime()] = 2,
+        backoff: Annotated[float, Runtime()] = 1.0,
+        give_up_after: Annotated[int, Runtime()] = 2,
+        concurrency: Annotated[int, Range(1), Runtime()] = 4,
+        resources: Resources | None = None,
+    ):
+        if not model.strip():
+            raise ConfigError("model must name the model the server serves, got an empty name")
+        self.model = model
+        self.temperature = temperature
+        self.seed = seed
+        server = ChatServer(
+            base_url=base_url,
+            api_key_env=api_key_env,
+            timeout=timeout,
+            retries=retries,
+            backoff=backoff,
+            give_up_after=give_up_after,
+            concurrency=concurrency,
+        )
+        self.client = (
+            resources.chat_client(server) if resources is not None else ChatClient(server, cache=None)
+        )
+
+    def ask(self, conversations: Sequence[Sequence[Message]], max_tokens: int) -> list[ChatReply]:
+        """The model's answers to ``conversations`` under this stage's decoding parameters."""
+        parameters: dict[str, Any] = {"temperature": self.temperature, "max_tokens": max_tokens}
+        if self.seed is not None:
+            parameters["seed"] = self.seed
+        return self.client.complete_many(self.model, conversations, **parameters)

@@ -30,13 +30,16 @@ from typing import TYPE_CHECKING, Any
 
 from cast.core.records import Answer, AnswerSentence, Conversation
 from cast.errors import CastError, DataFormatError
+from cast.evaluate.wordnet import wordnet
 from cast.formats.textfiles import json_lines
+from cast.index.collections import read_passages
+from cast.infra import jvm
 from cast.infra.text import sentences, words
+from cast.summarize.verify import ClaimVerifier
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from cast.summarize.verify import ClaimVerifier
 
 TEXT_MEASURES = ("ROUGE-1", "ROUGE-2", "ROUGE-L", "BLEU-1", "BLEU-4", "METEOR")
 GROUNDEDNESS_MEASURES = ("grounded", "support")
@@ -174,8 +177,6 @@ def passages_from_collection(paths: Sequence[str | Path], ids: Iterable[str]) ->
     """The texts of the passages ``ids``, streamed from collection files (any format ``cast index`` reads)."""
     from tqdm import tqdm
 
-    from cast.index.collections import read_passages
-
     wanted = set(ids)
     texts: dict[str, str] = {}
     if not wanted:
@@ -192,7 +193,6 @@ def passages_from_collection(paths: Sequence[str | Path], ids: Iterable[str]) ->
 
 def passages_from_index(index_dir: str | Path, ids: Iterable[str]) -> dict[str, str]:
     """The texts of the passages ``ids`` stored in a Lucene index built by ``cast index build``."""
-    from cast.infra import jvm
 
     searcher = jvm.searcher(str(index_dir))
     texts: dict[str, str] = {}
@@ -271,8 +271,6 @@ class TextScorer:
         from nltk.translate.meteor_score import single_meteor_score
         from rouge_score.rouge_scorer import RougeScorer
         from sacrebleu.metrics import BLEU
-
-        from cast.evaluate.wordnet import wordnet
 
         self.multi_reference = multi_reference
         self._rouge = RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)

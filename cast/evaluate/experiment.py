@@ -14,14 +14,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from cast.core.config import DEFAULT_CONFIG, load_config
+from cast.core.registry import stage_class
+from cast.core.resources import Resources
 from cast.errors import CastError
-from cast.evaluate.answers import DEFAULT_REFERENCE_GRADE, DEFAULT_SUPPORT_THRESHOLD
-
-if TYPE_CHECKING:
-    from cast.evaluate.answers import AnswerEvaluation, AnswersFile
-    from cast.evaluate.retrieval import RetrievalEvaluation
+from cast.evaluate import answers as ans
+from cast.evaluate.answers import (
+    DEFAULT_REFERENCE_GRADE,
+    DEFAULT_SUPPORT_THRESHOLD,
+    AnswerEvaluation,
+    AnswersFile,
+    system_name,
+)
+from cast.evaluate.retrieval import RetrievalEvaluation, evaluate_run
+from cast.formats.runfile import read_run
+from cast.formats.topics import load_topics, read_qrels
 
 REFERENCE_KINDS = ("responses", "qrels")
 
@@ -34,9 +43,6 @@ def evaluate_runs(
     Raises:
         CastError: two files share a system name, or a run has no turn the qrels judge.
     """
-    from cast.evaluate.retrieval import evaluate_run
-    from cast.formats.runfile import read_run
-    from cast.formats.topics import read_qrels
 
     judgements = read_qrels(qrels)
     evaluations = {}
@@ -89,8 +95,6 @@ def evaluate_answer_files(
     """
     from tqdm import tqdm
 
-    from cast.evaluate import answers as ans
-
     files = [a if isinstance(a, ans.AnswersFile) else ans.read_answers(a) for a in answers]
     names = unique_names([f.path for f in files])
     kind = references or ("responses" if topics is not None else "qrels")
@@ -101,7 +105,6 @@ def evaluate_answer_files(
     if kind == "responses":
         if topics is None:
             raise CastError("--references responses needs --topics (a topics file with written responses)")
-        from cast.formats.topics import load_topics
 
         texts_by_qid = ans.response_references(load_topics(topics))
         described = f"the written responses of {Path(topics).name}"
@@ -110,7 +113,6 @@ def evaluate_answer_files(
     else:
         if qrels is None:
             raise CastError("--references qrels needs --qrels")
-        from cast.formats.topics import read_qrels
 
         reference_ids = ans.relevant_passage_ids(read_qrels(qrels), reference_grade)
         needed_ids |= {pid for ids in reference_ids.values() for pid in ids}
@@ -156,9 +158,6 @@ def evaluate_answer_files(
 def claims_verifier(settings: dict[str, Any]) -> Any:
     """A claims verifier (:class:`cast.summarize.verify.ClaimVerifier`) with ``settings``, on the default profile's cache
     and encoder (sentence embeddings are cached there)."""
-    from cast.core.config import DEFAULT_CONFIG, load_config
-    from cast.core.registry import stage_class
-    from cast.core.resources import Resources
 
     profile = load_config(DEFAULT_CONFIG)
     shared: dict[str, Any] = {
@@ -169,7 +168,6 @@ def claims_verifier(settings: dict[str, Any]) -> Any:
 
 def unique_names(paths: Sequence[str | Path]) -> list[str]:
     """The system names of ``paths``; two files with one name are an error (their rows would merge)."""
-    from cast.evaluate.answers import system_name
 
     names = [system_name(p) for p in paths]
     repeated = sorted({n for n in names if names.count(n) > 1})

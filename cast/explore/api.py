@@ -54,6 +54,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from cast.core.records import Conversation
 from cast.core.registry import STAGES, stage_class
+from cast.core.settings import Range
 from cast.errors import CastError, ServiceUnavailableError
 from cast.explore.engine import (
     MAX_TURNS,
@@ -83,7 +84,6 @@ CONTENT_SECURITY_POLICY = (
 def control(kind: str, stage: str, setting: str, cap: float) -> Any:
     """A page parameter for a stage setting: its bounds and description from the stage's declaration
     (:mod:`cast.core.settings`), at most ``cap``; a setting with no lower bound starts at 0."""
-    from cast.core.settings import Range
 
     declared = stage_class(kind, stage).settings()[setting]
     bounds = next((limit for limit in declared.limits if isinstance(limit, Range)), Range(0))

@@ -24,13 +24,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from cast.conversation.prepared import EARLY_STAGES, compact_ranking
-from cast.conversation.session import Session
-from cast.core.pipeline import STAGE_KINDS, Pipeline, TurnResult, active_verifier, check_config
-from cast.core.records import Conversation, Turn, to_dict
+from cast.conversation.prepared import compact_ranking
+from cast.conversation.walker import Step, walk
+from cast.core.pipeline import EARLY_STAGES, STAGE_KINDS, Pipeline, active_verifier, check_config
+from cast.core.records import Conversation, Turn, TurnResult, to_dict
 from cast.core.registry import build_stage, stage_class
 from cast.core.resources import Resources
 from cast.errors import CastError
+from cast.evaluate.answers import TextScorer
 from cast.explore import DEFAULT_MAX_PENDING, DEFAULT_TIME_LIMIT
 from cast.explore.views import SHOWN_PASSAGES, turn_view
 
@@ -338,24 +339,6 @@ class Job:
             callback()
 
 
-class _JobStage:
-    """A stage as one job uses it: each call reports the stage to the job and checks the job's deadline."""
-
-    def __init__(self, stage: Any, kind: str, job: Job):
-        self._stage, self._kind, self._job = stage, kind, job
-
-    def __getattr__(self, name: str) -> Any:
-        value = getattr(self._stage, name)
-        if name.startswith("_") or not callable(value) or isinstance(value, type):
-            return value
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            self._job.enter(self._kind)
-            return value(*args, **kwargs)
-
-        return call
-
-
 class Explorer:
     """The explorer's state: config, conversations, qrels, built stages, cached results and running jobs.
 
@@ -483,48 +466,53 @@ class Explorer:
         job.status = "running"
         try:
             stages = {kind: self.stage(kind, job.sections[kind], job) for kind in STAGE_KINDS}
-            # Proxies with the stages' methods: the pipeline takes them for the stages they wrap.
-            proxies: dict[str, Any] = {kind: _JobStage(stage, kind, job) for kind, stage in stages.items()}
             # The config's answer verifier, if any, checks every answer (not a live control).
             checking = active_verifier(self.config)
             verifier = self.stage("verifier", checking, job) if checking else None
-            pipeline = Pipeline(**proxies, config={**self.config, **job.sections}, verifier=verifier)
+            # Each stage reports itself to the job (and stops it past its time limit) as it starts.
+            pipeline = Pipeline(
+                **stages, config={**self.config, **job.sections}, verifier=verifier, on_stage=job.enter
+            )
             # A typed conversation has no topics' responses: what the user read is the response.
             typed = self.conversations.editable(job.conversation_id)
-            session = Session(pipeline, conversation, answers_as_responses=True if typed else None)
+            rule = True if typed else pipeline.answers_as_responses
             # Prepared turns are kept, so that changing only the selector or the generator re-runs neither
             # Lucene nor the neural models.
             stop_after = "link" if stages["selector"].needs_entities else "rerank"
-            answered: Answered | None = None
-            for number, key in enumerate(keys, start=1):
-                job.turn = number
-                answered = self.results.get(key)
-                if answered is None:
-                    turn = conversation.turns[number - 1]
-                    early = prepared_key(
-                        conversation, number, job.sections, stop_after, session.answers_as_responses
+            turns = replace(conversation, turns=conversation.turns[: len(keys)])
+            numbers = {turn.qid: number for number, turn in enumerate(turns.turns, start=1)}
+            cached = {qid: self.results.get(keys[number - 1]) for qid, number in numbers.items()}
+            done = {qid: answered.result.past_turn(rule) for qid, answered in cached.items() if answered}
+
+            def answer(steps: list[Step]) -> list[Answered]:
+                [step] = steps  # one conversation: one turn at a time
+                number = job.turn = numbers[step.turn.qid]
+                early = prepared_key(conversation, number, job.sections, stop_after, rule)
+                prepared = self._prepared.get(early)
+                if prepared is None:
+                    [prepared] = pipeline.prepare_batch(
+                        [(step.history, step.turn)], [conversation.ptkb], stop_after=stop_after
                     )
-                    prepared = self._prepared.get(early)
-                    if prepared is None:
-                        [prepared] = pipeline.prepare_batch(
-                            [(list(session.history), turn)], [conversation.ptkb], stop_after=stop_after
-                        )
-                        # Later stages and the page read the head's texts; the whole ranking's are ~1 MB a turn.
-                        keep = max(SHOWN_PASSAGES, pipeline.candidates)
-                        prepared = replace(prepared, ranking=compact_ranking(prepared.ranking, keep))
-                        self._prepared.put(early, prepared)
-                    [result] = pipeline.finish_batch([(list(session.history), prepared)])
-                    job.enter("evaluate")
-                    view = turn_view(
-                        result,
-                        number=number,
-                        reranked_depth=int(stages["reranker"].depth),
-                        qrels=self.qrels,
-                        text_scorer=self._text_scorer,
-                    )
-                    answered = Answered(replace(result, ranking=result.ranking[:SHOWN_PASSAGES]), view)
-                    self.results.put(key, answered)
-                session.add(answered.result)
+                    # Later stages and the page read the head's texts; the whole ranking's are ~1 MB a turn.
+                    keep = max(SHOWN_PASSAGES, pipeline.candidates)
+                    prepared = replace(prepared, ranking=compact_ranking(prepared.ranking, keep))
+                    self._prepared.put(early, prepared)
+                [result] = pipeline.finish_batch([(step.history, prepared)])
+                job.enter("evaluate")
+                view = turn_view(
+                    result,
+                    number=number,
+                    reranked_depth=int(stages["reranker"].depth),
+                    qrels=self.qrels,
+                    text_scorer=self._text_scorer,
+                )
+                answered = Answered(replace(result, ranking=result.ranking[:SHOWN_PASSAGES]), view)
+                self.results.put(keys[number - 1], answered)
+                return [answered]
+
+            walk([turns], answer, lambda answered: answered.result.past_turn(rule), done=done)
+            job.turn = len(keys)
+            answered = cached[turns.turns[-1].qid] or self.results.get(keys[-1])
             assert answered is not None, "a job answers at least one turn"
             job.finish(answered)
         except CastError as error:
@@ -536,7 +524,5 @@ class Explorer:
     def _text_scorer(self) -> Any:
         """ROUGE, BLEU and METEOR of an answer against references (built on first use)."""
         if self._scorer is None:
-            from cast.evaluate.answers import TextScorer
-
             self._scorer = TextScorer().score
         return self._scorer

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from cast.core.pipeline import TurnResult
-from cast.core.records import EntityMention, to_dict
+from cast.core.records import EntityMention, TurnResult, to_dict
+from cast.errors import CastError
+from cast.evaluate.retrieval import evaluate_run
+from cast.formats.outputs import run_scores
 from cast.infra.text import entity_label
 
 # Passages listed per turn (the ranking itself runs to first_stage.k, often 1000).
@@ -157,9 +159,6 @@ def evaluation(
     """Per-turn figures: retrieval measures where the turn is judged, answer measures where it has a response."""
     figures: dict[str, Any] = {}
     if judged is not None:
-        from cast.evaluate.retrieval import evaluate_run
-        from cast.formats.outputs import run_scores
-
         run = {result.qid: dict(zip((p.id for p in result.ranking), run_scores(result.ranking), strict=True))}
         per_turn = evaluate_run(run, {result.qid: judged}).per_turn
         if result.qid in per_turn.index:
@@ -167,8 +166,6 @@ def evaluation(
             figures["retrieval"] = {name: round(float(row[name]), 4) for name in ("nDCG@3", "nDCG@10")}
         figures["chosen_grades"] = {p.id: judged.get(p.id) for p in result.selection.passages}
     if result.turn.response and text_scorer is not None:
-        from cast.errors import CastError
-
         try:
             scores = text_scorer()(result.answer.text, [result.turn.response])
             figures["answer"] = {name: round(value, 2) for name, value in scores.items()}

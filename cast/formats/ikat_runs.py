@@ -34,6 +34,9 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from cast.errors import CastError
+from cast.evaluate.answers import read_answers
+from cast.formats.runfile import read_run
+from cast.formats.textfiles import RUN_JSON_BYTES, parse_json, read_text
 from cast.infra.atomic import write_lines_atomic
 
 RUN_FORMATS = ("ikat2023", "ikat2024", "ikat2025")
@@ -182,8 +185,6 @@ def write_ikat_run(
         The problems :func:`validate_ikat_run` finds in it (e.g. a turn that retrieved no passage); if there are
         any, nothing is written (and a file there before is removed: it would be taken for this run's).
     """
-    from cast.evaluate.answers import read_answers
-    from cast.formats.runfile import read_run
 
     records = read_answers(answers_path).records.values()
     lines = ikat_run(turn_outputs(read_run(run_path), records), fmt, run_name, run_type, team_id)
@@ -202,7 +203,6 @@ def read_ikat_run(path: str | Path, fmt: str) -> Any:
     Raises:
         DataFormatError: the file is missing, too large, or not (strict) JSON.
     """
-    from cast.formats.textfiles import RUN_JSON_BYTES, parse_json, read_text
 
     text = read_text(path, RUN_JSON_BYTES, "iKAT run file")
     if fmt == "ikat2025":

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from cast.core.records import ScoredPassage
+from cast.core.registry import without_runtime_settings
 from cast.errors import CastError, DataFormatError
 from cast.formats.runfile import RUN_COLUMNS, check_tag, format_query, read_run, write_run
 from cast.formats.textfiles import parse_json
@@ -253,7 +254,6 @@ def resume_conflict(
         utterances: the utterance of each turn this run answers, by qid.
         config: this run's stage settings, as its records store them (``Pipeline.describe()``).
     """
-    from cast.core.registry import without_runtime_settings
 
     # As read back from a record (tuples become lists); settings that change no output may differ.
     current = without_runtime_settings(json.loads(json.dumps(config)))
@@ -263,7 +263,7 @@ def resume_conflict(
         if record.get("utterance") != utterances[qid]:
             return f"turn {qid} had another utterance"
         recorded = record.get("config")
-        difference = _difference(
+        difference = setting_difference(
             without_runtime_settings(recorded) if isinstance(recorded, dict) else recorded, current
         )
         if difference is not None:
@@ -271,11 +271,11 @@ def resume_conflict(
     return None
 
 
-def _difference(old: Any, new: Any, key: str = "") -> str | None:
+def setting_difference(old: Any, new: Any, key: str = "") -> str | None:
     """The first setting that differs between two stage descriptions, as ``key: old -> new``."""
     if isinstance(old, dict) and isinstance(new, dict):
         for name in dict.fromkeys([*old, *new]):
-            found = _difference(old.get(name), new.get(name), f"{key}.{name}" if key else name)
+            found = setting_difference(old.get(name), new.get(name), f"{key}.{name}" if key else name)
             if found is not None:
                 return found
         return None

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from cast.errors import CastError
+
 # What the names of temporary files have before the target's suffix.
 PARTIAL = ".partial"
 # Opens a file we create for writing without following a symbolic link at its name.
@@ -64,7 +66,6 @@ def check_writable(path: str | Path, option: str) -> Path:
     Raises:
         CastError: saying why, and what to give instead.
     """
-    from cast.errors import CastError
 
     given = str(path)
     path = Path(path)

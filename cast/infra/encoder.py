@@ -27,6 +27,7 @@ from typing import Any
 
 from cast.errors import ConfigError, ModelUnavailableError
 from cast.infra.cache import Cache
+from cast.infra.models import load_sentence_transformer
 
 # How the bundled model is named in cache keys, store manifests and run descriptions (its folder varies).
 BUNDLED_MODEL_ID = "all-MiniLM-L6-v2"
@@ -157,8 +158,6 @@ class SentenceEncoder:
         self.settings = settings.on(device)
         folder = Path(model or bundled_minilm()).expanduser()
         if self.settings.backend == "torch":
-            from cast.infra.models import load_sentence_transformer
-
             self.model = load_sentence_transformer(folder, device)
             self.model.max_seq_length = max_seq_length
             self.dimension = self.model.get_embedding_dimension()

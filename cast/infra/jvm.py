@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from cast.errors import CastError, IndexUnavailableError, excerpt
+from cast.index.record import index_command
 
 _lock = threading.Lock()
 _started = False
@@ -165,7 +166,6 @@ def corrupt_index(path: str | Path, error: BaseException) -> CastError:
     """The one-line error for an index Lucene cannot read (its Java stack trace cut to its first line), with the
     command that rebuilds it; an error that is not about reading the index's files (a setting Lucene cannot use)
     says so instead: rebuilding would not help, and loses the index."""
-    from cast.index.build import index_command
 
     said = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
     if not _READ_ERRORS.search(str(error)):

@@ -5,7 +5,7 @@ A request is ``POST {base_url}/chat/completions`` with ``model``, ``messages``, 
 ``max_tokens``, streaming off. Every answer goes through the one cache (namespace ``llm``, keyed by the model, the
 messages and those parameters; not by the server, so that moving a model to another host keeps its answers),
 so a rerun or a resumed run asks nothing twice. Requests use the retrying, time-bounded HTTP client of the remote
-entity services (:class:`cast.entity.link.linkers.JsonHttpClient`): each attempt is bounded as a whole, connection errors,
+entity services (:class:`cast.infra.http.JsonHttpClient`): each attempt is bounded as a whole, connection errors,
 timeouts, 429 and 5xx answers are retried with back-off, and after ``give_up_after`` failed requests in a row the
 server is not asked again in the run. Several turns' requests are sent side by side, at most ``concurrency`` at
 once.
@@ -21,14 +21,11 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Any
 
-from cast.core.settings import Range, Runtime
 from cast.errors import ConfigError, ServiceUnavailableError
-
-if TYPE_CHECKING:
-    from cast.core.resources import Resources
-    from cast.infra.cache import Cache
+from cast.infra.cache import Cache
+from cast.infra.http import JsonHttpClient
 
 CACHE_NAMESPACE = "llm"
 ADVICE = (
@@ -74,7 +71,7 @@ class ChatServer:
         base_url: the API root, e.g. ``http://localhost:8000/v1`` (vLLM), ``http://localhost:8080/v1``
             (llama.cpp), ``http://localhost:11434/v1`` (Ollama).
         api_key_env: the environment variable holding the API key (``None``: no key is sent).
-        timeout, retries, backoff, give_up_after: see :class:`cast.entity.link.linkers.JsonHttpClient`.
+        timeout, retries, backoff, give_up_after: see :class:`cast.infra.http.JsonHttpClient`.
         concurrency: requests in flight at once.
     """
 
@@ -104,7 +101,6 @@ class ChatClient:
     """
 
     def __init__(self, server: ChatServer, cache: Cache | None):
-        from cast.entity.link.linkers import JsonHttpClient
 
         if not server.base_url.startswith(("http://", "https://")):
             raise ConfigError(f"base_url must be an http:// or https:// URL, got {server.base_url!r}")
@@ -253,65 +249,3 @@ def _reply_from_cache(value: dict[str, Any]) -> ChatReply:
         finish_reason=value.get("finish_reason"),
         cached=True,
     )
-
-
-class ChatModelStage:
-    """What the stages that ask a chat model share: the server, the model, the decoding parameters (a mixin put
-    before the stage's kind, e.g. ``class LLMRewriter(ChatModelStage, Rewriter)``).
-
-    Args:
-        model: the model's name as the server knows it (vLLM: the Hugging Face id it serves; Ollama: its tag,
-            e.g. ``qwen2.5:7b-instruct``; llama.cpp: any name).
-        base_url: the server's OpenAI-compatible API root (vLLM ``http://localhost:8000/v1``, llama.cpp
-            ``http://localhost:8080/v1``, Ollama ``http://localhost:11434/v1``). Answers are cached by model,
-            messages and parameters, not by server.
-        api_key_env: the environment variable that holds the server's API key (its name, never the key);
-            ``null``: no key is sent.
-        temperature: the sampling temperature (0: the most likely tokens, as reproducible as the server allows).
-        seed: the sampling seed sent with every request (``null``: none).
-        timeout: seconds a request may take in all, from connecting to the last byte of the answer.
-        retries: how many times a failed request (no connection, time-out, 429, 5xx) is repeated.
-        backoff: the first wait between attempts, in seconds (doubling each time).
-        give_up_after: failed requests in a row after which the server is not asked again in the run.
-        concurrency: requests in flight at once (turns of different conversations are asked side by side).
-    """
-
-    def __init__(
-        self,
-        *,
-        model: str,
-        base_url: Annotated[str, Runtime()] = "http://localhost:8000/v1",
-        api_key_env: Annotated[str | None, Runtime()] = None,
-        temperature: Annotated[float, Range(0, 2)] = 0.0,
-        seed: int | None = 0,
-        timeout: Annotated[float, Range(0, open_low=True), Runtime()] = 120.0,
-        retries: Annotated[int, Runtime()] = 2,
-        backoff: Annotated[float, Runtime()] = 1.0,
-        give_up_after: Annotated[int, Runtime()] = 2,
-        concurrency: Annotated[int, Range(1), Runtime()] = 4,
-        resources: Resources | None = None,
-    ):
-        if not model.strip():
-            raise ConfigError("model must name the model the server serves, got an empty name")
-        self.model = model
-        self.temperature = temperature
-        self.seed = seed
-        server = ChatServer(
-            base_url=base_url,
-            api_key_env=api_key_env,
-            timeout=timeout,
-            retries=retries,
-            backoff=backoff,
-            give_up_after=give_up_after,
-            concurrency=concurrency,
-        )
-        self.client = (
-            resources.chat_client(server) if resources is not None else ChatClient(server, cache=None)
-        )
-
-    def ask(self, conversations: Sequence[Sequence[Message]], max_tokens: int) -> list[ChatReply]:
-        """The model's answers to ``conversations`` under this stage's decoding parameters."""
-        parameters: dict[str, Any] = {"temperature": self.temperature, "max_tokens": max_tokens}
-        if self.seed is not None:
-            parameters["seed"] = self.seed
-        return self.client.complete_many(self.model, conversations, **parameters)

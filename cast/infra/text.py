@@ -9,11 +9,10 @@ regular expressions only: no model to load.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 from urllib.parse import unquote
 
-if TYPE_CHECKING:
-    from cast.core.records import Passage
+from cast.core.records import Passage
 
 # A sentence ends at . ! or ? (and any closing quotes/brackets) followed by white space and an upper-case
 # letter, a digit or an opening quote/bracket.

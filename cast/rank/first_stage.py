@@ -11,6 +11,7 @@ from cast.core.resources import Resources
 from cast.core.settings import Range, Runtime
 from cast.core.stages import FirstStage
 from cast.errors import CastError, EmptyUtteranceError
+from cast.infra.jvm import corrupt_index
 
 
 def passage_from_raw(docid: str, raw: str | None) -> Passage:
@@ -71,8 +72,6 @@ class LuceneFirstStage(FirstStage):
         except CastError:
             raise
         except Exception as e:  # a JavaException from a file Lucene opens only when searching (.pos, .doc...)
-            from cast.infra.jvm import corrupt_index
-
             raise corrupt_index(self.resources.index_dir, e) from e
 
     @staticmethod

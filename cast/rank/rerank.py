@@ -25,6 +25,8 @@ from cast.core.resources import Resources
 from cast.core.settings import OneOf, Range, Runtime
 from cast.core.stages import Reranker
 from cast.errors import ConfigError
+from cast.index.embeddings import EmbeddingSettings, store_for_reranker
+from cast.infra.models import load_sequence_classifier, load_tokenizer, resolve_device
 from cast.infra.text import passage_text
 from cast.rank.fusion import NORMALISATIONS, interpolate
 
@@ -130,7 +132,6 @@ class CrossEncoderReranker(FusingReranker):
         allow_download: Annotated[bool, Runtime()] = False,
         **settings: Any,
     ):
-        from cast.infra.models import load_sequence_classifier, load_tokenizer, resolve_device
 
         model = model or self.default_model
         if model is None:
@@ -239,7 +240,6 @@ class BiEncoderReranker(FusingReranker):
         embeddings: Annotated[str | None, Runtime()] = "auto",
         **settings: Any,
     ):
-        from cast.index.embeddings import EmbeddingSettings, store_for_reranker
 
         super().__init__(**settings)
         self.batch_size = batch_size

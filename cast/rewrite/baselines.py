@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cast.core.records import Conversation, PastTurn, Rewrite, Turn
+from cast.core.registry import build_stage
 from cast.core.stages import Rewriter
 from cast.errors import ConfigError, EmptyUtteranceError
 
@@ -41,8 +42,6 @@ class _TopicRewriter(Rewriter):
         self.fallback_name = fallback
         self._fallback: Rewriter | None = None
         if fallback is not None:
-            from cast.core.registry import build_stage
-
             if fallback in ("manual", "automatic"):
                 raise ConfigError(
                     f"rewriter fallback must be a rewriter that needs no topic rewrite, not {fallback!r}"

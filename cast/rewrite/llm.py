@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from cast.core.records import PastTurn, Rewrite, Turn
+from cast.core.resources import Resources
 from cast.core.settings import Range
-from cast.core.stages import Rewriter
-from cast.infra.llm import ChatModelStage
+from cast.core.stages import ChatModelStage, Rewriter
 from cast.infra.prompts import PromptTemplate
 from cast.rewrite.baselines import require_text
 from cast.rewrite.ptkb import STATEMENTS_TURN_ID
-
-if TYPE_CHECKING:
-    from cast.core.resources import Resources
 
 PLACEHOLDERS = frozenset({"conversation", "question"})
 OPTIONAL_PLACEHOLDERS = frozenset({"statements"})

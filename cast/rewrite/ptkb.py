@@ -32,8 +32,9 @@ from typing import Annotated, Any
 from cast.core.records import PastTurn, PTKBSelection, PTKBStatement, Rewrite, Turn
 from cast.core.resources import Resources
 from cast.core.settings import OneOf, Range, Runtime
-from cast.core.stages import Stage
+from cast.core.stages import PTKBSelector
 from cast.errors import ConfigError
+from cast.rank.rerank import CrossEncoderReranker
 
 REWRITE_USES = ("append", "context", "none")
 # The turn id of the statements given to a rewriter as context (``rewrite: context``): rewriters that tell the
@@ -42,8 +43,8 @@ STATEMENTS_TURN_ID = "ptkb"
 _WORD = re.compile(r"\w+")
 
 
-class PTKBSelector(Stage):
-    """Chooses the PTKB statements that matter at a turn (see the module docstring).
+class StatementSelector(PTKBSelector):
+    """Chooses the PTKB statements that matter at a turn by their scores (see the module docstring).
 
     Args:
         k: at most this many statements are chosen.
@@ -54,8 +55,6 @@ class PTKBSelector(Stage):
             ``context``, or ``none``.
         answer: give the chosen statements to the answer generator, in front of the question.
     """
-
-    kind = "ptkb"
 
     def __init__(
         self,
@@ -134,10 +133,11 @@ class PTKBSelector(Stage):
         return Rewrite(query=query, method=rewrite.method, inputs=inputs, question=question)
 
 
-class NoPTKB(PTKBSelector):
+class NoPTKB(StatementSelector):
     """Chooses no statement."""
 
     name = "none"
+    selects = False
 
     def select(
         self, statements: Sequence[PTKBStatement], history: Sequence[PastTurn], turn: Turn
@@ -145,7 +145,7 @@ class NoPTKB(PTKBSelector):
         return PTKBSelection(statements=(), scores={}, method=self.name or "none")
 
 
-class AllPTKB(PTKBSelector):
+class AllPTKB(StatementSelector):
     """Chooses every statement (``k`` and ``threshold`` still apply)."""
 
     name = "all"
@@ -184,7 +184,7 @@ def bm25_scores(query: str, documents: Sequence[str], k1: float = 1.2, b: float 
     return scores
 
 
-class BM25PTKB(PTKBSelector):
+class BM25PTKB(StatementSelector):
     """Lexical selection: BM25 over the conversation's statements.
 
     Args:
@@ -203,7 +203,7 @@ class BM25PTKB(PTKBSelector):
         return bm25_scores(query, statements, self.k1, self.b)
 
 
-class BiEncoderPTKB(PTKBSelector):
+class BiEncoderPTKB(StatementSelector):
     """Cosine of sentence embeddings, kept in the shared cache.
 
     Args:
@@ -228,7 +228,7 @@ class BiEncoderPTKB(PTKBSelector):
         return [float(v) for v in vectors[1:] @ vectors[0]]
 
 
-class CrossEncoderPTKB(PTKBSelector):
+class CrossEncoderPTKB(StatementSelector):
     """A sequence-pair classifier reads (utterance, statement); scores are probabilities of relevance.
 
     Args:
@@ -247,7 +247,6 @@ class CrossEncoderPTKB(PTKBSelector):
         allow_download: Annotated[bool, Runtime()] = False,
         **settings: Any,
     ):
-        from cast.rank.rerank import CrossEncoderReranker
 
         if model is None:
             raise ConfigError("ptkb cross_encoder needs `model`: a cross-encoder folder or Hugging Face id")

@@ -28,6 +28,8 @@ from cast.core.resources import Resources
 from cast.core.settings import OneOf, Runtime
 from cast.core.stages import Rewriter
 from cast.errors import ConfigError
+from cast.infra.decoding import BeamDecoder
+from cast.infra.models import load_seq2seq, load_tokenizer, resolve_device, special_token_wrap
 from cast.rewrite.baselines import require_text
 
 INPUT_FORMATS = ("castorini", "paper")
@@ -139,8 +141,6 @@ class T5Rewriter(Rewriter):
         decoding: Annotated[str, Runtime()] = "plain",
         allow_download: Annotated[bool, Runtime()] = False,
     ):
-        from cast.infra.decoding import BeamDecoder
-        from cast.infra.models import load_seq2seq, load_tokenizer, resolve_device, special_token_wrap
 
         if input_format == "paper" and model.rstrip("/").rsplit("/", 1)[-1] in CASTORINI_FORMAT_CHECKPOINTS:
             log.warning(

@@ -9,6 +9,7 @@ from typing import Any
 
 from cast.core.resources import Resources
 from cast.errors import ModelUnavailableError
+from cast.infra import jvm
 from cast.infra.models import load_spacy
 
 
@@ -29,7 +30,6 @@ class IndexVocabulary:
     """
 
     def __init__(self, resources: Resources):
-        from cast.infra import jvm
 
         self._reader = resources.index_reader()
         self._analyzer = jvm.analyzer(resources.stemmer)

@@ -48,11 +48,12 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
 from cast.core.records import Passage
+from cast.core.resources import Resources
 from cast.entity.builders import casing
 from cast.entity.builders.surfaces import (
     SurfaceMatcher,
@@ -62,14 +63,11 @@ from cast.entity.builders.surfaces import (
     usable_surface,
     words,
 )
+from cast.entity.inlinks import InLinkArrays
 from cast.entity.link.linkers import entity_uri
 from cast.errors import CastError, ConfigError, DataFormatError, IndexUnavailableError
 from cast.index.collections import read_passages
-
-if TYPE_CHECKING:
-    from cast.core.resources import Resources
-    from cast.entity.inlinks import InLinkArrays
-    from cast.infra.cluster import RayOptions
+from cast.infra.cluster import RayOptions, map_in_order
 
 FORMAT = 1
 
@@ -205,7 +203,6 @@ def load_dictionary(folder: Path) -> EntityDictionary:
 
 def load_postings(folder: Path) -> tuple[InLinkArrays, int]:
     """The passage postings of every entity (memory-mapped) and the number of passages of the collection."""
-    from cast.entity.inlinks import InLinkArrays
 
     dictionary = load_dictionary(folder)
     offsets = np.load(folder / OFFSETS_FILE, mmap_mode="r")
@@ -344,8 +341,6 @@ def build_entity_resources(
     titled = np.flatnonzero(article_of >= 0).astype(np.int32)
     owners = np.concatenate([owners, article_of[titled]])
     owner_passages = np.concatenate([mentions_passage, titled])
-
-    from cast.entity.inlinks import InLinkArrays
 
     arrays = InLinkArrays.from_pairs(titles, owners, owner_passages)
     data = {
@@ -558,8 +553,6 @@ def _scan(
     """What ``scanner`` finds in each chunk of the collection, in collection order (scanned here, or on Ray
     workers)."""
     from tqdm import tqdm
-
-    from cast.infra.cluster import map_in_order
 
     def chunks() -> Iterator[PassageChunk]:
         passage_iter = iter(passages)

@@ -6,8 +6,9 @@ and each becomes a mention of its most common sense, with its commonness as the 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
+from cast.core.resources import Resources
 from cast.core.settings import OneOf, Range, Runtime
 from cast.entity.builders.collection_entities import (
     load_dictionary,
@@ -16,14 +17,11 @@ from cast.entity.builders.collection_entities import (
     specificity,
 )
 from cast.entity.builders.surfaces import WORD
+from cast.entity.inlinks import InLinkArrays
 from cast.entity.link.helpers import HelperProcesses, Rebuild
 from cast.entity.link.linkers import LinkedSpan, SpanLinker, is_spans
 from cast.errors import CastError
 from cast.infra.models import load_spacy
-
-if TYPE_CHECKING:
-    from cast.core.resources import Resources
-    from cast.entity.inlinks import InLinkArrays
 
 # spaCy entity labels that are amounts, not things with an article.
 NUMERIC_LABELS = frozenset({"DATE", "TIME", "PERCENT", "MONEY", "QUANTITY", "ORDINAL", "CARDINAL"})

@@ -8,14 +8,12 @@ Nodes without a resource (the context, the document) are not entities and are sk
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
+from cast.core.resources import Resources
 from cast.core.settings import OneOf, Range, Runtime
 from cast.entity.link.linkers import ON_ERROR, LinkedSpan, RemoteLinker, locate, normalise_entity
 from cast.errors import ServiceUnavailableError
-
-if TYPE_CHECKING:
-    from cast.core.resources import Resources
 
 PUBLIC_ENDPOINT = "https://fox.demos.dice-research.org/fox"
 _FIELDS = {

@@ -3,22 +3,20 @@ persistent cache."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
+from cast.core.resources import Resources
 from cast.core.settings import OneOf, Range, Runtime
 from cast.entity.link.linkers import (
     ON_ERROR,
     LinkedSpan,
     NoEntitiesAnswer,
     RemoteLinker,
-    RequestRejected,
     locate,
     normalise_entity,
 )
 from cast.errors import ServiceUnavailableError
-
-if TYPE_CHECKING:
-    from cast.core.resources import Resources
+from cast.infra.http import RequestRejected
 
 PUBLIC_ENDPOINT = "https://api.dbpedia-spotlight.org/{language}/annotate"
 # Spotlight's answer to some texts it found nothing in (its XML result cannot be rendered as JSON): HTTP 400.

@@ -33,11 +33,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import numpy as np
 
+from cast.core.resources import Resources
 from cast.core.settings import Range, Runtime
+from cast.entity.builders.collection_entities import (
+    DICTIONARY_FILE,
+    OFFSETS_FILE,
+    EntityDictionary,
+    load_dictionary,
+    resolve_entities_dir,
+)
+from cast.entity.builders.collection_entities import entities_dir as beside_index
 from cast.entity.builders.kb import DEFAULT_KB, form_of, load_kb
 from cast.entity.builders.surfaces import stop_words, words
 from cast.entity.link.dictionary import NUMERIC_LABELS
@@ -45,10 +54,6 @@ from cast.entity.link.helpers import HelperProcesses, Rebuild
 from cast.entity.link.linkers import LinkedSpan, SpanLinker, entity_uri, is_spans
 from cast.infra.models import load_spacy
 from cast.infra.trees import TreeEnsemble, load_tree_model
-
-if TYPE_CHECKING:
-    from cast.core.resources import Resources
-    from cast.entity.builders.collection_entities import EntityDictionary
 
 MAX_WORDS = 5
 MODEL_FILE = Path(__file__).resolve().parent.parent / "data" / "wikipedia-linker.json"
@@ -201,7 +206,6 @@ class CollectionSenses:
 
     @classmethod
     def load(cls, folder: Path) -> CollectionSenses:
-        from cast.entity.builders.collection_entities import OFFSETS_FILE, load_dictionary
 
         offsets = np.load(folder / OFFSETS_FILE, mmap_mode="r")
         return cls(load_dictionary(folder), np.diff(np.asarray(offsets)))
@@ -692,8 +696,6 @@ class WikipediaLinker(SpanLinker):
 def collection_senses(
     entities_dir: str | None, resources: Resources | None
 ) -> tuple[CollectionSenses | None, str | None]:
-    from cast.entity.builders.collection_entities import DICTIONARY_FILE, resolve_entities_dir
-    from cast.entity.builders.collection_entities import entities_dir as beside_index
 
     if entities_dir == "none":
         return None, None

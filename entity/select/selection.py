@@ -30,21 +30,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import numpy as np
 
 from cast.core.records import EntityMention, Passage, ScoredPassage, Selection
+from cast.core.registry import shared_stage
+from cast.core.resources import Resources
 from cast.core.settings import OneOf, Range
-from cast.core.stages import PassageSelector, SelectionInput
+from cast.core.stages import KnowledgeBase, PassageSelector, SelectionInput
 from cast.entity.select import graph
 from cast.errors import CastError, ConfigError
 from cast.infra.text import count_words, split_sentences
 from cast.rank.fusion import interpolate
-
-if TYPE_CHECKING:
-    from cast.core.resources import Resources
-    from cast.core.stages import KnowledgeBase
 
 COMBINE_MODES = ("reorder", "interpolate")
 PASSAGE_ORDERS = ("score", "relevance")
@@ -308,7 +306,7 @@ class EntityRelatednessSelector(_SelectorBase):
     def knowledge_base(self) -> KnowledgeBase:
         if self._resources is None:
             raise ConfigError("selector er needs the pipeline's resources (for its knowledge_base)")
-        return self._resources.stage("knowledge_base")
+        return shared_stage("knowledge_base", self._resources)
 
     def _entity_scores(self, turn: _TurnEntities) -> _EntityScores:
         if not turn.query:
