@@ -104,7 +104,7 @@ def scorers(verifier_model: str | None, cache_dir: str | None) -> dict[str, tupl
 
     name = f"verifier claims ({verifier_model or 'offline'})"
     return {
-        name: (verified, verifier.threshold),
+        name: (verified, verifier.setting_values.threshold),
         "groundedness: grounded": (
             lambda k, r: groundedness(claims(r), [k], DEFAULT_SUPPORT_THRESHOLD)[0],
             1.0,

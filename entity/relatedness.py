@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
+from pydantic import Field
 
 from cast.core.resources import Resources
-from cast.core.settings import Range, Runtime
+from cast.core.settings import Runtime
 from cast.core.stages import KnowledgeBase
 from cast.entity.builders.collection_entities import load_postings, resolve_entities_dir
 from cast.entity.inlinks import InLinkArrays
@@ -163,17 +164,22 @@ class CollectionKnowledgeBase(ArrayKnowledgeBase):
     The postings come from the entity resources built next to the index (:func:`cast.entity.link.dictionary.
     build_entity_resources`); a passage mentions an entity when it contains one of the entity's surface forms
     (resolved to its most common sense, or to the passage's own article where that is a candidate), and every
-    passage mentions its own article.
-
-    Args:
-        entities_dir: the entity resources folder; by default the one next to the configured index.
-    """
+    passage mentions its own article."""
 
     name = "collection"
 
-    def __init__(self, entities_dir: str | None = None, resources: Resources | None = None):
+    class Settings(ArrayKnowledgeBase.Settings):
+        entities_dir: Annotated[
+            str | None,
+            Field(
+                description="the entity resources folder; by default the one next to the configured index."
+            ),
+        ] = None
 
-        folder = resolve_entities_dir(entities_dir, resources)
+    setting_values: Settings
+
+    def __init__(self, *, resources: Resources | None = None):
+        folder = resolve_entities_dir(self.setting_values.entities_dir, resources)
         arrays, passages = load_postings(folder)
         super().__init__(arrays, passages)
         self.entities_dir = folder
@@ -183,24 +189,31 @@ class CollectionKnowledgeBase(ArrayKnowledgeBase):
 
 
 class LinkGraphKnowledgeBase(ArrayKnowledgeBase):
-    """A local link graph: a TSV file of ``source<TAB>target`` lines (DBpedia ids, ``dbr:`` names or titles).
-
-    Args:
-        path: the TSV file (lines starting with ``#`` and holding no TAB are comments).
-        total: ``|D|``; by default the number of distinct entities in the file.
-    """
+    """A local link graph: a TSV file of ``source<TAB>target`` lines (DBpedia ids, ``dbr:`` names or titles)."""
 
     name = "link_graph"
 
-    def __init__(self, path: str, total: int | None = None):
-        graph = Path(path).expanduser()
+    class Settings(ArrayKnowledgeBase.Settings):
+        path: Annotated[
+            str,
+            Field(description="the TSV file (lines starting with ``#`` and holding no TAB are comments)."),
+        ]
+        total: Annotated[
+            int | None, Field(description="``|D|``; by default the number of distinct entities in the file.")
+        ] = None
+
+    setting_values: Settings
+
+    def __init__(self):
+        settings = self.setting_values
+        graph = Path(settings.path).expanduser()
         arrays, nodes = load_link_graph(graph)
         largest = int(np.diff(arrays.offsets).max(initial=0))
-        if total is not None and total < largest:
+        if settings.total is not None and settings.total < largest:
             raise ConfigError(
-                f"knowledge_base.total={total} is smaller than an in-link set of {graph} ({largest})"
+                f"knowledge_base.total={settings.total} is smaller than an in-link set of {graph} ({largest})"
             )
-        super().__init__(arrays, total or nodes)
+        super().__init__(arrays, settings.total or nodes)
         self.path = graph
 
     def described_extras(self) -> dict[str, Any]:
@@ -255,61 +268,70 @@ class SparqlKnowledgeBase(PairwiseKnowledgeBase):
 
     Set sizes and intersections of a whole turn are asked in two queries (``VALUES`` blocks); every answer is
     cached on disk per entity or pair, so a rerun asks nothing. Partial answers (Virtuoso's "anytime" results,
-    cut at the endpoint's time limit) are refused with a clear error, never taken or cached.
-
-    Args:
-        endpoint: the SPARQL endpoint URL.
-        total: ``|D|``; by default asked once from the endpoint (the number of entities with a page link), which
-            the public endpoint cuts short (a partial answer, refused): set it here (the paper profile does).
-        batch: the most entities or pairs asked in one query.
-        timeout, retries, backoff: see :class:`cast.infra.http.JsonHttpClient`.
-    """
+    cut at the endpoint's time limit) are refused with a clear error, never taken or cached."""
 
     name = "sparql"
 
     LINK = "<http://dbpedia.org/ontology/wikiPageWikiLink>"
 
-    def __init__(
-        self,
-        endpoint: str = "https://dbpedia.org/sparql",
-        total: int | None = None,
-        batch: Annotated[int, Range(1), Runtime()] = 50,
-        timeout: Annotated[float, Range(0, open_low=True), Runtime()] = 30.0,
-        retries: Annotated[int, Runtime()] = 3,
-        backoff: Annotated[float, Runtime()] = 1.0,
-        resources: Resources | None = None,
-    ):
+    class Settings(PairwiseKnowledgeBase.Settings):
+        endpoint: Annotated[str, Field(description="the SPARQL endpoint URL.")] = "https://dbpedia.org/sparql"
+        total: Annotated[
+            int | None,
+            Field(
+                description=(
+                    "``|D|``; by default asked once from the endpoint (the number of entities with a page link), "
+                    "which the public endpoint cuts short (a partial answer, refused): set it here (the paper "
+                    "profile does)."
+                )
+            ),
+        ] = None
+        batch: Annotated[
+            int, Field(ge=1, description="the most entities or pairs asked in one query."), Runtime()
+        ] = 50
+        timeout: Annotated[
+            float, Field(gt=0, description="see :class:`cast.infra.http.JsonHttpClient`."), Runtime()
+        ] = 30.0
+        retries: Annotated[
+            int, Field(description="see :class:`cast.infra.http.JsonHttpClient`."), Runtime()
+        ] = 3
+        backoff: Annotated[
+            float, Field(description="see :class:`cast.infra.http.JsonHttpClient`."), Runtime()
+        ] = 1.0
+
+    setting_values: Settings
+
+    def __init__(self, *, resources: Resources | None = None):
+        settings = self.setting_values
         super().__init__()
-        self.endpoint = endpoint
-        self.batch = batch
         self.http = JsonHttpClient(
             "DBpedia SPARQL",
-            timeout=timeout,
-            retries=retries,
-            backoff=backoff,
+            timeout=settings.timeout,
+            retries=settings.retries,
+            backoff=settings.backoff,
             refuse_partial=True,  # a cut-short count is wrong, and would be cached for good
             advice=SPARQL_ADVICE,
         )
         self.resources = resources
-        self._total = total
+        self._total = settings.total
 
     @property
     def total(self) -> int:
         if self._total is None:
             query = f"SELECT (COUNT(DISTINCT ?s) AS ?n) WHERE {{ ?s {self.LINK} ?o }}"
             self._total = self._cached(
-                "sparql-total", [{"endpoint": self.endpoint}], lambda _: [self._count(query)]
+                "sparql-total", [{"endpoint": self.setting_values.endpoint}], lambda _: [self._count(query)]
             )[0]
         return self._total
 
     def set_sizes(self, entities: Sequence[str]) -> list[int]:
-        inputs = [{"endpoint": self.endpoint, "entity": e} for e in entities]
+        inputs = [{"endpoint": self.setting_values.endpoint, "entity": e} for e in entities]
         return self._cached(
             "sparql-inlinks", inputs, lambda missing: self._ask_sizes([i["entity"] for i in missing])
         )
 
     def intersection_sizes(self, pairs: Sequence[tuple[str, str]]) -> list[int]:
-        inputs = [{"endpoint": self.endpoint, "a": a, "b": b} for a, b in pairs]
+        inputs = [{"endpoint": self.setting_values.endpoint, "a": a, "b": b} for a, b in pairs]
         return self._cached(
             "sparql-shared-inlinks",
             inputs,
@@ -323,8 +345,8 @@ class SparqlKnowledgeBase(PairwiseKnowledgeBase):
 
     def _ask_sizes(self, entities: list[str]) -> list[int]:
         found: dict[str, int] = {}
-        for start in range(0, len(entities), self.batch):
-            chunk = entities[start : start + self.batch]
+        for start in range(0, len(entities), self.setting_values.batch):
+            chunk = entities[start : start + self.setting_values.batch]
             values = " ".join(iri(e) for e in chunk)
             query = (
                 f"SELECT ?e (COUNT(DISTINCT ?s) AS ?n) WHERE {{ VALUES ?e {{ {values} }} ?s {self.LINK} ?e }} "
@@ -336,8 +358,8 @@ class SparqlKnowledgeBase(PairwiseKnowledgeBase):
 
     def _ask_shared(self, pairs: list[tuple[str, str]]) -> list[int]:
         found: dict[tuple[str, str], int] = {}
-        for start in range(0, len(pairs), self.batch):
-            chunk = pairs[start : start + self.batch]
+        for start in range(0, len(pairs), self.setting_values.batch):
+            chunk = pairs[start : start + self.setting_values.batch]
             values = " ".join(f"({iri(a)} {iri(b)})" for a, b in chunk)
             query = (
                 f"SELECT ?a ?b (COUNT(DISTINCT ?s) AS ?n) WHERE {{ VALUES (?a ?b) {{ {values} }} "
@@ -355,7 +377,7 @@ class SparqlKnowledgeBase(PairwiseKnowledgeBase):
         """The rows of a SELECT query's SPARQL JSON results, as ``{variable: value}``."""
         answer = self.http.request(
             "GET",
-            self.endpoint,
+            self.setting_values.endpoint,
             params={"query": query, "format": "application/sparql-results+json"},
             headers={"Accept": "application/sparql-results+json"},
         )
@@ -364,7 +386,7 @@ class SparqlKnowledgeBase(PairwiseKnowledgeBase):
             return [{var: cell["value"] for var, cell in row.items()} for row in bindings]
         except (KeyError, TypeError) as e:
             raise ServiceUnavailableError(
-                f"{self.endpoint} did not answer with SPARQL JSON results ({e}): {answer!r:.200}"
+                f"{self.setting_values.endpoint} did not answer with SPARQL JSON results ({e}): {answer!r:.200}"
             ) from e
 
 

@@ -25,11 +25,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
 
 from cast.core.records import Answer, AnswerSentence, Selection
 from cast.core.resources import Resources
-from cast.core.settings import OneOf, Range
 from cast.core.stages import Summarizer
 from cast.errors import ConfigError
 from cast.infra.text import WORD_JOINERS, count_words, split_sentences, word_tokens
@@ -47,7 +48,6 @@ STOPWORDS = frozenset(
 )
 
 
-RELEVANCE = ("overlap", "dense")
 # The reading position of a cut sentence: after every whole one.
 LAST = (math.inf, 0)
 
@@ -116,73 +116,46 @@ def smoothed_idf(documents: Sequence[frozenset[str]]) -> dict[str, float]:
     return {t: math.log(1.0 + n / d) for t, d in df.items()}
 
 
-class EntityExtractiveSummarizer(Summarizer):
-    """Extractive answers from the selected passages, by query relevance, entity coverage and novelty.
+# Settings the extractive generators share.
+Words = Annotated[int, Field(ge=1, description="the word budget of the answer.")]
+NoveltyWeight = Annotated[
+    float,
+    Field(
+        ge=0,
+        le=1,
+        description="how much overlap with the sentences already picked counts against a sentence (the "
+        "maximal-marginal-relevance trade-off), in [0, 1].",
+    ),
+]
+MinSentenceWords = Annotated[
+    int, Field(description="sentences shorter than this are not considered (headings, fragments).")
+]
+Fill = Annotated[
+    bool,
+    Field(description="complete the budget with the start of the best sentence that does not fit whole."),
+]
 
-    Args:
-        words: the word budget of the answer.
-        entity_weight: the share of entity coverage (vs query overlap) in a sentence's relevance, in [0, 1].
-        novelty_weight: how much overlap with the sentences already picked counts against a sentence (the
-            maximal-marginal-relevance trade-off), in [0, 1].
-        min_sentence_words: sentences shorter than this are not considered (headings, fragments).
-        position_weight: the share of the position prior (lead sentences of the best passages) in relevance.
+
+@dataclass(frozen=True)
+class SentencePicker:
+    """How an extractive answer is put together from the selected passages' sentences: a greedy
+    maximal-marginal-relevance choice within the word budget (see :meth:`pick`).
+
+    Attributes:
+        words: the word budget.
+        entity_weight: the share of entity coverage (vs query relevance) in a sentence's score.
+        novelty_weight: how much overlap with the sentences already picked counts against a sentence.
+        min_sentence_words: shorter sentences are not considered, unless there is nothing else.
+        position_weight: the share of the position prior (lead sentences of the best passages) in the score.
         fill: complete the budget with the start of the best sentence that does not fit whole.
-        relevance: how a sentence matches the query: ``overlap`` (idf-weighted shared words) or ``dense``
-            (cosine of sentence embeddings; needs ``resources``, embeddings kept in the shared cache).
-        model: with ``dense``, a sentence-transformers model folder; default the bundled all-MiniLM-L6-v2 (the
-            same model as the bi-encoder re-ranker's is loaded once).
-        max_seq_length: with ``dense``, texts are truncated to this many tokens.
     """
 
-    name = "entity_extractive"
-
-    def __init__(
-        self,
-        words: Annotated[int, Range(1)] = 50,
-        entity_weight: Annotated[float, Range(0, 1)] = 0.25,
-        novelty_weight: Annotated[float, Range(0, 1)] = 0.1,
-        min_sentence_words: int = 4,
-        position_weight: Annotated[float, Range(0, 1)] = 0.3,
-        fill: bool = True,
-        relevance: Annotated[str, OneOf(*RELEVANCE)] = "overlap",
-        model: str | None = None,
-        max_seq_length: int = 256,
-        resources: Resources | None = None,
-    ):
-        if relevance == "dense" and resources is None:
-            raise ConfigError(
-                "summarizer.relevance: dense needs the pipeline's resources (build it from a config)"
-            )
-        self.words = words
-        self.entity_weight = entity_weight
-        self.novelty_weight = novelty_weight
-        self.min_sentence_words = min_sentence_words
-        self.position_weight = position_weight
-        self.fill = fill
-        self.relevance = relevance
-        # Loaded at start-up, so that a missing model stops the run before any turn.
-        self.encoder = (
-            resources.sentence_encoder(model, max_seq_length) if relevance == "dense" and resources else None
-        )
-        self.cache = resources.cache if self.encoder is not None and resources else None
-
-    def described_extras(self) -> dict[str, Any]:
-        return {"model": self.encoder.model_id} if self.encoder is not None else {}
-
-    def summarize(self, query: str, selection: Selection) -> Answer:
-        source_ids = tuple(p.id for p in selection.passages)
-        candidates = self.candidates(selection)
-        if not candidates:
-            return no_answer(self, source_ids)
-        picked = self.pick(query, candidates, entity_ranks(selection))
-        sentences = tuple(AnswerSentence(c.text, c.passage_id) for c in sorted(picked, key=lambda c: c.order))
-        return Answer(
-            text=" ".join(s.text for s in sentences),
-            source_ids=source_ids,
-            generator=self.name,
-            sentences=sentences,
-            settings=self.describe(),
-        )
+    words: int
+    entity_weight: float
+    novelty_weight: float
+    min_sentence_words: int
+    position_weight: float
+    fill: bool
 
     def candidates(self, selection: Selection) -> list[Candidate]:
         """The distinct sentences of the selected passages, with their terms and entities.
@@ -193,19 +166,16 @@ class EntityExtractiveSummarizer(Summarizer):
 
     def pick(
         self,
-        query: str,
         candidates: Sequence[Candidate],
         ranks: Mapping[str, float],
-        relevance: Sequence[float] | None = None,
+        relevance: Sequence[float],
     ) -> list[Candidate]:
-        """Greedy maximal-marginal-relevance choice of sentences within the word budget (never empty).
+        """Greedy maximal-marginal-relevance choice of sentences within the word budget (never empty), given
+        each candidate's relevance to the question.
 
         Whole sentences are taken while they fit; with ``fill``, the best remaining sentence, cut to the words
         left, completes the budget (as the top-k trim baseline's answers do), so answers are as long as asked.
-        ``relevance`` gives each candidate's score where another scorer made it (default: :meth:`query_match`).
         """
-        if relevance is None:
-            relevance = self.query_match(query, candidates)
         top_rank = max(ranks.values(), default=0.0)
         picked: list[Candidate] = []
         covered: set[str] = set()
@@ -234,15 +204,6 @@ class EntityExtractiveSummarizer(Summarizer):
             remaining.remove(best)
         return picked
 
-    def query_match(self, query: str, candidates: Sequence[Candidate]) -> list[float]:
-        """Each candidate's match with the query, in [0, 1], per the ``relevance`` setting."""
-        if self.encoder is None:
-            query_terms = content_terms(query)
-            idf = smoothed_idf([c.terms for c in candidates])
-            return [query_relevance(query_terms, c.terms, idf) for c in candidates]
-        vectors = self.encoder.cached_embeddings([query, *(c.text for c in candidates)], self.cache)
-        return dense_relevance(vectors[0], vectors[1:])
-
     def _score(
         self,
         candidate: Candidate,
@@ -260,6 +221,117 @@ class EntityExtractiveSummarizer(Summarizer):
         )
         redundancy = max((overlap(candidate.terms, p.terms) for p in picked), default=0.0)
         return (1.0 - self.novelty_weight) * combined - self.novelty_weight * redundancy
+
+
+def answer_of(summarizer: Summarizer, picked: Sequence[Candidate], source_ids: tuple[str, ...]) -> Answer:
+    """The answer made of the picked sentences, in their passages' order, each attributed."""
+    sentences = tuple(AnswerSentence(c.text, c.passage_id) for c in sorted(picked, key=lambda c: c.order))
+    return Answer(
+        text=" ".join(s.text for s in sentences),
+        source_ids=source_ids,
+        generator=summarizer.name,
+        sentences=sentences,
+        settings=summarizer.describe(),
+    )
+
+
+class EntityExtractiveSummarizer(Summarizer):
+    """Extractive answers from the selected passages, by query relevance, entity coverage and novelty."""
+
+    name = "entity_extractive"
+
+    class Settings(Summarizer.Settings):
+        words: Words = 50
+        entity_weight: Annotated[
+            float,
+            Field(
+                ge=0,
+                le=1,
+                description="the share of entity coverage (vs query overlap) in a sentence's relevance, in [0, 1].",
+            ),
+        ] = 0.25
+        novelty_weight: NoveltyWeight = 0.1
+        min_sentence_words: MinSentenceWords = 4
+        position_weight: Annotated[
+            float,
+            Field(
+                ge=0,
+                le=1,
+                description="the share of the position prior (lead sentences of the best passages) in relevance.",
+            ),
+        ] = 0.3
+        fill: Fill = True
+        relevance: Annotated[
+            Literal["overlap", "dense"],
+            Field(
+                description="how a sentence matches the query: ``overlap`` (idf-weighted shared words) or "
+                "``dense`` (cosine of sentence embeddings; needs ``resources``, embeddings kept in the shared "
+                "cache)."
+            ),
+        ] = "overlap"
+        model: Annotated[
+            str | None,
+            Field(
+                description="with ``dense``, a sentence-transformers model folder; default the bundled "
+                "all-MiniLM-L6-v2 (the same model as the bi-encoder re-ranker's is loaded once)."
+            ),
+        ] = None
+        max_seq_length: Annotated[
+            int, Field(description="with ``dense``, texts are truncated to this many tokens.")
+        ] = 256
+
+    setting_values: Settings
+
+    def __init__(self, *, resources: Resources | None = None):
+        settings = self.setting_values
+        if settings.relevance == "dense" and resources is None:
+            raise ConfigError(
+                "summarizer.relevance: dense needs the pipeline's resources (build it from a config)"
+            )
+        # Loaded at start-up, so that a missing model stops the run before any turn.
+        self.encoder = (
+            resources.sentence_encoder(settings.model, settings.max_seq_length)
+            if settings.relevance == "dense" and resources
+            else None
+        )
+        self.cache = resources.cache if self.encoder is not None and resources else None
+
+    @property
+    def picker(self) -> SentencePicker:
+        settings = self.setting_values
+        return SentencePicker(
+            words=settings.words,
+            entity_weight=settings.entity_weight,
+            novelty_weight=settings.novelty_weight,
+            min_sentence_words=settings.min_sentence_words,
+            position_weight=settings.position_weight,
+            fill=settings.fill,
+        )
+
+    def described_extras(self) -> dict[str, Any]:
+        return {"model": self.encoder.model_id} if self.encoder is not None else {}
+
+    def candidates(self, selection: Selection) -> list[Candidate]:
+        """The sentences of the selected passages an answer is made of (:meth:`SentencePicker.candidates`)."""
+        return self.picker.candidates(selection)
+
+    def summarize(self, query: str, selection: Selection) -> Answer:
+        source_ids = tuple(p.id for p in selection.passages)
+        picker = self.picker
+        candidates = picker.candidates(selection)
+        if not candidates:
+            return no_answer(self, source_ids)
+        picked = picker.pick(candidates, entity_ranks(selection), self.query_match(query, candidates))
+        return answer_of(self, picked, source_ids)
+
+    def query_match(self, query: str, candidates: Sequence[Candidate]) -> list[float]:
+        """Each candidate's match with the query, in [0, 1], per the ``relevance`` setting."""
+        if self.encoder is None:
+            query_terms = content_terms(query)
+            idf = smoothed_idf([c.terms for c in candidates])
+            return [query_relevance(query_terms, c.terms, idf) for c in candidates]
+        vectors = self.encoder.cached_embeddings([query, *(c.text for c in candidates)], self.cache)
+        return dense_relevance(vectors[0], vectors[1:])
 
 
 def position_prior(passage_rank: float, sentence_index: int) -> float:

@@ -4,28 +4,27 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from pydantic import Field
+
 from cast.core.records import Answer, AnswerSentence, Selection
-from cast.core.settings import Range
 from cast.core.stages import Summarizer
 from cast.summarize import no_answer
 
 
 class TopKTrimSummarizer(Summarizer):
-    """Concatenates the selected passages in order and keeps the first ``words`` words.
-
-    Args:
-        words: the word budget of the answer.
-    """
+    """Concatenates the selected passages in order and keeps the first ``words`` words."""
 
     name = "topk_trim"
 
-    def __init__(self, words: Annotated[int, Range(1)] = 50):
-        self.words = words
+    class Settings(Summarizer.Settings):
+        words: Annotated[int, Field(ge=1, description="the word budget of the answer.")] = 50
+
+    setting_values: Settings
 
     def summarize(self, query: str, selection: Selection) -> Answer:
         source_ids = tuple(p.id for p in selection.passages)
         pieces: list[AnswerSentence] = []
-        budget = self.words
+        budget = self.setting_values.words
         for scored in selection.passages:
             if budget <= 0:
                 break

@@ -22,15 +22,21 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
+from pydantic import Field
 
-from cast.core.records import Answer, AnswerSentence, Selection
-from cast.core.settings import Range
+from cast.core.records import Answer, Selection
+from cast.core.stages import Summarizer
 from cast.infra.text import WORD_JOINERS, word_tokens
 from cast.infra.trees import TreeEnsemble, load_tree_model
 from cast.summarize import no_answer
 from cast.summarize.entity_extractive import (
     Candidate,
-    EntityExtractiveSummarizer,
+    Fill,
+    MinSentenceWords,
+    NoveltyWeight,
+    SentencePicker,
+    Words,
+    answer_of,
     content_terms,
     entity_ranks,
     query_relevance,
@@ -233,55 +239,58 @@ class SentenceScorer:
         return self.ensemble.margins(rows)
 
 
-class LearntExtractiveSummarizer(EntityExtractiveSummarizer):
-    """Extractive answers from the selected passages, sentences chosen by a learnt scorer.
-
-    Args:
-        words: the word budget of the answer.
-        novelty_weight: how much overlap with the sentences already picked counts against a sentence.
-        min_sentence_words: sentences shorter than this are not considered (headings, fragments).
-        fill: complete the budget with the start of the best sentence that does not fit whole.
-        model: a sentence scorer model file (``bench/learnt_extractive.py --train``); default the bundled one.
-    """
+class LearntExtractiveSummarizer(Summarizer):
+    """Extractive answers from the selected passages, sentences chosen by a learnt scorer."""
 
     name = "learnt_extractive"
 
-    def __init__(
-        self,
-        words: Annotated[int, Range(1)] = 50,
-        novelty_weight: Annotated[float, Range(0, 1)] = 0.1,
-        min_sentence_words: int = 4,
-        fill: bool = True,
-        model: str | None = None,
-    ):
-        # The scorer reads entity coverage and position itself: no hand-set weights on top of it.
-        super().__init__(
-            words=words,
-            entity_weight=0.0,
-            novelty_weight=novelty_weight,
-            min_sentence_words=min_sentence_words,
-            position_weight=0.0,
-            fill=fill,
-        )
+    class Settings(Summarizer.Settings):
+        words: Words = 50
+        novelty_weight: NoveltyWeight = 0.1
+        min_sentence_words: MinSentenceWords = 4
+        fill: Fill = True
+        model: Annotated[
+            str | None,
+            Field(
+                description="a sentence scorer model file (``cast train sentence-scorer``); default the bundled "
+                "one."
+            ),
+        ] = None
+
+    setting_values: Settings
+
+    def __init__(self) -> None:
+        model = self.setting_values.model
         self.model_path = Path(model).expanduser() if model else BUNDLED_MODEL
         self.scorer = SentenceScorer.load(self.model_path)
+
+    @property
+    def picker(self) -> SentencePicker:
+        # The scorer reads entity coverage and position itself: no hand-set weights on top of it.
+        settings = self.setting_values
+        return SentencePicker(
+            words=settings.words,
+            entity_weight=0.0,
+            novelty_weight=settings.novelty_weight,
+            min_sentence_words=settings.min_sentence_words,
+            position_weight=0.0,
+            fill=settings.fill,
+        )
 
     def described_extras(self) -> dict[str, Any]:
         digest = hashlib.sha256(self.model_path.read_bytes()).hexdigest()[:16]
         return {"scorer": {"file": self.model_path.name, "sha256": digest}}
 
+    def candidates(self, selection: Selection) -> list[Candidate]:
+        """The sentences of the selected passages an answer is made of (:meth:`SentencePicker.candidates`)."""
+        return self.picker.candidates(selection)
+
     def summarize(self, query: str, selection: Selection) -> Answer:
         source_ids = tuple(p.id for p in selection.passages)
-        candidates = self.candidates(selection)
+        picker = self.picker
+        candidates = picker.candidates(selection)
         if not candidates:
             return no_answer(self, source_ids)
         scores = self.scorer.scores(sentence_features(query, selection, candidates))
-        picked = self.pick(query, candidates, entity_ranks(selection), relevance=[float(s) for s in scores])
-        sentences = tuple(AnswerSentence(c.text, c.passage_id) for c in sorted(picked, key=lambda c: c.order))
-        return Answer(
-            text=" ".join(s.text for s in sentences),
-            source_ids=source_ids,
-            generator=self.name,
-            sentences=sentences,
-            settings=self.describe(),
-        )
+        picked = picker.pick(candidates, entity_ranks(selection), [float(s) for s in scores])
+        return answer_of(self, picked, source_ids)

@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Annotated, Any
 
+from pydantic import Field
+
 from cast.core.records import Answer, AnswerSentence, Selection
 from cast.core.resources import Resources
-from cast.core.settings import Range
 from cast.core.stages import ChatModelStage, Summarizer
 from cast.infra.prompts import PromptTemplate
 from cast.infra.text import count_words, passage_text, split_sentences
@@ -93,39 +94,48 @@ def says_no_answer(text: str) -> bool:
 class LLMSummarizer(ChatModelStage, Summarizer):
     """Answers with a chat model from the selected passages, each sentence attributed to the passage it cites.
 
-    See the module docstring.
-
-    Args:
-        prompt: the prompt template: a name under ``configs/prompts/`` or a file (recorded with its sha256).
-        words: the answer's length bound in words (asked of the model and enforced on its answer).
-        passage_words: each passage is cut to this many words in the prompt.
-        with_title: put each passage's title before its text.
-        max_tokens: the longest answer the model may write, in tokens (``null``: 3 per word of ``words``, +32).
-    """
+    See the module docstring."""
 
     name = "llm"
 
-    def __init__(
-        self,
-        prompt: str = "answer",
-        words: Annotated[int, Range(1)] = 50,
-        passage_words: Annotated[int, Range(1)] = 200,
-        with_title: bool = True,
-        max_tokens: Annotated[int | None, Range(1)] = None,
-        resources: Resources | None = None,
-        **settings: Any,
-    ):
-        self.template = PromptTemplate.load(prompt, PLACEHOLDERS, OPTIONAL_PLACEHOLDERS)
-        super().__init__(resources=resources, **settings)
-        self.words = words
-        self.passage_words = passage_words
-        self.with_title = with_title
-        self.max_tokens = max_tokens or 3 * words + 32
+    class Settings(ChatModelStage.Settings):
+        prompt: Annotated[
+            str,
+            Field(
+                description="the prompt template: a name under ``configs/prompts/`` or a file (recorded with its sha256)."
+            ),
+        ] = "answer"
+        words: Annotated[
+            int,
+            Field(
+                ge=1,
+                description="the answer's length bound in words (asked of the model and enforced on its answer).",
+            ),
+        ] = 50
+        passage_words: Annotated[
+            int, Field(ge=1, description="each passage is cut to this many words in the prompt.")
+        ] = 200
+        with_title: Annotated[bool, Field(description="put each passage's title before its text.")] = True
+        max_tokens: Annotated[
+            int | None,
+            Field(
+                ge=1,
+                description="the longest answer the model may write, in tokens (``null``: 3 per word of ``words``, +32).",
+            ),
+        ] = None
+
+    setting_values: Settings
+
+    def __init__(self, *, resources: Resources | None = None):
+        settings = self.setting_values
+        self.template = PromptTemplate.load(settings.prompt, PLACEHOLDERS, OPTIONAL_PLACEHOLDERS)
+        super().__init__(resources=resources)
+        self.max_tokens = settings.max_tokens or 3 * settings.words + 32
 
     @property
     def generator(self) -> str:
         """The name answers record: the stage and its model."""
-        return f"{self.name}:{self.model}"
+        return f"{self.name}:{self.setting_values.model}"
 
     def described_extras(self) -> dict[str, Any]:
         return {"prompt_sha256": self.template.sha256, "max_tokens": self.max_tokens}
@@ -134,10 +144,14 @@ class LLMSummarizer(ChatModelStage, Summarizer):
         """The chat messages for ``question`` over the selected passages."""
         numbered = []
         for number, scored in enumerate(selection.passages, start=1):
-            words = passage_text(scored.passage, self.with_title).split()
-            cut = " ".join(words[: self.passage_words]) + (" …" if len(words) > self.passage_words else "")
+            words = passage_text(scored.passage, self.setting_values.with_title).split()
+            cut = " ".join(words[: self.setting_values.passage_words]) + (
+                " …" if len(words) > self.setting_values.passage_words else ""
+            )
             numbered.append(f"[{number}] {cut}")
-        return self.template.render(passages="\n".join(numbered), question=question, words=str(self.words))
+        return self.template.render(
+            passages="\n".join(numbered), question=question, words=str(self.setting_values.words)
+        )
 
     def summarize(self, query: str, selection: Selection) -> Answer:
         return self.summarize_batch([(query, selection)])[0]
@@ -154,7 +168,9 @@ class LLMSummarizer(ChatModelStage, Summarizer):
                 answers.append(no_answer(self, source_ids, generator=self.generator))
                 continue
             settings = {**self.describe(), "usage": reply.usage()}
-            sentences, cut = within_words(attributed_sentences(reply.text, source_ids), self.words)
+            sentences, cut = within_words(
+                attributed_sentences(reply.text, source_ids), self.setting_values.words
+            )
             if says_no_answer(reply.text) or not sentences:
                 reason = (
                     "the model found no answer in the passages"

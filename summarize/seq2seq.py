@@ -15,14 +15,15 @@ tokens of ``plain`` faster on a GPU.
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Sequence
 from typing import Annotated, Any
 
+from pydantic import Field
+
 from cast.core.records import Answer, AnswerSentence, Selection
 from cast.core.resources import Resources
-from cast.core.settings import Range, Runtime
+from cast.core.settings import Runtime
 from cast.core.stages import Summarizer
 from cast.errors import ConfigError
 from cast.infra.decoding import BeamDecoder
@@ -55,94 +56,130 @@ def model_input(query: str, selection: Selection, *, with_query: bool, prefix: s
 
 
 class Seq2SeqSummarizer(Summarizer):
-    """Answers written by a sequence-to-sequence model from the selected passages.
-
-    Args:
-        model: a Hugging Face model id (in the local cache) or a local folder: ``t5-base``,
-            ``facebook/bart-large-cnn``, ``google/pegasus-cnn_dailymail``.
-        min_length: the minimum answer length in decoder tokens (set by ``cast calibrate``).
-        num_beams: beams of the beam search.
-        no_repeat_ngram_size: no n-gram of this size appears twice in an answer.
-        early_stopping: stop a turn's search as soon as ``num_beams`` answers are complete.
-        with_query: put the query in front of the passages ("wQ").
-        prefix: text put in front of the input; by default the model's own summarization prefix
-            (``summarize: `` for T5), else none.
-        max_input_tokens: the input limit in tokens; by default the model's (512 for T5, 1024 for BART/PEGASUS).
-        batch_size: turns decoded together.
-        device: ``auto``, ``cpu``, ``cuda``...; by default the pipeline's ``device``.
-        dtype: ``auto`` (float32 on CPU, bfloat16 on a GPU), ``float32``, ``float16`` or ``bfloat16``.
-        decoding: ``plain`` (transformers' ``generate()`` as is), ``static`` (a fixed-shape KV cache) or
-            ``compiled`` (that cache with the decoder step compiled into CUDA graphs: for a GPU); the same
-            answers, see :class:`BeamDecoder`.
-        allow_download: let transformers fetch the model if it is not available locally.
-    """
+    """Answers written by a sequence-to-sequence model from the selected passages."""
 
     name = "seq2seq"
 
-    def __init__(
-        self,
-        model: str = "facebook/bart-large-cnn",
-        min_length: int = 0,
-        num_beams: Annotated[int, Range(1)] = 4,
-        no_repeat_ngram_size: int = 3,
-        early_stopping: bool = True,
-        with_query: bool = False,
-        prefix: str | None = None,
-        max_input_tokens: Annotated[int | None, Range(1)] = None,
-        batch_size: Annotated[int, Range(1), Runtime()] = 8,
-        device: Annotated[str | None, Runtime()] = None,
-        dtype: str = "auto",
-        decoding: Annotated[str, Runtime()] = "plain",
-        allow_download: Annotated[bool, Runtime()] = False,
-        resources: Resources | None = None,
-    ):
+    class Settings(Summarizer.Settings):
+        model: Annotated[
+            str,
+            Field(
+                description=(
+                    "a Hugging Face model id (in the local cache) or a local folder: ``t5-base``, "
+                    "``facebook/bart-large-cnn``, ``google/pegasus-cnn_dailymail``."
+                )
+            ),
+        ] = "facebook/bart-large-cnn"
+        min_length: Annotated[
+            int, Field(description="the minimum answer length in decoder tokens (set by ``cast calibrate``).")
+        ] = 0
+        num_beams: Annotated[int, Field(ge=1, description="beams of the beam search.")] = 4
+        no_repeat_ngram_size: Annotated[
+            int, Field(description="no n-gram of this size appears twice in an answer.")
+        ] = 3
+        early_stopping: Annotated[
+            bool, Field(description="stop a turn's search as soon as ``num_beams`` answers are complete.")
+        ] = True
+        with_query: Annotated[bool, Field(description='put the query in front of the passages ("wQ").')] = (
+            False
+        )
+        prefix: Annotated[
+            str | None,
+            Field(
+                description=(
+                    "text put in front of the input; by default the model's own summarization prefix "
+                    "(``summarize: `` for T5), else none."
+                )
+            ),
+        ] = None
+        max_input_tokens: Annotated[
+            int | None,
+            Field(
+                ge=1,
+                description="the input limit in tokens; by default the model's (512 for T5, 1024 for BART/PEGASUS).",
+            ),
+        ] = None
+        batch_size: Annotated[int, Field(ge=1, description="turns decoded together."), Runtime()] = 8
+        device: Annotated[
+            str | None,
+            Field(description="``auto``, ``cpu``, ``cuda``...; by default the pipeline's ``device``."),
+            Runtime(),
+        ] = None
+        dtype: Annotated[
+            str,
+            Field(
+                description="``auto`` (float32 on CPU, bfloat16 on a GPU), ``float32``, ``float16`` or ``bfloat16``."
+            ),
+        ] = "auto"
+        decoding: Annotated[
+            str,
+            Field(
+                description=(
+                    "``plain`` (transformers' ``generate()`` as is), ``static`` (a fixed-shape KV cache) or "
+                    "``compiled`` (that cache with the decoder step compiled into CUDA graphs: for a GPU); the "
+                    "same answers, see :class:`BeamDecoder`."
+                )
+            ),
+            Runtime(),
+        ] = "plain"
+        allow_download: Annotated[
+            bool,
+            Field(description="let transformers fetch the model if it is not available locally."),
+            Runtime(),
+        ] = False
 
-        self.model_name = model
-        self.min_length = min_length
-        self.num_beams = num_beams
-        self.no_repeat_ngram_size = no_repeat_ngram_size
-        self.early_stopping = early_stopping
-        self.with_query = with_query
-        self.batch_size = batch_size
+    setting_values: Settings
+
+    def __init__(self, *, resources: Resources | None = None):
+        settings = self.setting_values
+        device = settings.device
         if device is None:
             device = resources.device if resources is not None else "auto"
         self.device = resolve_device(device)
-        self.tokenizer = load_tokenizer(model, allow_download=allow_download)
-        self.model = load_seq2seq(model, self.device, dtype, allow_download=allow_download)
-        self.prefix = default_prefix(self.model.config) if prefix is None else prefix
+        self.tokenizer = load_tokenizer(settings.model, allow_download=settings.allow_download)
+        self.model = load_seq2seq(
+            settings.model, self.device, settings.dtype, allow_download=settings.allow_download
+        )
+        self.prefix = default_prefix(self.model.config) if settings.prefix is None else settings.prefix
         self.task_settings = task_generation_settings(self.model.config)
-        self.max_input_tokens = max_input_tokens or input_limit(self.tokenizer, self.model.config, model)
-        self.decoder = BeamDecoder(self.model, decoding, self.max_input_tokens, setting="summarizer.decoding")
+        self.max_input_tokens = settings.max_input_tokens or input_limit(
+            self.tokenizer, self.model.config, settings.model
+        )
+        self.decoder = BeamDecoder(
+            self.model, settings.decoding, self.max_input_tokens, setting="summarizer.decoding"
+        )
         self.eos_token_id = self.decoder.eos_token_id
 
     @property
     def generator(self) -> str:
         """The name answers record: the stage and its model."""
-        return f"{self.name}:{self.model_name}"
+        return f"{self.name}:{self.setting_values.model}"
+
+    @property
+    def min_length(self) -> int:
+        """The minimum answer length in decoder tokens (``min_length``; calibrated by ``cast calibrate``)."""
+        return self.setting_values.min_length
 
     def with_min_length(self, min_length: int) -> Seq2SeqSummarizer:
-        """The same summarizer (sharing the loaded model) with another minimum length, for calibration."""
-        if min_length < 0:
-            raise ConfigError(f"min_length must be at least 0, got {min_length}")
-        other = copy.copy(self)
-        other.min_length = min_length
-        return other
+        """The same summarizer (sharing the loaded model) with another minimum length, for calibration: its
+        recorded settings say so too."""
+        return self.with_settings(min_length=min_length)
 
     def generation_settings(self) -> dict[str, Any]:
         """The ``generate()`` settings besides the per-turn ``max_length``: the checkpoint's summarization task
         settings, then the paper's (this stage's) overrides."""
         return {
             **self.task_settings,
-            "num_beams": self.num_beams,
-            "no_repeat_ngram_size": self.no_repeat_ngram_size,
-            "early_stopping": self.early_stopping,
-            "min_length": self.min_length,
+            "num_beams": self.setting_values.num_beams,
+            "no_repeat_ngram_size": self.setting_values.no_repeat_ngram_size,
+            "early_stopping": self.setting_values.early_stopping,
+            "min_length": self.setting_values.min_length,
         }
 
     def described_extras(self) -> dict[str, Any]:
         generation_config = self.model.generation_config
         return {
-            "model": self.model_name,
+            "model": self.setting_values.model,
             # None in a generation config means generate()'s default, 1.0
             "length_penalty": 1.0
             if generation_config.length_penalty is None
@@ -163,11 +200,16 @@ class Seq2SeqSummarizer(Summarizer):
     def summarize_batch(self, items: Sequence[tuple[str, Selection]]) -> list[Answer]:
         from tqdm import tqdm
 
-        texts = [model_input(q, s, with_query=self.with_query, prefix=self.prefix) for q, s in items]
+        texts = [
+            model_input(q, s, with_query=self.setting_values.with_query, prefix=self.prefix) for q, s in items
+        ]
         answers: list[Answer | None] = [None] * len(items)
         # Longest first, so that each batch pads little.
         todo = sorted((i for i, t in enumerate(texts) if t), key=lambda i: -len(texts[i]))
-        batches = [todo[k : k + self.batch_size] for k in range(0, len(todo), self.batch_size)]
+        batches = [
+            todo[k : k + self.setting_values.batch_size]
+            for k in range(0, len(todo), self.setting_values.batch_size)
+        ]
         for batch in tqdm(batches, desc="answers", unit="batch", disable=len(batches) < 4, leave=False):
             generated = self.generate([texts[i] for i in batch])
             for i, (text, max_length) in zip(batch, generated, strict=True):

@@ -32,11 +32,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
 
 from cast.core.records import Answer, AnswerSentence, ClaimSupport, Selection, Verification
 from cast.core.resources import Resources
-from cast.core.settings import OneOf, Range, Runtime
+from cast.core.settings import Runtime
 from cast.core.stages import Verifier
 from cast.errors import ConfigError
 from cast.infra.text import WORD_JOINERS, passage_text, sentences, word_tokens
@@ -127,64 +129,110 @@ class ClaimVerifier(Verifier):
     """Checks each answer sentence against the passage it cites; drops or marks unsupported ones, or abstains.
 
     It abstains where nothing is supported or the passages are far from the question (see the module docstring).
-
-    Args:
-        threshold: a claim is supported when its support reaches this value (0.75: the offline support's most
-            accurate cut for "fully attributable" on BEGIN dev, 0.71-0.82 when chosen on two of its three sources).
-        min_relevance: abstain when the best selected passage's relevance to the question (cosine of MiniLM
-            embeddings) is below this value (0: never for that reason).
-        unsupported: ``drop`` the unsupported claims from the answer, or ``mark`` them (kept in the answer,
-            recorded as unsupported, shown so in the explorer).
-        model: ``null``: the offline support (MiniLM embeddings, word, content-word and name overlap); or a local
-            NLI cross-encoder folder (or cached Hugging Face id), whose entailment probability is the support.
-        entailment_label: with ``model``, the output index of "entailment" (``null``: read from the model's
-            ``id2label``).
-        max_length: with ``model``, (passage, claim) pairs are cut to this many tokens.
-        allow_download: with ``model``, let Hugging Face download it if it is not cached (off: runs are offline).
     """
 
     name = "claims"
 
-    def __init__(
-        self,
-        threshold: Annotated[float, Range(0, 1)] = 0.75,
-        min_relevance: Annotated[float, Range(0, 1)] = 0.0,
-        unsupported: Annotated[str, OneOf(*UNSUPPORTED)] = "drop",
-        model: str | None = None,
-        entailment_label: int | None = None,
-        max_length: int = 512,
-        allow_download: Annotated[bool, Runtime()] = False,
-        resources: Resources | None = None,
-    ):
+    class Settings(Verifier.Settings):
+        threshold: Annotated[
+            float,
+            Field(
+                ge=0,
+                le=1,
+                description=(
+                    "a claim is supported when its support reaches this value (0.75: the offline support's most "
+                    'accurate cut for "fully attributable" on BEGIN dev, 0.71-0.82 when chosen on two of its '
+                    "three sources)."
+                ),
+            ),
+        ] = 0.75
+        min_relevance: Annotated[
+            float,
+            Field(
+                ge=0,
+                le=1,
+                description=(
+                    "abstain when the best selected passage's relevance to the question (cosine of MiniLM "
+                    "embeddings) is below this value (0: never for that reason)."
+                ),
+            ),
+        ] = 0.0
+        unsupported: Annotated[
+            Literal["drop", "mark"],
+            Field(
+                description=(
+                    "``drop`` the unsupported claims from the answer, or ``mark`` them (kept in the answer, "
+                    "recorded as unsupported, shown so in the explorer)."
+                )
+            ),
+        ] = "drop"
+        model: Annotated[
+            str | None,
+            Field(
+                description=(
+                    "``null``: the offline support (MiniLM embeddings, word, content-word and name overlap); or a"
+                    " local NLI cross-encoder folder (or cached Hugging Face id), whose entailment probability is"
+                    " the support."
+                )
+            ),
+        ] = None
+        entailment_label: Annotated[
+            int | None,
+            Field(
+                description=(
+                    'with ``model``, the output index of "entailment" (``null``: read from the model\'s '
+                    "``id2label``)."
+                )
+            ),
+        ] = None
+        max_length: Annotated[
+            int, Field(description="with ``model``, (passage, claim) pairs are cut to this many tokens.")
+        ] = 512
+        allow_download: Annotated[
+            bool,
+            Field(
+                description="with ``model``, let Hugging Face download it if it is not cached (off: runs are offline)."
+            ),
+            Runtime(),
+        ] = False
+
+    setting_values: Settings
+
+    def __init__(self, *, resources: Resources | None = None):
+        settings = self.setting_values
         if resources is None:
             raise ConfigError("verifier claims needs the pipeline's resources (build it from a config)")
-        self.threshold = threshold
-        self.min_relevance = min_relevance
-        self.unsupported = unsupported
-        self.model_name = model
         # Loaded at start-up, so that a missing model stops the run before any turn.
         self.encoder = resources.sentence_encoder(None, 256)
         self.cache = resources.cache
         self.entailment: Any = None
-        if model is not None:
+        if settings.model is not None:
             scorer = CrossEncoderReranker(
-                resources, model=model, max_length=max_length, with_title=False, allow_download=allow_download
+                resources,
+                **{
+                    "model": settings.model,
+                    "max_length": settings.max_length,
+                    "with_title": False,
+                    "allow_download": settings.allow_download,
+                },
             )
             label = (
-                entailment_label if entailment_label is not None else entailment_index(scorer.model.config)
+                settings.entailment_label
+                if settings.entailment_label is not None
+                else entailment_index(scorer.model.config)
             )
-            scorer.relevant_label = label
-            self.entailment = scorer
+            self.entailment = scorer.with_settings(relevant_label=label)
 
     def described_extras(self) -> dict[str, Any]:
         extras: dict[str, Any] = {"encoder": self.encoder.model_id}
         if self.entailment is not None:
-            extras["entailment_label"] = self.entailment.relevant_label
+            extras["entailment_label"] = self.entailment.setting_values.relevant_label
         return extras
 
     @property
     def verifier_name(self) -> str:
-        return f"{self.name}:{self.model_name}" if self.model_name else self.name
+        model = self.setting_values.model
+        return f"{self.name}:{model}" if model else self.name
 
     def verify(
         self, question: str, selection: Selection, answer: Answer
@@ -206,17 +254,15 @@ class ClaimVerifier(Verifier):
         claims = list(answer.sentences) or [AnswerSentence(s, None) for s in sentences(answer.text)]
         relevance = self.relevance(question, list(texts.values())) if texts else None
         scored = [self.score_claim(claim, texts) for claim in claims]
-        supported = [support >= self.threshold for _, support in scored]
+        supported = [support >= self.setting_values.threshold for _, support in scored]
         reason = None
         if not texts:
             reason = "no selected passage has text"
-        elif relevance is not None and relevance < self.min_relevance:
-            reason = (
-                f"the best passage's relevance {relevance:.3f} is below min_relevance {self.min_relevance}"
-            )
+        elif relevance is not None and relevance < self.setting_values.min_relevance:
+            reason = f"the best passage's relevance {relevance:.3f} is below min_relevance {self.setting_values.min_relevance}"
         elif not any(supported):
-            reason = f"no claim of the answer reaches support {self.threshold}"
-        keep = [reason is None and (ok or self.unsupported == "mark") for ok in supported]
+            reason = f"no claim of the answer reaches support {self.setting_values.threshold}"
+        keep = [reason is None and (ok or self.setting_values.unsupported == "mark") for ok in supported]
         verification = Verification(
             verifier=self.verifier_name,
             claims=tuple(

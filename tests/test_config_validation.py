@@ -1,5 +1,7 @@
 """Bad settings and arguments fail at the door with one clear line, before models, indexes or the JVM load."""
 
+from pathlib import Path
+
 import pytest
 
 from cast.cli import main as cast_main
@@ -22,12 +24,12 @@ def cli_error(capsys, argv):
 @pytest.mark.parametrize(
     "value, annotation, message",
     [
-        ("abc", "float", "first_stage.x must be float, got 'abc'"),
-        (True, "int", "first_stage.x must be int, got True"),  # a bool is not an int here
-        (1, "bool", "first_stage.x must be bool, got 1"),
-        (None, "int", "first_stage.x must be int, got None"),
-        (3, "str | None", "first_stage.x must be str or null, got 3"),
-        (1.5, "int | None", r"first_stage.x must be int or null, got 1.5"),
+        ("abc", float, "first_stage.x must be float, got 'abc'"),
+        (True, int, "first_stage.x must be int, got True"),  # a bool is not an int here
+        (1, bool, "first_stage.x must be bool, got 1"),
+        (None, int, "first_stage.x must be int, got None"),
+        (3, str | None, "first_stage.x must be str or null, got 3"),
+        (1.5, int | None, r"first_stage.x must be int or null, got 1.5"),
     ],
 )
 def test_a_setting_of_the_wrong_type_is_named(value, annotation, message):
@@ -37,8 +39,8 @@ def test_a_setting_of_the_wrong_type_is_named(value, annotation, message):
 
 @pytest.mark.parametrize(
     "value, annotation",
-    [(1500, "float"), (0.5, "float"), (3, "int"), (False, "bool"), ("x", "str"), (None, "str | None"),
-     (None, "int | None"), ([1, 2], "list[int]"), ("anything", "Path")],
+    [(1500, float), (0.5, float), (3, int), (False, bool), ("x", str), (None, str | None),
+     (None, int | None), ([1, 2], list[int]), ("anything", Path)],
 )  # fmt: skip
 def test_fitting_or_unchecked_settings_pass(value, annotation):
     check_value("kind", Setting("key", annotation, None), value)

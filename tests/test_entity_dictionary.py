@@ -198,7 +198,7 @@ def test_bad_input_keeps_spans_exact(linker: DictionaryLinker):
     assert [m.surface for m in mentions] == ["Paris", "Venus"]
     assert all(text[m.start : m.end] == m.surface for m in mentions)
     long_text = "Words that name nothing at all, repeated. " * 400 + "The Sun."
-    linker.max_chars = 1000
+    linker = linker.with_settings(max_chars=1000)
     [mention] = linker.link(long_text)
     assert long_text[mention.start : mention.end] == "Sun" and mention.start == len(long_text) - 4
 

@@ -40,9 +40,10 @@ class FakeResources:
 
     def __init__(self, knowledge_base: KnowledgeBase):
         self.knowledge_base = knowledge_base
+        self.config = {"knowledge_base": {"name": "fake"}}
 
-    def stage(self, kind: str) -> KnowledgeBase:
-        assert kind == "knowledge_base"
+    def shared(self, key: object, build: object) -> KnowledgeBase:
+        assert key == ("stage", "knowledge_base")
         return self.knowledge_base
 
 

@@ -6,6 +6,7 @@ import argparse
 
 from cast.core.registry import STAGES, stage_class
 from cast.core.settings import REQUIRED
+from cast.core.stages import Stage
 from cast.errors import ConfigError
 
 
@@ -45,18 +46,17 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def describe_stage(kind: str, name: str, cls: type) -> str:
+def describe_stage(kind: str, name: str, cls: type[Stage]) -> str:
     """A stage's heading and one line per setting: name, type, default, limits, runtime, doc."""
 
     summary = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
     lines = [f"{kind} {name}: {summary}"]
-    settings = cls.settings()  # type: ignore[attr-defined]
+    settings = cls.settings()
     if not settings:
         lines.append("  (no settings)")
     for setting in settings.values():
         default = "required" if setting.default is REQUIRED else f"= {setting.default!r}"
-        limits = "; ".join(str(limit) for limit in setting.limits)
-        notes = ", ".join(filter(None, [limits, "runtime" if setting.runtime else ""]))
+        notes = ", ".join(filter(None, [setting.limits, "runtime" if setting.runtime else ""]))
         lines.append(f"  {setting.name}: {setting.type} {default}{f' ({notes})' if notes else ''}")
         if setting.doc:
             lines.append(f"      {setting.doc}")

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from cast.core.config_keys import ConfigKeys
 from cast.core.registry import STAGES
 from cast.errors import ConfigError, DataFormatError
 from cast.formats.textfiles import parse_yaml, read_yaml
@@ -23,10 +24,6 @@ CONFIG_DIR = (
     _PACKAGE.parent / "configs" if (_PACKAGE.parent / "pyproject.toml").is_file() else _PACKAGE / "configs"
 )
 DEFAULT_CONFIG = "offline"
-# Top-level keys besides the stage sections (cast.core.registry.STAGES).
-SETTINGS = ("index", "stemmer", "cache_dir", "device", "tag", "base", "history_responses", "encoder")
-# What each of them must be (or null): a number or a list where a path is expected fails later, and obscurely.
-_SETTING_TYPES: dict[str, type] = {key: str for key in SETTINGS} | {"encoder": dict}
 
 
 def config_path(name_or_path: str | Path, referrer: Path | None = None) -> Path:
@@ -62,18 +59,19 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 
 def check_top_level_keys(config: dict[str, Any], source: str) -> None:
-    """A :class:`ConfigError` for a key that is neither a setting nor a stage section (a typo, or a stale key)."""
-
-    known = (*SETTINGS, *STAGES)
+    """A :class:`ConfigError` for a key that is neither a top-level setting (:class:`ConfigKeys`) nor a stage
+    section (a typo, or a stale key), or a value of the wrong shape: a number or a list where a path is expected
+    fails later, and obscurely. (The values themselves are checked when a pipeline is built.)"""
+    known = (*ConfigKeys.declared(), *STAGES)
     unknown = sorted(str(key) for key in set(config) - set(known))  # YAML keys need not be strings
     if unknown:
         raise ConfigError(
             f"{source}: unknown top-level key(s) {', '.join(unknown)}; known: {', '.join(known)}"
         )
     for key, value in config.items():
-        expected = dict if key in STAGES else _SETTING_TYPES[key]
-        if value is not None and not isinstance(value, expected):
-            what = "a mapping" if expected is dict else "a string (quote it: '...')"
+        text = ConfigKeys.holds_text(key)
+        if value is not None and not isinstance(value, str if text else dict):
+            what = "a string (quote it: '...')" if text else "a mapping"
             raise ConfigError(f"{source}: {key} must be {what}, got {value!r}")
 
 
@@ -104,7 +102,7 @@ def parse_override(assignment: str) -> tuple[list[str], Any]:
     except DataFormatError as e:
         raise ConfigError(f"--set {assignment!r}: the value is {e.problem}") from None
     keys = key.strip().split(".")
-    if len(keys) == 1 and _SETTING_TYPES.get(keys[0]) is str and isinstance(value, int | float | bool):
+    if len(keys) == 1 and ConfigKeys.holds_text(keys[0]) and isinstance(value, int | float | bool):
         # A path or tag that YAML reads as a number or a boolean (--index 2024, --set tag=yes).
         value = raw.strip()
     return keys, value

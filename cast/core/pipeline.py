@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from cast.core.config_keys import ConfigKeys
 from cast.core.limits import bounded_history, bounded_ranking, bounded_turn
 from cast.core.records import (
     PastTurn,
@@ -44,8 +45,6 @@ from cast.errors import CastError, ConfigError
 from cast.index.record import index_identity
 
 STAGE_KINDS = ("rewriter", "first_stage", "reranker", "linker", "selector", "summarizer")
-# What later turns see as an earlier turn's response: the topics' canonical one, or the pipeline's own answer.
-HISTORY_RESPONSES = ("topics", "answers")
 # Where a prepared pass may stop, and the stages it has run by then, in pipeline order. Not before re-ranking: a
 # later turn's rewrite reads an earlier turn's re-ranked top passage.
 EARLY_STAGES = {
@@ -108,10 +107,7 @@ class Pipeline:
         self.on_stage = on_stage
         self.config = config or {}
         history_responses = self.config.get("history_responses", "topics")
-        if history_responses not in HISTORY_RESPONSES:
-            raise ConfigError(
-                f"history_responses must be one of {', '.join(HISTORY_RESPONSES)}, got {history_responses!r}"
-            )
+        ConfigKeys.check("history_responses", history_responses)
         # "answers": a live system's view, where earlier turns' responses are its own answers.
         self.answers_as_responses = history_responses == "answers"
 
@@ -128,7 +124,7 @@ class Pipeline:
     @property
     def candidates(self) -> int:
         """How many re-ranked passages the selector considers (and the linker links)."""
-        return getattr(self.selector, "candidates", 10)
+        return self.selector.candidates
 
     def describe(self) -> dict[str, Any]:
         stages = {kind: getattr(self, kind).describe() for kind in STAGE_KINDS}
@@ -418,11 +414,14 @@ def configured_verifier(config: dict[str, Any], resources: Resources) -> Verifie
 
 
 def check_config(config: dict[str, Any], resources: Resources) -> None:
-    """A :class:`CastError` for a config that no pipeline can run: a missing section, an unknown stage or setting
-    in any section (also those a pipeline builds late or not at all), or a stemmer that is not the index's."""
+    """A :class:`CastError` for a config that no pipeline can run: a missing section, a top-level setting
+    (:class:`~cast.core.config_keys.ConfigKeys`, the ``encoder`` section included) or a stage's setting that does
+    not fit its declaration (in every section, also those a pipeline builds late or not at all), an unknown stage,
+    or a stemmer that is not the index's."""
     missing = [k for k in STAGE_KINDS if k not in config]
     if missing:
         raise CastError(f"the config lacks the section(s): {', '.join(missing)}")
+    ConfigKeys.of_config(config)
     for kind in STAGES:
         if kind in config:
             check_section(kind, config[kind])

@@ -8,12 +8,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
+from cast.core.config_keys import ConfigKeys
 from cast.errors import ConfigError
 from cast.index.record import build_record
 from cast.infra import jvm
 from cast.infra.cache import Cache
 from cast.infra.encoder import EncoderSettings, SentenceEncoder
-from cast.infra.jvm import STEMMERS
 from cast.infra.llm import ChatClient
 from cast.infra.models import resolve_device
 
@@ -45,10 +45,8 @@ class Resources:
     def stemmer(self) -> str:
         """The query analyzer's stemmer: the config's, which must be the one the index was built with (where
         ``cast-build.json`` records it), since another one silently changes every query's terms."""
-
-        stemmer = self.config.get("stemmer", "krovetz")
-        if stemmer not in STEMMERS:
-            raise ConfigError(f"stemmer must be one of {', '.join(STEMMERS)}, got {stemmer!r}")
+        stemmer = self.config.get("stemmer", ConfigKeys.declared()["stemmer"].default)
+        ConfigKeys.check("stemmer", stemmer)
         built = (build_record(self.index_dir) or {}).get("stemmer")
         if built is not None and built != stemmer:
             raise ConfigError(

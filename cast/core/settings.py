@@ -1,71 +1,44 @@
-"""A stage's settings, declared once: the typed parameters of its ``__init__``, their limits, their docs.
+"""Settings, declared once as fields of pydantic models: each stage's (its nested ``Settings`` class), the config's
+``encoder`` section and the config's top-level keys (:class:`cast.core.config.ConfigKeys`).
 
-A stage states each setting as a keyword parameter of its constructor, its limits in the annotation and its
-meaning in the class docstring's ``Args:``::
+A field states its type, its limits and its meaning::
 
-    def __init__(self, gamma: Annotated[float, Range(0, 1)] = 0.25, batch_size: Annotated[int, Runtime()] = 32):
+    class Settings(SelectorSettings):
+        gamma: Annotated[float, Field(ge=0, le=1, description="the query entities' weight in MapE (eq. 7)")] = 0.25
+        batch_size: Annotated[int, Field(ge=1, description="turns scored together"), Runtime()] = 32
 
-From that declaration come: validation with one message style (:func:`check_value`, for a config section before
-anything is built and for every construction), the frozen values a built stage records
-(``Stage.setting_values``), its ``describe()``, what a resumed run compares (everything but :class:`Runtime`
-settings), the explorer's controls and ``cast stages``.
+``Literal[...]`` gives a choice of values, :class:`Runtime` marks a setting that changes how a stage runs (speed,
+memory, downloads), not what it outputs. A subclass changes a default by declaring the field again with the same
+type (the module's ``Annotated`` alias) and the new default; every other field it inherits.
+
+From the declaration come: validation through pydantic, with one message style (``selector.gamma must be in
+[0, 1], got 1.5``) for a config section before anything is built and for every construction
+(:meth:`Settings.of`); the values a built stage holds and ``describe()``s (``Stage.setting_values``, exactly as
+given: an int stays an int); what a resumed run compares (every setting but the :class:`Runtime` ones); the
+explorer's controls; and ``cast stages``.
 """
 
 from __future__ import annotations
 
 import functools
-import inspect
 import math
-import re
-import sys
 import types
 import typing
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, ClassVar, Literal, Self
+
+import annotated_types
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
 
 from cast.errors import ConfigError
 
-REQUIRED = inspect.Parameter.empty
+# The default of a setting that has none: it must be given.
+REQUIRED = PydanticUndefined
 
-
-@dataclass(frozen=True)
-class Range:
-    """The value lies between ``low`` and ``high`` (inclusive unless ``open_low`` / ``open_high``)."""
-
-    low: float | None = None
-    high: float | None = None
-    open_low: bool = False
-    open_high: bool = False
-
-    def allows(self, value: float) -> bool:
-        if self.low is not None and (value <= self.low if self.open_low else value < self.low):
-            return False
-        return not (self.high is not None and (value >= self.high if self.open_high else value > self.high))
-
-    def __str__(self) -> str:
-        if self.high is None:
-            return f"{'above' if self.open_low else 'at least'} {self.low:g}"
-        if self.low is None:
-            return f"{'below' if self.open_high else 'at most'} {self.high:g}"
-        return (
-            f"in {'(' if self.open_low else '['}{self.low:g}, {self.high:g}{')' if self.open_high else ']'}"
-        )
-
-
-class OneOf:
-    """The value is one of ``choices``."""
-
-    def __init__(self, *choices: str):
-        self.choices = choices
-
-    def allows(self, value: Any) -> bool:
-        return value in self.choices
-
-    def __str__(self) -> str:
-        return "one of " + ", ".join(map(str, self.choices))
-
-    def __repr__(self) -> str:
-        return f"OneOf{self.choices!r}"
+_SCALARS = (int, float, bool, str, type(None))
 
 
 @dataclass(frozen=True)
@@ -76,169 +49,277 @@ class Runtime:
 
 @dataclass(frozen=True)
 class Setting:
-    """One setting of a stage, as its constructor declares it.
+    """One declared setting.
 
     Attributes:
-        type: the annotation without its limits, e.g. ``"float"``, ``"int | None"``.
-        default: the default value (:data:`REQUIRED`: none).
-        limits: the :class:`Range` / :class:`OneOf` the value must meet (``None`` always passes).
+        annotation: its type (``float``, ``int | None``, ``Literal["sum", "mean"]``).
+        default: its default (:data:`REQUIRED`: none).
+        field: its limits and description (pydantic's ``Field``), if declared.
         runtime: a :class:`Runtime` setting.
-        doc: its line in the class docstring's ``Args:`` ("" where there is none).
     """
 
     name: str
-    type: str
-    default: Any
-    limits: tuple[Any, ...] = ()
+    annotation: Any
+    default: Any = REQUIRED
+    field: FieldInfo | None = None
     runtime: bool = False
-    doc: str = ""
 
     @property
     def required(self) -> bool:
         return self.default is REQUIRED
 
+    @property
+    def doc(self) -> str:
+        """Its meaning (the field's ``description``)."""
+        return (self.field.description if self.field is not None else None) or ""
 
-def stage_settings(cls: type) -> dict[str, Setting]:
-    """The settings of a stage class: the parameters of its ``__init__``, and of the base classes' where it passes
-    ``**settings`` on to them (``resources`` is the pipeline's, not a setting)."""
-    return dict(_declared(cls))
+    @property
+    def type(self) -> str:
+        """The type as a short text: ``float``, ``int | None``; a choice of values is its values' type."""
+        return _type_text(self.annotation)
+
+    @property
+    def bounds(self) -> tuple[float | None, float | None, bool, bool]:
+        """``(low, high, open_low, open_high)`` of a number as declared (``None``: no bound)."""
+        return _bounds(self._declared_limits)
+
+    @property
+    def choices(self) -> tuple[Any, ...]:
+        """The values a choice allows (``Literal[...]``), else ``()``."""
+        return tuple(
+            value
+            for member in _union_members(self.annotation)
+            if typing.get_origin(member) is Literal
+            for value in typing.get_args(member)
+        )
+
+    @property
+    def limits(self) -> str:
+        """What the value must be besides its type, as declared: ``in [0, 1]``, ``one of sum, mean``, or ``""``."""
+        return self._limits_text(self._declared_limits)
+
+    @property
+    def _declared_limits(self) -> list[Any]:
+        return [
+            m for m in (self.field.metadata if self.field is not None else ()) if not isinstance(m, Runtime)
+        ]
+
+    @property
+    def _checked_limits(self) -> list[Any]:
+        """The limits a value is checked against: the declared ones, and 0 below an int declared without any (a
+        count or a length)."""
+        declared = self._declared_limits
+        if _members(self.annotation) - {type(None)} == {int} and _bounds(declared) == (
+            None,
+            None,
+            False,
+            False,
+        ):
+            return [*declared, annotated_types.Ge(0)]
+        return declared
+
+    def _limits_text(self, limits: list[Any]) -> str:
+        if self.choices:
+            return "one of " + ", ".join(map(str, self.choices))
+        low, high, open_low, open_high = _bounds(limits)
+        if low is None and high is None:
+            return ""
+        if high is None:
+            return f"{'above' if open_low else 'at least'} {low:g}"
+        if low is None:
+            return f"{'below' if open_high else 'at most'} {high:g}"
+        return f"in {'(' if open_low else '['}{low:g}, {high:g}{')' if open_high else ']'}"
+
+    @functools.cached_property
+    def _adapter(self) -> TypeAdapter[Any]:
+        limits = self._checked_limits
+        annotation: Any = Annotated[self.annotation, *limits] if limits else self.annotation
+        return TypeAdapter(annotation)
+
+    @property
+    def _scalar(self) -> bool:
+        """Checked strictly (``"1.5"`` is no float, ``1`` no bool); other types are left to pydantic's own rules."""
+        return all(m in _SCALARS for m in _members(self.annotation))
 
 
-@functools.cache
-def _declared(cls: type) -> tuple[tuple[str, Setting], ...]:
-    # Read once per class: every construction, every resume comparison and every explorer request asks.
-    return tuple(_read_declarations(cls).items())
+def check_value(where: str, setting: Setting, value: Any) -> None:
+    """A :class:`ConfigError` when ``value`` does not fit ``setting``: ``{where}.{setting} must be ..., got ...``.
 
-
-def _read_declarations(cls: type) -> dict[str, Setting]:
-    docs = _docs(cls)
-    found: dict[str, Setting] = {}
-    for klass in cls.__mro__:
-        if "__init__" not in klass.__dict__:
-            continue
-        init = klass.__dict__["__init__"]
-        parameters = inspect.signature(init).parameters
-        namespace = vars(sys.modules[klass.__module__])
-        for name, parameter in parameters.items():
-            if name in ("self", "resources") or name in found:
-                continue
-            if parameter.kind in (parameter.VAR_KEYWORD, parameter.VAR_POSITIONAL):
-                continue
-            kind, markers = _annotation(parameter.annotation, namespace)
-            found[name] = Setting(
-                name=name,
-                type=kind,
-                default=parameter.default,
-                limits=tuple(m for m in markers if isinstance(m, (Range, OneOf))),
-                runtime=any(isinstance(m, Runtime) for m in markers),
-                doc=docs.get(name, ""),
-            )
-        if klass is object or not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
-            break
-    return found
-
-
-_SIMPLE_TYPES: dict[str, type] = {"int": int, "float": float, "bool": bool, "str": str}
-
-
-def check_value(stage_kind: str, setting: Setting, value: Any) -> None:
-    """A :class:`ConfigError` when ``value`` does not fit ``setting``: ``{kind}.{setting} must be ..., got ...``.
-
-    Types: ``int``, ``float``, ``bool`` and ``str``, each optionally ``| None``, are checked (other annotations are
-    left to the stage). An int is a float, but a bool is not an int: ``--set first_stage.k=true`` is a slip. An int
-    without a :class:`Range` is a count or a length, so it must not be negative.
+    A number may be an int or a float where a float is declared, but a bool is not a number
+    (``--set first_stage.k=true`` is a slip); NaN and infinities are no settings.
 
     Example:
-        >>> check_value("selector", Setting("gamma", "float", 0.25, (Range(0, 1),)), 1.5)
+        >>> from pydantic import Field
+        >>> check_value("selector", Setting("gamma", float, 0.25, Field(ge=0, le=1)), 1.5)
         Traceback (most recent call last):
         cast.errors.ConfigError: selector.gamma must be in [0, 1], got 1.5
     """
-    where = f"{stage_kind}.{setting.name}"
-    names = [part.strip() for part in setting.type.split("|")]
-    optional = "None" in names
-    names = [n for n in names if n != "None"]
-    if value is None and optional:
-        return
+    name = f"{where}.{setting.name}" if where else setting.name
     if isinstance(value, float) and not math.isfinite(value):  # NaN passes every comparison with a limit
-        raise ConfigError(f"{where} must be a finite number, got {value!r}")
-    if len(names) == 1 and names[0] in _SIMPLE_TYPES:
-        expected = _SIMPLE_TYPES[names[0]]
-        if value is None:
-            fits = False
-        elif isinstance(value, bool):
-            fits = expected is bool
-        else:
-            fits = isinstance(value, expected) or (expected is float and isinstance(value, int))
-        if not fits:
-            raise ConfigError(f"{where} must be {names[0]}{' or null' if optional else ''}, got {value!r}")
-        limits = setting.limits or ((Range(0),) if expected is int else ())
-    else:
-        limits = setting.limits
-    for limit in limits:
-        if isinstance(limit, Range) and not isinstance(value, (int, float)):
-            continue
-        if not limit.allows(value):
-            raise ConfigError(f"{where} must be {limit}, got {value!r}")
+        raise ConfigError(f"{name} must be a finite number, got {value!r}")
+    try:
+        setting._adapter.validate_python(value, strict=setting._scalar)
+    except ValidationError as e:
+        raise ConfigError(f"{name} must be {_expected(setting, e)}, got {value!r}") from None
 
 
-def type_text(annotation: Any) -> str:
-    """An annotation as a short text: ``float``, ``int | None``."""
-    if isinstance(annotation, str):
-        return annotation
-    if annotation is type(None):
-        return "None"
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        return " | ".join(type_text(a) for a in typing.get_args(annotation))
-    return getattr(annotation, "__name__", str(annotation))
+class Settings(BaseModel):
+    """A group of settings (a stage's, the ``encoder`` section's): each a field with its type, limits and
+    description. An instance holds the values as they were given, checked, read-only (also as a mapping:
+    ``settings["gamma"]``, ``dict(settings)``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    # How messages name the group: ``selector`` (``selector.gamma must be ...``), ``encoder``...
+    section: ClassVar[str] = "settings"
+
+    @classmethod
+    def declared(cls) -> dict[str, Setting]:
+        """Every setting of the group, in declaration order."""
+        return dict(_declared(cls))
+
+    @classmethod
+    def of(cls, values: Mapping[str, Any], *, section: str | None = None, where: str | None = None) -> Self:
+        """The settings ``values`` give (the others at their defaults), checked. ``section`` names a value in
+        messages (``selector`` in ``selector.gamma must be ...``; by default :attr:`section`), ``where`` the group
+        (``selector eg``; by default the section).
+
+        Raises:
+            ConfigError: an unknown setting (naming the allowed ones), a missing required one, or a value that
+                does not fit its declaration, in one line.
+        """
+        section = section or cls.section
+        declared = cls.declared()
+        unknown = sorted(str(key) for key in set(values) - set(declared))
+        if unknown:
+            raise ConfigError(
+                f"{where or section}: unknown setting(s) {', '.join(unknown)}; "
+                f"allowed: {', '.join(sorted(declared)) or 'none'}"
+            )
+        missing = [name for name, setting in declared.items() if setting.required and name not in values]
+        if missing:
+            raise ConfigError(f"{where or section}: give {', '.join(missing)}")
+        for key, value in values.items():
+            cls.check(key, value, section)
+        cls.check_together(values)
+        return typing.cast(Self, cls.model_construct(**values))
+
+    @classmethod
+    def check(cls, key: str, value: Any, section: str | None = None) -> None:
+        """A :class:`ConfigError` when ``value`` does not fit the setting ``key`` (one the group declares)."""
+        check_value(section or cls.section, cls.declared()[key], value)
+
+    @classmethod
+    def check_together(cls, values: Mapping[str, Any]) -> None:
+        """Checks that involve several settings (each already fits its own declaration; see :meth:`resolved`);
+        none by default."""
+
+    @classmethod
+    def resolved(cls, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Every setting's value: the given ones, the defaults for the others."""
+        return {name: values.get(name, setting.default) for name, setting in cls.declared().items()}
+
+    def __init__(self, *args: Any, **values: Any) -> None:
+        """Settings from values (positional ones in declaration order), checked as :meth:`of` checks them."""
+        values = {**dict(zip(type(self).declared(), args, strict=False)), **values}
+        type(self).of(values)
+        super().__init__(**values)
+
+    def __getitem__(self, name: str) -> Any:
+        return getattr(self, name)
+
+    def __iter__(self) -> Iterator[tuple[str, Any]]:  # type: ignore[override]
+        return ((name, getattr(self, name)) for name in type(self).declared())
+
+    def keys(self) -> list[str]:
+        return list(type(self).declared())
 
 
-def _annotation(annotation: Any, namespace: dict[str, Any]) -> tuple[str, tuple[Any, ...]]:
-    """The type text and the markers of a parameter's annotation (a string under ``from __future__ import
-    annotations``; evaluated where it carries markers)."""
-    if annotation is inspect.Parameter.empty:
-        return "", ()
-    if isinstance(annotation, str):
-        if not annotation.startswith("Annotated["):
-            return annotation, ()
-        try:
-            annotation = eval(annotation, dict(namespace))  # noqa: S307  (the stage module's own annotation)
-        except NameError as e:
-            raise TypeError(f"cannot read the annotation {annotation!r}: {e}") from e
-    if typing.get_origin(annotation) is typing.Annotated:
-        base, *markers = typing.get_args(annotation)
-        return type_text(base), tuple(markers)
-    return type_text(annotation), ()
-
-
-_ARG = re.compile(r"(\w+(?:, \w+)*)(?: \([^)]*\))?: (.+)$")  # "name: text", "a, b: text"
-
-
-def _docs(cls: type) -> dict[str, str]:
-    """Each setting's description in the ``Args:`` sections of ``cls``'s docstring and its bases' (a description
-    continued on more deeply indented lines is joined into one line)."""
-    docs: dict[str, str] = {}
+@functools.cache
+def _declared(cls: type[BaseModel]) -> tuple[tuple[str, Setting], ...]:
+    # Read once per class: every construction, every resume comparison and every explorer request asks. A
+    # group's own settings come first, then those it inherits (the order in which stages record them).
+    order: dict[str, None] = {}
     for klass in cls.__mro__:
-        text = klass.__dict__.get("__doc__") or ""
-        if "Args:" not in text:
-            continue
-        indent: int | None = None
-        described: dict[str, str] = {}
-        names: list[str] = []  # the settings the line at hand describes
-        for line in text.split("Args:", 1)[1].splitlines()[1:]:
-            if not line.strip():
-                continue
-            width = len(line) - len(line.lstrip())
-            indent = width if indent is None else indent
-            if width < indent:
-                break  # the next section (Raises:, Example:)
-            if width > indent:
-                for name in names:
-                    described[name] += " " + line.strip()
-                continue
-            found = _ARG.match(line.strip())
-            names = found[1].split(", ") if found else []
-            if found:
-                described.update(dict.fromkeys(names, found[2].strip()))
-        for name, doc in described.items():
-            docs.setdefault(name, doc)
-    return docs
+        order.update(
+            dict.fromkeys(n for n in klass.__dict__.get("__annotations__", {}) if n in cls.model_fields)
+        )
+    return tuple(
+        (
+            name,
+            Setting(
+                name=name,
+                annotation=info.annotation,
+                default=info.default,
+                field=info,
+                runtime=any(isinstance(m, Runtime) for m in info.metadata),
+            ),
+        )
+        for name, info in ((name, cls.model_fields[name]) for name in order)
+    )
+
+
+def _bounds(limits: list[Any]) -> tuple[float | None, float | None, bool, bool]:
+    low: float | None = None
+    high: float | None = None
+    open_low = open_high = False
+    for limit in limits:
+        if isinstance(limit, annotated_types.Ge):
+            low, open_low = float(limit.ge), False  # type: ignore[arg-type]
+        elif isinstance(limit, annotated_types.Gt):
+            low, open_low = float(limit.gt), True  # type: ignore[arg-type]
+        elif isinstance(limit, annotated_types.Le):
+            high, open_high = float(limit.le), False  # type: ignore[arg-type]
+        elif isinstance(limit, annotated_types.Lt):
+            high, open_high = float(limit.lt), True  # type: ignore[arg-type]
+    return low, high, open_low, open_high
+
+
+def _union_members(annotation: Any) -> tuple[Any, ...]:
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return typing.get_args(annotation)
+    return (annotation,)
+
+
+def _members(annotation: Any) -> set[Any]:
+    """The types a value may have: ``int | None`` -> {int, NoneType}; a choice -> its values' types."""
+    found: set[Any] = set()
+    for member in _union_members(annotation):
+        if typing.get_origin(member) is Literal:
+            found.update(type(value) for value in typing.get_args(member))
+        else:
+            found.add(member)
+    return found
+
+
+def _type_text(annotation: Any) -> str:
+    names: list[str] = []
+    for member in _union_members(annotation):
+        if typing.get_origin(member) is Literal:
+            names.extend(dict.fromkeys(type(value).__name__ for value in typing.get_args(member)))
+        elif member is type(None):
+            names.append("None")
+        else:
+            names.append(getattr(member, "__name__", str(member)))
+    return " | ".join(dict.fromkeys(names))
+
+
+def _expected(setting: Setting, error: ValidationError) -> str:
+    """What a value of ``setting`` must be, after pydantic refused one: its limits where the value was of the
+    right type, else its type."""
+    kinds = {detail["type"] for detail in error.errors()}
+    limits = setting._limits_text(setting._checked_limits)
+    if limits and kinds & {
+        "greater_than",
+        "greater_than_equal",
+        "less_than",
+        "less_than_equal",
+        "literal_error",
+    }:
+        return limits
+    names = [n for n in setting.type.split(" | ") if n != "None"]
+    return " | ".join(names) + (" or null" if type(None) in _members(setting.annotation) else "")
+
+
+class StageSettings(Settings):
+    """Base of every stage's settings (a stage with none declares none: ``raw``, ``none``)."""

@@ -1,9 +1,10 @@
 """The pipeline's stages: small classes with one obvious method over typed records.
 
-A stage is built from its config section by :func:`cast.core.registry.build_stage`, which calls
-``cls.from_config(params, resources)``. The default ``from_config`` passes the section's keys as keyword
-arguments: a stage's ``__init__`` signature, with its limits and docs, is its configuration schema
-(:mod:`cast.core.settings`).
+A stage declares its settings in a nested ``Settings`` model (:mod:`cast.core.settings`): the fields, their limits
+and meaning, are its configuration schema. It is built from its config section by
+:func:`cast.core.registry.build_stage` (``cls.from_config(params, resources)``), or in code with the settings as
+keywords (``EntityGraphSelector(gamma=0.5)``); either way the settings are checked before ``__init__`` runs and
+held, once, in ``setting_values``.
 
 Per turn the pipeline calls, in order::
 
@@ -24,12 +25,14 @@ Lucene's threaded search) override it.
 
 from __future__ import annotations
 
+import copy
 import inspect
 from abc import ABCMeta, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Self
+
+from pydantic import Field
 
 from cast.core.records import (
     Answer,
@@ -45,72 +48,58 @@ from cast.core.records import (
     Verification,
 )
 from cast.core.resources import Resources
-from cast.core.settings import Range, Runtime, Setting, check_value, stage_settings
+from cast.core.settings import Runtime, Setting, StageSettings
 from cast.errors import ConfigError, ModelUnavailableError
 from cast.infra.llm import ChatClient, ChatReply, ChatServer, Message
 
 
 class _StageType(ABCMeta):
-    """Builds a stage and records its settings: every keyword of the construction, defaults filled in, checked
-    against the declaration (:mod:`cast.core.settings`) first, however the stage is built (a config or a test)."""
+    """Builds a stage: the settings among the arguments are checked against the stage's ``Settings`` and held in
+    ``setting_values`` (defaults filled in) before ``__init__`` runs with the others (``resources``), however the
+    stage is built (a config or a test)."""
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        declared = cls.settings()  # type: ignore[attr-defined]
-        bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs).arguments  # type: ignore[misc]
-        given = {**{k: v for k, v in bound.items() if k in declared}, **bound.get(_extra_key(cls), {})}
-        for name, value in given.items():
-            if name in declared:
-                check_value(cls.kind, declared[name], value)  # type: ignore[attr-defined]
-        stage = super().__call__(*args, **kwargs)
-        stage._setting_values = {name: given.get(name, setting.default) for name, setting in declared.items()}
+        own = [p for p in inspect.signature(cls.__init__).parameters.values() if p.name != "self"]  # type: ignore[misc]
+        given = {key: kwargs.pop(key) for key in list(kwargs) if key not in {p.name for p in own}}
+        # Positional values beyond ``__init__``'s own parameters are settings, in their declared order.
+        taken = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in own)
+        given.update(zip(cls.settings(), args[taken:], strict=False))  # type: ignore[attr-defined]
+        args = args[:taken]
+        # object.__new__ refuses an abstract class (one lacking its kind's method).
+        stage: Any = object.__new__(cls)  # type: ignore[arg-type]
+        stage.setting_values = cls.check_params(given)  # type: ignore[attr-defined]
+        stage.__init__(*args, **kwargs)
         return stage
-
-
-def _extra_key(cls: type) -> str:
-    """The name of ``cls.__init__``'s ``**settings`` parameter, if it has one."""
-    for name, parameter in inspect.signature(cls.__init__).parameters.items():  # type: ignore[misc]
-        if parameter.kind is parameter.VAR_KEYWORD:
-            return name
-    return ""
 
 
 class Stage(metaclass=_StageType):
     """Base of all stages. ``name`` is the registry name, which each class states (the contract test checks it
     against the registry); each kind's one method is abstract, so a class lacking it cannot be built.
 
-    A stage's settings are its constructor's keyword parameters (:mod:`cast.core.settings`); once built, it holds
-    their values in ``setting_values``, from which :meth:`describe` is made."""
+    A stage's settings are the fields of its nested ``Settings`` class (and of the classes it extends); once
+    built, it holds their values in ``setting_values``, from which :meth:`describe` is made."""
 
     kind: ClassVar[str] = "stage"
-    name: str = ""
-    _setting_values: dict[str, Any] = {}  # noqa: RUF012  (set per instance by the metaclass)
+    name: ClassVar[str] = ""
 
-    @property
-    def setting_values(self) -> Mapping[str, Any]:
-        """Every setting's value in this stage, defaults filled in (read-only)."""
-        return MappingProxyType(self._setting_values)
+    class Settings(StageSettings):
+        """A stage's settings (none here: each stage declares its own)."""
+
+    setting_values: Settings
 
     @classmethod
     def settings(cls) -> dict[str, Setting]:
-        """The stage's settings, as its constructor (and those of the bases it passes ``**settings`` to)
-        declares them."""
-        return stage_settings(cls)
+        """The stage's settings as its ``Settings`` declares them (its own first, then those it inherits)."""
+        return cls.Settings.declared()
 
     @classmethod
-    def check_params(cls, params: dict[str, Any]) -> None:
-        """A :class:`ConfigError` for an unknown setting or a value that does not fit (nothing is built)."""
-        accepted = cls.settings()
-        unknown = sorted(set(params) - set(accepted))
-        if unknown:
-            raise ConfigError(
-                f"{cls.kind} {cls.name}: unknown setting(s) {', '.join(unknown)}; "
-                f"allowed: {', '.join(sorted(accepted)) or 'none'}"
-            )
-        for key, value in params.items():
-            check_value(cls.kind, accepted[key], value)
+    def check_params(cls, params: Mapping[str, Any]) -> Settings:
+        """The stage's settings ``params`` give, checked: a :class:`ConfigError` for an unknown setting or a value
+        that does not fit (nothing is built)."""
+        return cls.Settings.of(params, section=cls.kind, where=f"{cls.kind} {cls.name}")
 
     @classmethod
-    def from_config(cls, params: dict[str, Any], resources: Resources) -> Stage:
+    def from_config(cls, params: dict[str, Any], resources: Resources | None) -> Self:
         """Build the stage from its config section. Unknown keys are a :class:`ConfigError`."""
         cls.check_params(params)
         if "resources" in inspect.signature(cls.__init__).parameters:
@@ -125,10 +114,17 @@ class Stage(metaclass=_StageType):
                 e.model, e.reason, setting=f"{cls.kind}.model", downloads_off=e.downloads_off
             ) from e
 
+    def with_settings(self, **values: Any) -> Self:
+        """The same stage (sharing what it loaded) with some settings changed: for settings it reads as it runs
+        (a generator's ``min_length``), not those it built something from."""
+        other = copy.copy(self)
+        other.setting_values = self.check_params({**dict(self.setting_values), **values})
+        return other
+
     def describe(self) -> dict[str, Any]:
         """What to record about this stage in outputs: its name, every setting's value, and what it resolved
         when built (:meth:`described_extras`)."""
-        return {"name": self.name, **self.setting_values, **self.described_extras()}
+        return {"name": self.name, **dict(self.setting_values), **self.described_extras()}
 
     def described_extras(self) -> dict[str, Any]:
         """Values the stage resolved when it was built that change its outputs (a model's real dtype, the
@@ -198,7 +194,11 @@ class Reranker(Stage):
     """Re-scores the head of a first-stage ranking. Returns the re-ranked head only (``depth`` passages)."""
 
     kind = "reranker"
-    depth: int = 100
+
+    @property
+    def depth(self) -> int:
+        """How many passages of a first-stage ranking it re-ranks (the head)."""
+        return 100
 
     @abstractmethod
     def rerank(self, query: str, passages: Sequence[ScoredPassage]) -> list[ScoredPassage]:
@@ -275,6 +275,11 @@ class PassageSelector(Stage):
     kind = "selector"
     needs_entities: ClassVar[bool] = False
 
+    @property
+    def candidates(self) -> int:
+        """How many of the re-ranked passages it considers (and the pipeline links)."""
+        return 10
+
     @abstractmethod
     def select(self, inputs: SelectionInput) -> Selection:
         raise NotImplementedError
@@ -315,53 +320,100 @@ class Verifier(Stage):
 
 class ChatModelStage:
     """What the stages that ask a chat model share: the server, the model, the decoding parameters (a mixin put
-    before the stage's kind, e.g. ``class LLMRewriter(ChatModelStage, Rewriter)``).
+    before the stage's kind, e.g. ``class LLMRewriter(ChatModelStage, Rewriter)``)."""
 
-    Args:
-        model: the model's name as the server knows it (vLLM: the Hugging Face id it serves; Ollama: its tag,
-            e.g. ``qwen2.5:7b-instruct``; llama.cpp: any name).
-        base_url: the server's OpenAI-compatible API root (vLLM ``http://localhost:8000/v1``, llama.cpp
-            ``http://localhost:8080/v1``, Ollama ``http://localhost:11434/v1``). Answers are cached by model,
-            messages and parameters, not by server.
-        api_key_env: the environment variable that holds the server's API key (its name, never the key);
-            ``null``: no key is sent.
-        temperature: the sampling temperature (0: the most likely tokens, as reproducible as the server allows).
-        seed: the sampling seed sent with every request (``null``: none).
-        timeout: seconds a request may take in all, from connecting to the last byte of the answer.
-        retries: how many times a failed request (no connection, time-out, 429, 5xx) is repeated.
-        backoff: the first wait between attempts, in seconds (doubling each time).
-        give_up_after: failed requests in a row after which the server is not asked again in the run.
-        concurrency: requests in flight at once (turns of different conversations are asked side by side).
-    """
+    class Settings(Stage.Settings):
+        model: Annotated[
+            str,
+            Field(
+                description=(
+                    "the model's name as the server knows it (vLLM: the Hugging Face id it serves; Ollama: its "
+                    "tag, e.g. ``qwen2.5:7b-instruct``; llama.cpp: any name)."
+                )
+            ),
+        ]
+        base_url: Annotated[
+            str,
+            Field(
+                description=(
+                    "the server's OpenAI-compatible API root (vLLM ``http://localhost:8000/v1``, llama.cpp "
+                    "``http://localhost:8080/v1``, Ollama ``http://localhost:11434/v1``). Answers are cached by "
+                    "model, messages and parameters, not by server."
+                )
+            ),
+            Runtime(),
+        ] = "http://localhost:8000/v1"
+        api_key_env: Annotated[
+            str | None,
+            Field(
+                description=(
+                    "the environment variable that holds the server's API key (its name, never the key); "
+                    "``null``: no key is sent."
+                )
+            ),
+            Runtime(),
+        ] = None
+        temperature: Annotated[
+            float,
+            Field(
+                ge=0,
+                le=2,
+                description="the sampling temperature (0: the most likely tokens, as reproducible as the server allows).",
+            ),
+        ] = 0.0
+        seed: Annotated[
+            int | None, Field(description="the sampling seed sent with every request (``null``: none).")
+        ] = 0
+        timeout: Annotated[
+            float,
+            Field(
+                gt=0,
+                description="seconds a request may take in all, from connecting to the last byte of the answer.",
+            ),
+            Runtime(),
+        ] = 120.0
+        retries: Annotated[
+            int,
+            Field(
+                description="how many times a failed request (no connection, time-out, 429, 5xx) is repeated."
+            ),
+            Runtime(),
+        ] = 2
+        backoff: Annotated[
+            float,
+            Field(description="the first wait between attempts, in seconds (doubling each time)."),
+            Runtime(),
+        ] = 1.0
+        give_up_after: Annotated[
+            int,
+            Field(
+                description="failed requests in a row after which the server is not asked again in the run."
+            ),
+            Runtime(),
+        ] = 2
+        concurrency: Annotated[
+            int,
+            Field(
+                ge=1,
+                description="requests in flight at once (turns of different conversations are asked side by side).",
+            ),
+            Runtime(),
+        ] = 4
 
-    def __init__(
-        self,
-        *,
-        model: str,
-        base_url: Annotated[str, Runtime()] = "http://localhost:8000/v1",
-        api_key_env: Annotated[str | None, Runtime()] = None,
-        temperature: Annotated[float, Range(0, 2)] = 0.0,
-        seed: int | None = 0,
-        timeout: Annotated[float, Range(0, open_low=True), Runtime()] = 120.0,
-        retries: Annotated[int, Runtime()] = 2,
-        backoff: Annotated[float, Runtime()] = 1.0,
-        give_up_after: Annotated[int, Runtime()] = 2,
-        concurrency: Annotated[int, Range(1), Runtime()] = 4,
-        resources: Resources | None = None,
-    ):
-        if not model.strip():
+    setting_values: Settings
+
+    def __init__(self, *, resources: Resources | None = None):
+        settings = self.setting_values
+        if not settings.model.strip():
             raise ConfigError("model must name the model the server serves, got an empty name")
-        self.model = model
-        self.temperature = temperature
-        self.seed = seed
         server = ChatServer(
-            base_url=base_url,
-            api_key_env=api_key_env,
-            timeout=timeout,
-            retries=retries,
-            backoff=backoff,
-            give_up_after=give_up_after,
-            concurrency=concurrency,
+            base_url=settings.base_url,
+            api_key_env=settings.api_key_env,
+            timeout=settings.timeout,
+            retries=settings.retries,
+            backoff=settings.backoff,
+            give_up_after=settings.give_up_after,
+            concurrency=settings.concurrency,
         )
         self.client = (
             resources.chat_client(server) if resources is not None else ChatClient(server, cache=None)
@@ -369,7 +421,8 @@ class ChatModelStage:
 
     def ask(self, conversations: Sequence[Sequence[Message]], max_tokens: int) -> list[ChatReply]:
         """The model's answers to ``conversations`` under this stage's decoding parameters."""
-        parameters: dict[str, Any] = {"temperature": self.temperature, "max_tokens": max_tokens}
-        if self.seed is not None:
-            parameters["seed"] = self.seed
-        return self.client.complete_many(self.model, conversations, **parameters)
+        settings = self.setting_values
+        parameters: dict[str, Any] = {"temperature": settings.temperature, "max_tokens": max_tokens}
+        if settings.seed is not None:
+            parameters["seed"] = settings.seed
+        return self.client.complete_many(settings.model, conversations, **parameters)

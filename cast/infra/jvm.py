@@ -23,9 +23,10 @@ import os
 import re
 import subprocess
 import threading
+import typing
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from cast.errors import CastError, IndexUnavailableError, excerpt
 from cast.index.record import index_command
@@ -33,7 +34,8 @@ from cast.index.record import index_command
 _lock = threading.Lock()
 _started = False
 # Lucene's English analyzers (Pyserini's names); an index must be searched with the one it was built with.
-STEMMERS = ("krovetz", "porter", "none")
+Stemmer = Literal["krovetz", "porter", "none"]
+STEMMERS: tuple[str, ...] = typing.get_args(Stemmer)
 
 
 def _java_major(java_home: Path) -> int | None:

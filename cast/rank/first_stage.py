@@ -6,9 +6,11 @@ import json
 from collections.abc import Sequence
 from typing import Annotated, Any
 
+from pydantic import Field
+
 from cast.core.records import Passage, ScoredPassage
 from cast.core.resources import Resources
-from cast.core.settings import Range, Runtime
+from cast.core.settings import Runtime
 from cast.core.stages import FirstStage
 from cast.errors import CastError, EmptyUtteranceError
 from cast.infra.jvm import corrupt_index
@@ -26,22 +28,25 @@ def passage_from_raw(docid: str, raw: str | None) -> Passage:
 
 
 class LuceneFirstStage(FirstStage):
-    """Searches the configured index; subclasses choose the scoring function.
+    """Searches the configured index; subclasses choose the scoring function."""
 
-    Args:
-        k: passages retrieved per query (the run file's depth).
-        threads: threads for batch search (Lucene's own thread pool; no multiprocessing around the JVM).
-    """
+    class Settings(FirstStage.Settings):
+        k: Annotated[int, Field(ge=1, description="passages retrieved per query (the run file's depth).")] = (
+            1000
+        )
+        threads: Annotated[
+            int,
+            Field(
+                ge=1,
+                description="threads for batch search (Lucene's own thread pool; no multiprocessing around the JVM).",
+            ),
+            Runtime(),
+        ] = 2
 
-    def __init__(
-        self,
-        resources: Resources,
-        k: Annotated[int, Range(1)] = 1000,
-        threads: Annotated[int, Range(1), Runtime()] = 2,
-    ):
+    setting_values: Settings
+
+    def __init__(self, resources: Resources):
         self.resources = resources
-        self.k = k
-        self.threads = threads
         self._searcher: Any = None
 
     @property
@@ -61,13 +66,15 @@ class LuceneFirstStage(FirstStage):
         for query in queries:
             if not query.strip():
                 raise EmptyUtteranceError("cannot search with an empty query")
-        k = k or self.k
+        k = k or self.setting_values.k
         qids = [str(i) for i in range(len(queries))]
         try:
             if len(queries) == 1:
                 hits_by_qid = {"0": self.searcher.search(queries[0], k=k)}
             else:
-                hits_by_qid = self.searcher.batch_search(list(queries), qids, k=k, threads=self.threads)
+                hits_by_qid = self.searcher.batch_search(
+                    list(queries), qids, k=k, threads=self.setting_values.threads
+                )
             return [self._scored(hits_by_qid[qid]) for qid in qids]
         except CastError:
             raise
@@ -88,43 +95,29 @@ class LuceneFirstStage(FirstStage):
 
 
 class LMDFirstStage(LuceneFirstStage):
-    """Query likelihood with Dirichlet smoothing (Pyserini's ``set_qld``); scores are log-likelihoods.
-
-    Args:
-        mu: the Dirichlet prior.
-    """
+    """Query likelihood with Dirichlet smoothing (Pyserini's ``set_qld``); scores are log-likelihoods."""
 
     name = "lmd"
 
-    def __init__(
-        self, resources: Resources, mu: Annotated[float, Range(0, open_low=True)] = 1000.0, **settings: Any
-    ):
-        super().__init__(resources, **settings)
-        self.mu = mu
+    class Settings(LuceneFirstStage.Settings):
+        mu: Annotated[float, Field(gt=0, description="the Dirichlet prior.")] = 1000.0
+
+    setting_values: Settings
 
     def configure(self, searcher: Any) -> None:
-        searcher.set_qld(float(self.mu))
+        searcher.set_qld(float(self.setting_values.mu))
 
 
 class BM25FirstStage(LuceneFirstStage):
-    """BM25 (Pyserini's ``set_bm25``).
-
-    Args:
-        k1: term-frequency saturation.
-        b: length normalisation.
-    """
+    """BM25 (Pyserini's ``set_bm25``)."""
 
     name = "bm25"
 
-    def __init__(
-        self,
-        resources: Resources,
-        k1: Annotated[float, Range(0)] = 0.9,
-        b: Annotated[float, Range(0, 1)] = 0.4,
-        **settings: Any,
-    ):
-        super().__init__(resources, **settings)
-        self.k1, self.b = k1, b
+    class Settings(LuceneFirstStage.Settings):
+        k1: Annotated[float, Field(ge=0, description="term-frequency saturation.")] = 0.9
+        b: Annotated[float, Field(ge=0, le=1, description="length normalisation.")] = 0.4
+
+    setting_values: Settings
 
     def configure(self, searcher: Any) -> None:
-        searcher.set_bm25(float(self.k1), float(self.b))
+        searcher.set_bm25(float(self.setting_values.k1), float(self.setting_values.b))

@@ -18,17 +18,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import Field
 
 from cast.core.records import ScoredPassage
 from cast.core.resources import Resources
-from cast.core.settings import OneOf, Range, Runtime
+from cast.core.settings import Runtime
 from cast.core.stages import Reranker
 from cast.errors import ConfigError
 from cast.index.embeddings import EmbeddingSettings, store_for_reranker
 from cast.infra.models import load_sequence_classifier, load_tokenizer, resolve_device
 from cast.infra.text import passage_text
-from cast.rank.fusion import NORMALISATIONS, interpolate
+from cast.rank.fusion import interpolate
 
 
 class NoReranker(Reranker):
@@ -36,7 +38,9 @@ class NoReranker(Reranker):
 
     name = "none"
 
-    depth = 0
+    @property
+    def depth(self) -> int:
+        return 0
 
     def rerank(self, query: str, passages: Sequence[ScoredPassage]) -> list[ScoredPassage]:
         return []
@@ -77,23 +81,30 @@ def rank_head(
 
 
 class FusingReranker(Reranker):
-    """A model re-ranker whose scores may be fused with the first stage's (:func:`rank_head`).
+    """A model re-ranker whose scores may be fused with the first stage's (:func:`rank_head`)."""
 
-    Args:
-        depth: how many first-stage passages are re-ranked.
-        first_stage_weight: weight of the first-stage score in the final score (0: the model's alone).
-        normalisation: how both scores are normalised per query before interpolating: ``zscore`` or ``minmax``.
-    """
+    class Settings(Reranker.Settings):
+        depth: Annotated[int, Field(description="how many first-stage passages are re-ranked.")] = 100
+        first_stage_weight: Annotated[
+            float,
+            Field(
+                ge=0,
+                le=1,
+                description="weight of the first-stage score in the final score (0: the model's alone).",
+            ),
+        ] = 0.0
+        normalisation: Annotated[
+            Literal["minmax", "zscore"],
+            Field(
+                description="how both scores are normalised per query before interpolating: ``zscore`` or ``minmax``."
+            ),
+        ] = "zscore"
 
-    def __init__(
-        self,
-        depth: int = 100,
-        first_stage_weight: Annotated[float, Range(0, 1)] = 0.0,
-        normalisation: Annotated[str, OneOf(*NORMALISATIONS)] = "zscore",
-    ):
-        self.depth = depth
-        self.first_stage_weight = first_stage_weight
-        self.normalisation = normalisation
+    setting_values: Settings
+
+    @property
+    def depth(self) -> int:
+        return self.setting_values.depth
 
 
 class CrossEncoderReranker(FusingReranker):
@@ -101,53 +112,66 @@ class CrossEncoderReranker(FusingReranker):
 
     Scores are probabilities of relevance in [0, 1] (see :func:`relevance_probability`).
 
-    Args:
-        model: the checkpoint's Hugging Face id or local folder (required unless the class has a default).
-        tokenizer: the tokenizer's id or folder, if not the model's own.
-        batch_size: query-passage pairs per forward pass.
-        max_length: pairs are truncated (the passage side first) to this many tokens.
-        relevant_label: the output index of the "relevant" class for models with two or more labels.
-        with_title: prefix passages with their title (by default yes, except for monoBERT).
-        dtype: ``auto`` (float32 on CPU, float16 on GPU), ``float32``, ``float16`` or ``bfloat16``.
-        allow_download: let Hugging Face download the model if it is not cached (off: runs are offline).
-
-    See :class:`FusingReranker` for the other settings.
-    """
+    See :class:`FusingReranker` for the other settings."""
 
     name = "cross_encoder"
 
     default_model: ClassVar[str | None] = None
     titles_by_default: ClassVar[bool] = True
 
-    def __init__(
-        self,
-        resources: Resources,
-        model: str | None = None,
-        tokenizer: str | None = None,
-        batch_size: Annotated[int, Runtime()] = 32,
-        max_length: int = 512,
-        relevant_label: int = 1,
-        with_title: bool | None = None,
-        dtype: str = "auto",
-        allow_download: Annotated[bool, Runtime()] = False,
-        **settings: Any,
-    ):
+    class Settings(FusingReranker.Settings):
+        model: Annotated[
+            str | None,
+            Field(
+                description="the checkpoint's Hugging Face id or local folder (required unless the class has a default)."
+            ),
+        ] = None
+        tokenizer: Annotated[
+            str | None, Field(description="the tokenizer's id or folder, if not the model's own.")
+        ] = None
+        batch_size: Annotated[int, Field(description="query-passage pairs per forward pass."), Runtime()] = 32
+        max_length: Annotated[
+            int, Field(description="pairs are truncated (the passage side first) to this many tokens.")
+        ] = 512
+        relevant_label: Annotated[
+            int,
+            Field(description='the output index of the "relevant" class for models with two or more labels.'),
+        ] = 1
+        with_title: Annotated[
+            bool | None,
+            Field(description="prefix passages with their title (by default yes, except for monoBERT)."),
+        ] = None
+        dtype: Annotated[
+            str,
+            Field(
+                description="``auto`` (float32 on CPU, float16 on GPU), ``float32``, ``float16`` or ``bfloat16``."
+            ),
+        ] = "auto"
+        allow_download: Annotated[
+            bool,
+            Field(
+                description="let Hugging Face download the model if it is not cached (off: runs are offline)."
+            ),
+            Runtime(),
+        ] = False
 
-        model = model or self.default_model
+    setting_values: Settings
+
+    def __init__(self, resources: Resources):
+        settings = self.setting_values
+        model = settings.model or self.default_model
         if model is None:
             raise ConfigError(
                 f"reranker {self.name!r} needs `model`: a cross-encoder folder or Hugging Face id"
             )
-        super().__init__(**settings)
+        # What the class's default, and its kind of model, resolve to where the config names none.
         self.model_name = model
-        self.batch_size = batch_size
-        self.max_length = max_length
-        self.relevant_label = relevant_label
-        self.tokenizer_name = tokenizer
-        self.with_title = self.titles_by_default if with_title is None else with_title
+        self.with_title = self.titles_by_default if settings.with_title is None else settings.with_title
         self.device = resolve_device(resources.device)
-        self.tokenizer = load_tokenizer(tokenizer or model, allow_download=allow_download)
-        self.model = load_sequence_classifier(model, self.device, dtype, allow_download=allow_download)
+        self.tokenizer = load_tokenizer(settings.tokenizer or model, allow_download=settings.allow_download)
+        self.model = load_sequence_classifier(
+            model, self.device, settings.dtype, allow_download=settings.allow_download
+        )
 
     def described_extras(self) -> dict[str, Any]:
         return {
@@ -161,19 +185,19 @@ class CrossEncoderReranker(FusingReranker):
         import torch
 
         scores: list[float] = []
-        for start in range(0, len(pairs), self.batch_size):
-            chunk = pairs[start : start + self.batch_size]
+        for start in range(0, len(pairs), self.setting_values.batch_size):
+            chunk = pairs[start : start + self.setting_values.batch_size]
             encoded = self.tokenizer(
                 [q for q, _ in chunk],
                 [p for _, p in chunk],
                 padding=True,
                 truncation="only_second",
-                max_length=self.max_length,
+                max_length=self.setting_values.max_length,
                 return_tensors="pt",
             ).to(self.model.device)
             with torch.inference_mode():
                 logits = self.model(**encoded).logits
-            scores.extend(relevance_probability(logits, self.relevant_label).tolist())
+            scores.extend(relevance_probability(logits, self.setting_values.relevant_label).tolist())
         return scores
 
     def rerank(self, query: str, passages: Sequence[ScoredPassage]) -> list[ScoredPassage]:
@@ -190,7 +214,14 @@ class CrossEncoderReranker(FusingReranker):
         ranked, start = [], 0
         for head in heads:
             head_scores = scores[start : start + len(head)]
-            ranked.append(rank_head(head, head_scores, self.first_stage_weight, self.normalisation))
+            ranked.append(
+                rank_head(
+                    head,
+                    head_scores,
+                    self.setting_values.first_stage_weight,
+                    self.setting_values.normalisation,
+                )
+            )
             start += len(head)
         return ranked
 
@@ -212,44 +243,59 @@ class BiEncoderReranker(FusingReranker):
     """Re-ranks by the cosine similarity of query and passage embeddings (a sentence-transformers model).
 
     Passage embeddings are kept in the shared cache (keyed by model, length limit and text), so passages seen
-    at earlier turns or in earlier runs are not encoded again.
-
-    Args:
-        model: a sentence-transformers model folder; default the bundled all-MiniLM-L6-v2.
-        batch_size: texts per forward pass.
-        max_seq_length: texts are truncated to this many tokens (all-MiniLM-L6-v2 was trained with 256, 128 is
-            faster and loses little on ~100-word passages).
-        with_title: prefix passages with their title.
-        cache_embeddings: keep passage embeddings in the shared cache.
-        embeddings: passage embeddings computed ahead (``cast index embed``; :mod:`cast.index.embeddings`): ``auto``
-            reads the store beside the index when it was built with this model, max_seq_length and with_title
-            (else one warning says why not); ``none`` reads none; a path names a store that must exist and
-            match (else a ConfigError). Passages not in the store are encoded (and cached) as without one.
-    """
+    at earlier turns or in earlier runs are not encoded again."""
 
     name = "biencoder"
 
-    def __init__(
-        self,
-        resources: Resources,
-        model: str | None = None,
-        batch_size: Annotated[int, Runtime()] = 64,
-        max_seq_length: int = 256,
-        with_title: bool = True,
-        cache_embeddings: Annotated[bool, Runtime()] = True,
-        embeddings: Annotated[str | None, Runtime()] = "auto",
-        **settings: Any,
-    ):
+    class Settings(FusingReranker.Settings):
+        model: Annotated[
+            str | None,
+            Field(description="a sentence-transformers model folder; default the bundled all-MiniLM-L6-v2."),
+        ] = None
+        batch_size: Annotated[int, Field(description="texts per forward pass."), Runtime()] = 64
+        max_seq_length: Annotated[
+            int,
+            Field(
+                description=(
+                    "texts are truncated to this many tokens (all-MiniLM-L6-v2 was trained with 256, 128 is "
+                    "faster and loses little on ~100-word passages)."
+                )
+            ),
+        ] = 256
+        with_title: Annotated[bool, Field(description="prefix passages with their title.")] = True
+        cache_embeddings: Annotated[
+            bool, Field(description="keep passage embeddings in the shared cache."), Runtime()
+        ] = True
+        embeddings: Annotated[
+            str | None,
+            Field(
+                description=(
+                    "passage embeddings computed ahead (``cast index embed``; :mod:`cast.index.embeddings`): ``auto`` "
+                    "reads the store beside the index when it was built with this model, max_seq_length and "
+                    "with_title (else one warning says why not); ``none`` reads none; a path names a store that "
+                    "must exist and match (else a ConfigError). Passages not in the store are encoded (and "
+                    "cached) as without one."
+                )
+            ),
+            Runtime(),
+        ] = "auto"
 
-        super().__init__(**settings)
-        self.batch_size = batch_size
-        self.with_title = with_title
-        self.cache = resources.cache if cache_embeddings else None
-        self.encoder = resources.sentence_encoder(model, max_seq_length)
-        self.embedding_settings = EmbeddingSettings(self.encoder.model_id, max_seq_length, with_title)
+    setting_values: Settings
+
+    def __init__(self, resources: Resources):
+
+        settings = self.setting_values
+        self.cache = resources.cache if settings.cache_embeddings else None
+        self.encoder = resources.sentence_encoder(settings.model, settings.max_seq_length)
+        self.embedding_settings = EmbeddingSettings(
+            self.encoder.model_id, settings.max_seq_length, settings.with_title
+        )
         self.embedding_dimension = self.encoder.dimension
         self.store = store_for_reranker(
-            embeddings, resources.config.get("index"), self.embedding_settings, self.embedding_dimension
+            settings.embeddings,
+            resources.config.get("index"),
+            self.embedding_settings,
+            self.embedding_dimension,
         )
 
     def described_extras(self) -> dict[str, Any]:
@@ -262,7 +308,7 @@ class BiEncoderReranker(FusingReranker):
 
     def embed(self, texts: Sequence[str]) -> Any:
         """Unit-length embeddings of ``texts`` (a float32 numpy array ``[len(texts), dim]``)."""
-        return self.encoder.embed(texts, self.batch_size)
+        return self.encoder.embed(texts, self.setting_values.batch_size)
 
     def embed_passages(self, texts: Sequence[str], docids: Sequence[str] | None = None) -> Any:
         """Passage embeddings: from the precomputed store where it holds the passage ``docids`` (aligned with
@@ -278,7 +324,7 @@ class BiEncoderReranker(FusingReranker):
 
     def cached_embeddings(self, texts: Sequence[str]) -> Any:
         """Embeddings of ``texts``, from the shared cache where present."""
-        return self.encoder.cached_embeddings(texts, self.cache, self.batch_size)
+        return self.encoder.cached_embeddings(texts, self.cache, self.setting_values.batch_size)
 
     def rerank(self, query: str, passages: Sequence[ScoredPassage]) -> list[ScoredPassage]:
         return self.rerank_batch([(query, passages)])[0]
@@ -290,13 +336,17 @@ class BiEncoderReranker(FusingReranker):
         # One query at a time: a batch is padded to its longest text, which moves an embedding by ~1e-7, and a
         # turn's scores must not depend on the other conversations answered with it (e.g. when it is redone).
         queries = np.concatenate([self.embed([q]) for q, _ in items])
-        texts = [passage_text(p.passage, self.with_title) for head in heads for p in head]
+        texts = [passage_text(p.passage, self.setting_values.with_title) for head in heads for p in head]
         if not texts:
             return [[] for _ in items]
         passages = self.embed_passages(texts, [p.id for head in heads for p in head])
         ranked, start = [], 0
         for query, head in zip(queries, heads, strict=True):
             cosines = passages[start : start + len(head)] @ query
-            ranked.append(rank_head(head, cosines, self.first_stage_weight, self.normalisation))
+            ranked.append(
+                rank_head(
+                    head, cosines, self.setting_values.first_stage_weight, self.setting_values.normalisation
+                )
+            )
             start += len(head)
         return ranked

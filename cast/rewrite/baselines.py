@@ -5,10 +5,14 @@ Learned rewriters live in :mod:`cast.rewrite.t5` and :mod:`cast.rewrite.hqe`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from cast.core.records import Conversation, PastTurn, Rewrite, Turn
 from cast.core.registry import build_stage
+from cast.core.resources import Resources
 from cast.core.stages import Rewriter
 from cast.errors import ConfigError, EmptyUtteranceError
 
@@ -30,23 +34,33 @@ class RawRewriter(Rewriter):
 
 
 class _TopicRewriter(Rewriter):
-    """A rewrite taken from the topic file.
-
-    Args:
-        fallback: a rewriter name (one that needs no topic rewrite, e.g. ``raw``, ``hqe``) for turns without one.
-    """
+    """A rewrite taken from the topic file."""
 
     field_name = ""
 
-    def __init__(self, fallback: str | None = None, resources=None):
-        self.fallback_name = fallback
-        self._fallback: Rewriter | None = None
-        if fallback is not None:
-            if fallback in ("manual", "automatic"):
+    class Settings(Rewriter.Settings):
+        fallback: Annotated[
+            str | None,
+            Field(
+                description="a rewriter name (one that needs no topic rewrite, e.g. ``raw``, ``hqe``) for turns "
+                "without one."
+            ),
+        ] = None
+
+        @classmethod
+        def check_together(cls, values: Mapping[str, Any]) -> None:
+            if values.get("fallback") in ("manual", "automatic"):
                 raise ConfigError(
-                    f"rewriter fallback must be a rewriter that needs no topic rewrite, not {fallback!r}"
+                    f"rewriter fallback must be a rewriter that needs no topic rewrite, not {values['fallback']!r}"
                 )
-            stage = build_stage("rewriter", {"name": fallback}, resources)
+
+    setting_values: Settings
+
+    def __init__(self, *, resources: Resources | None = None):
+        self._fallback: Rewriter | None = None
+        fallback = self.setting_values.fallback
+        if fallback is not None:
+            stage = build_stage("rewriter", {"name": fallback}, resources or Resources({}))
             assert isinstance(stage, Rewriter)
             self._fallback = stage
 

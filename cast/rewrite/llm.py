@@ -14,9 +14,10 @@ import re
 from collections.abc import Sequence
 from typing import Annotated, Any
 
+from pydantic import Field
+
 from cast.core.records import PastTurn, Rewrite, Turn
 from cast.core.resources import Resources
-from cast.core.settings import Range
 from cast.core.stages import ChatModelStage, Rewriter
 from cast.infra.prompts import PromptTemplate
 from cast.rewrite.baselines import require_text
@@ -53,31 +54,31 @@ def cut_words(text: str, limit: int) -> str:
 
 
 class LLMRewriter(ChatModelStage, Rewriter):
-    """Rewrites each utterance with a chat model given the conversation so far (see the module docstring).
-
-    Args:
-        prompt: the prompt template: a name under ``configs/prompts/`` or a file (recorded with its sha256).
-        response_words: earlier responses are cut to this many words (0: none is shown).
-        response_turns: the responses of this many latest earlier turns are shown.
-        max_tokens: the longest rewrite, in tokens.
-    """
+    """Rewrites each utterance with a chat model given the conversation so far (see the module docstring)."""
 
     name = "llm"
 
-    def __init__(
-        self,
-        prompt: str = "rewrite",
-        response_words: int = 60,
-        response_turns: int = 3,
-        max_tokens: Annotated[int, Range(1)] = 64,
-        resources: Resources | None = None,
-        **settings: Any,
-    ):
-        self.template = PromptTemplate.load(prompt, PLACEHOLDERS, OPTIONAL_PLACEHOLDERS)
-        super().__init__(resources=resources, **settings)
-        self.response_words = response_words
-        self.response_turns = response_turns
-        self.max_tokens = max_tokens
+    class Settings(ChatModelStage.Settings):
+        prompt: Annotated[
+            str,
+            Field(
+                description="the prompt template: a name under ``configs/prompts/`` or a file (recorded with its sha256)."
+            ),
+        ] = "rewrite"
+        response_words: Annotated[
+            int, Field(description="earlier responses are cut to this many words (0: none is shown).")
+        ] = 60
+        response_turns: Annotated[
+            int, Field(description="the responses of this many latest earlier turns are shown.")
+        ] = 3
+        max_tokens: Annotated[int, Field(ge=1, description="the longest rewrite, in tokens.")] = 64
+
+    setting_values: Settings
+
+    def __init__(self, *, resources: Resources | None = None):
+        settings = self.setting_values
+        self.template = PromptTemplate.load(settings.prompt, PLACEHOLDERS, OPTIONAL_PLACEHOLDERS)
+        super().__init__(resources=resources)
 
     def described_extras(self) -> dict[str, Any]:
         return {"prompt_sha256": self.template.sha256}
@@ -86,12 +87,12 @@ class LLMRewriter(ChatModelStage, Rewriter):
         """The chat messages for ``turn`` after ``history``."""
         statements = [p.turn.utterance for p in history if p.turn.turn_id == STATEMENTS_TURN_ID]
         conversation = [p for p in history if p.turn.turn_id != STATEMENTS_TURN_ID]
-        shown_from = len(conversation) - self.response_turns
+        shown_from = len(conversation) - self.setting_values.response_turns
         lines = []
         for number, past in enumerate(conversation):
             lines.append(f"USER: {past.turn.utterance.strip()}")
-            if past.turn.response and self.response_words and number >= shown_from:
-                lines.append(f"SYSTEM: {cut_words(past.turn.response, self.response_words)}")
+            if past.turn.response and self.setting_values.response_words and number >= shown_from:
+                lines.append(f"SYSTEM: {cut_words(past.turn.response, self.setting_values.response_words)}")
         about = f"About the user: {' '.join(statements)}\n\n" if statements else ""
         return self.template.render(
             conversation="\n".join(lines) or NO_HISTORY,
@@ -104,7 +105,7 @@ class LLMRewriter(ChatModelStage, Rewriter):
 
     def rewrite_batch(self, items: Sequence[tuple[Sequence[PastTurn], Turn]]) -> list[Rewrite]:
         prompts = [self.messages(history, turn) for history, turn in items]
-        replies = self.ask(prompts, self.max_tokens)
+        replies = self.ask(prompts, self.setting_values.max_tokens)
         rewrites = []
         for (_, turn), reply in zip(items, replies, strict=True):
             query = clean_rewrite(reply.text)

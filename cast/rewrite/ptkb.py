@@ -27,16 +27,19 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
 
 from cast.core.records import PastTurn, PTKBSelection, PTKBStatement, Rewrite, Turn
 from cast.core.resources import Resources
-from cast.core.settings import OneOf, Range, Runtime
+from cast.core.settings import Runtime
 from cast.core.stages import PTKBSelector
 from cast.errors import ConfigError
 from cast.rank.rerank import CrossEncoderReranker
 
-REWRITE_USES = ("append", "context", "none")
+# How many statements may be chosen (a selector choosing every statement changes its default).
+StatementCount = Annotated[int, Field(description="at most this many statements are chosen.")]
 # The turn id of the statements given to a rewriter as context (``rewrite: context``): rewriters that tell the
 # user's statements apart from the conversation (the LLM rewriter) look for it.
 STATEMENTS_TURN_ID = "ptkb"
@@ -44,33 +47,42 @@ _WORD = re.compile(r"\w+")
 
 
 class StatementSelector(PTKBSelector):
-    """Chooses the PTKB statements that matter at a turn by their scores (see the module docstring).
+    """Chooses the PTKB statements that matter at a turn by their scores (see the module docstring)."""
 
-    Args:
-        k: at most this many statements are chosen.
-        threshold: statements scoring below it are not chosen (``None``: no minimum).
-        context_turns: how many earlier utterances of the conversation form the context.
-        context_weight: the weight of the context's score, the utterance's being ``1 - context_weight``.
-        rewrite: ``append`` the chosen statements to the query for retrieval, give them to the rewriter as
-            ``context``, or ``none``.
-        answer: give the chosen statements to the answer generator, in front of the question.
-    """
+    class Settings(PTKBSelector.Settings):
+        k: StatementCount = 3
+        threshold: Annotated[
+            float | None,
+            Field(description="statements scoring below it are not chosen (``None``: no minimum)."),
+        ] = None
+        context_turns: Annotated[
+            int, Field(description="how many earlier utterances of the conversation form the context.")
+        ] = 3
+        context_weight: Annotated[
+            float,
+            Field(
+                ge=0,
+                le=1,
+                description="the weight of the context's score, the utterance's being ``1 - context_weight``.",
+            ),
+        ] = 0.0
+        rewrite: Annotated[
+            Literal["append", "context", "none"],
+            Field(
+                description=(
+                    "``append`` the chosen statements to the query for retrieval, give them to the rewriter as "
+                    "``context``, or ``none``."
+                )
+            ),
+        ] = "append"
+        answer: Annotated[
+            bool,
+            Field(
+                description="give the chosen statements to the answer generator, in front of the question."
+            ),
+        ] = False
 
-    def __init__(
-        self,
-        k: int = 3,
-        threshold: float | None = None,
-        context_turns: int = 3,
-        context_weight: Annotated[float, Range(0, 1)] = 0.0,
-        rewrite: Annotated[str, OneOf(*REWRITE_USES)] = "append",
-        answer: bool = False,
-    ):
-        self.k = k
-        self.threshold = threshold
-        self.context_turns = context_turns
-        self.context_weight = context_weight
-        self.rewrite = rewrite
-        self.answer = answer
+    setting_values: Settings
 
     def select(
         self, statements: Sequence[PTKBStatement], history: Sequence[PastTurn], turn: Turn
@@ -81,16 +93,22 @@ class StatementSelector(PTKBSelector):
         texts = [s.text for s in statements]
         scores = self.scores(turn.utterance, texts)
         context = " ".join(
-            past.turn.utterance for past in history[-self.context_turns :] if self.context_turns
+            past.turn.utterance
+            for past in history[-self.setting_values.context_turns :]
+            if self.setting_values.context_turns
         )
-        if self.context_weight and context:
+        if self.setting_values.context_weight and context:
             context_scores = self.scores(context, texts)
             scores = [
-                (1 - self.context_weight) * own + self.context_weight * around
+                (1 - self.setting_values.context_weight) * own + self.setting_values.context_weight * around
                 for own, around in zip(scores, context_scores, strict=True)
             ]
         order = sorted(range(len(statements)), key=lambda i: (-scores[i], i))
-        chosen = [i for i in order if self.threshold is None or scores[i] >= self.threshold][: self.k]
+        chosen = [
+            i
+            for i in order
+            if self.setting_values.threshold is None or scores[i] >= self.setting_values.threshold
+        ][: self.setting_values.k]
         return PTKBSelection(
             statements=tuple(statements[i] for i in chosen),
             scores={s.id: float(score) for s, score in zip(statements, scores, strict=True)},
@@ -106,7 +124,7 @@ class StatementSelector(PTKBSelector):
     ) -> Sequence[PastTurn]:
         """The history the rewriter sees: with ``rewrite: context``, the chosen statements come last, as an
         earlier turn of the user's."""
-        if self.rewrite != "context" or not selection.statements:
+        if self.setting_values.rewrite != "context" or not selection.statements:
             return history
         said = " ".join(s.text for s in selection.statements)
         statements = Turn(
@@ -122,8 +140,10 @@ class StatementSelector(PTKBSelector):
         if not selection.statements:
             return rewrite
         personal = " ".join(s.text for s in selection.statements)
-        query = f"{rewrite.query} {personal}" if self.rewrite == "append" else rewrite.query
-        question = f"{personal} {rewrite.answer_question}" if self.answer else rewrite.answer_question
+        query = f"{rewrite.query} {personal}" if self.setting_values.rewrite == "append" else rewrite.query
+        question = (
+            f"{personal} {rewrite.answer_question}" if self.setting_values.answer else rewrite.answer_question
+        )
         # Later turns' rewriters read this turn's query without the statements (see TurnResult.past_turn).
         inputs = {
             **rewrite.inputs,
@@ -150,8 +170,10 @@ class AllPTKB(StatementSelector):
 
     name = "all"
 
-    def __init__(self, k: int = 1000, **settings: Any):
-        super().__init__(k=k, **settings)
+    class Settings(StatementSelector.Settings):
+        k: StatementCount = 1000
+
+    setting_values: Settings
 
     def scores(self, query: str, statements: Sequence[str]) -> list[float]:
         return [1.0] * len(statements)
@@ -185,39 +207,37 @@ def bm25_scores(query: str, documents: Sequence[str], k1: float = 1.2, b: float 
 
 
 class BM25PTKB(StatementSelector):
-    """Lexical selection: BM25 over the conversation's statements.
-
-    Args:
-        k1: term-frequency saturation.
-        b: length normalisation.
-    """
+    """Lexical selection: BM25 over the conversation's statements."""
 
     name = "bm25"
 
-    def __init__(self, k1: float = 1.2, b: float = 0.75, **settings: Any):
-        super().__init__(**settings)
-        self.k1 = k1
-        self.b = b
+    class Settings(StatementSelector.Settings):
+        k1: Annotated[float, Field(description="term-frequency saturation.")] = 1.2
+        b: Annotated[float, Field(description="length normalisation.")] = 0.75
+
+    setting_values: Settings
 
     def scores(self, query: str, statements: Sequence[str]) -> list[float]:
-        return bm25_scores(query, statements, self.k1, self.b)
+        return bm25_scores(query, statements, self.setting_values.k1, self.setting_values.b)
 
 
 class BiEncoderPTKB(StatementSelector):
-    """Cosine of sentence embeddings, kept in the shared cache.
-
-    Args:
-        model: a sentence-transformers model folder; default the bundled all-MiniLM-L6-v2.
-        max_seq_length: texts are truncated to this many tokens.
-    """
+    """Cosine of sentence embeddings, kept in the shared cache."""
 
     name = "biencoder"
 
-    def __init__(
-        self, resources: Resources, model: str | None = None, max_seq_length: int = 128, **settings: Any
-    ):
-        super().__init__(**settings)
-        self.encoder = resources.sentence_encoder(model, max_seq_length)
+    class Settings(StatementSelector.Settings):
+        model: Annotated[
+            str | None,
+            Field(description="a sentence-transformers model folder; default the bundled all-MiniLM-L6-v2."),
+        ] = None
+        max_seq_length: Annotated[int, Field(description="texts are truncated to this many tokens.")] = 128
+
+    setting_values: Settings
+
+    def __init__(self, resources: Resources):
+        settings = self.setting_values
+        self.encoder = resources.sentence_encoder(settings.model, settings.max_seq_length)
         self.cache = resources.cache
 
     def described_extras(self) -> dict[str, Any]:
@@ -229,31 +249,40 @@ class BiEncoderPTKB(StatementSelector):
 
 
 class CrossEncoderPTKB(StatementSelector):
-    """A sequence-pair classifier reads (utterance, statement); scores are probabilities of relevance.
-
-    Args:
-        model: a local cross-encoder folder (or a cached Hugging Face id), e.g. ms-marco-MiniLM-L-6-v2.
-        max_length: pairs are truncated to this many tokens.
-        allow_download: let Hugging Face download the model if it is not cached (off: runs are offline).
-    """
+    """A sequence-pair classifier reads (utterance, statement); scores are probabilities of relevance."""
 
     name = "cross_encoder"
 
-    def __init__(
-        self,
-        resources: Resources,
-        model: str | None = None,
-        max_length: int = 256,
-        allow_download: Annotated[bool, Runtime()] = False,
-        **settings: Any,
-    ):
+    class Settings(StatementSelector.Settings):
+        model: Annotated[
+            str | None,
+            Field(
+                description="a local cross-encoder folder (or a cached Hugging Face id), e.g. ms-marco-MiniLM-L-6-v2."
+            ),
+        ] = None
+        max_length: Annotated[int, Field(description="pairs are truncated to this many tokens.")] = 256
+        allow_download: Annotated[
+            bool,
+            Field(
+                description="let Hugging Face download the model if it is not cached (off: runs are offline)."
+            ),
+            Runtime(),
+        ] = False
 
-        if model is None:
+    setting_values: Settings
+
+    def __init__(self, resources: Resources):
+        settings = self.setting_values
+        if settings.model is None:
             raise ConfigError("ptkb cross_encoder needs `model`: a cross-encoder folder or Hugging Face id")
-        super().__init__(**settings)
-        self.model_name = model
         self.scorer = CrossEncoderReranker(
-            resources, model=model, max_length=max_length, with_title=False, allow_download=allow_download
+            resources,
+            **{
+                "model": settings.model,
+                "max_length": settings.max_length,
+                "with_title": False,
+                "allow_download": settings.allow_download,
+            },
         )
 
     def scores(self, query: str, statements: Sequence[str]) -> list[float]:

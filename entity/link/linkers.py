@@ -16,8 +16,10 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, NamedTuple
+from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 from urllib.parse import unquote
+
+from pydantic import Field
 
 from cast.core.records import EntityMention
 from cast.core.resources import Resources
@@ -30,7 +32,21 @@ log = logging.getLogger(__name__)
 
 DBPEDIA_RESOURCE = "http://dbpedia.org/resource/"
 KINDS = ("query", "passage")
-ON_ERROR = ("fail", "skip")
+OnError = Literal["fail", "skip"]
+# Settings the linkers share (each gives its own default).
+MaxChars = Annotated[
+    int, Field(ge=1, description="longer texts are linked in chunks of at most this many characters.")
+]
+QueryConfidence = Annotated[float, Field(description="the least confidence of a mention kept in a query.")]
+PassageConfidence = Annotated[float, Field(description="the same for passages.")]
+Timeout = Annotated[
+    float,
+    Field(
+        gt=0,
+        description="seconds an attempt may take in all, from connecting to the last byte of the answer.",
+    ),
+    Runtime(),
+]
 
 
 def entity_uri(title: str) -> str:
@@ -176,21 +192,21 @@ def check_kind(kind: str) -> None:
 
 
 class SpanLinker(EntityLinker):
-    """Base of the real linkers: subclasses implement :meth:`link_pieces` over cleaned, bounded texts.
-
-    Args:
-        query_confidence: the least confidence of a mention kept in a query.
-        passage_confidence: the same for passages (the paper advises a higher one for long passages).
-        max_chars: longest text handed to :meth:`link_pieces` at once; longer texts are chunked.
-    """
+    """Base of the real linkers: subclasses implement :meth:`link_pieces` over cleaned, bounded texts, and give
+    the least confidence of a mention kept in a query and in a passage (the paper advises a higher one for long
+    passages)."""
 
     # Services that take the confidence as a request parameter filter by it themselves; their answers' scores
     # are on another scale and must not be filtered again.
     confidence_sent_to_service: ClassVar[bool] = False
 
-    def __init__(self, query_confidence: float, passage_confidence: float, max_chars: int):
+    class Settings(EntityLinker.Settings):
+        max_chars: MaxChars
+
+    setting_values: Settings
+
+    def __init__(self, query_confidence: float, passage_confidence: float):
         self.confidence = {"query": float(query_confidence), "passage": float(passage_confidence)}
-        self.max_chars = max_chars
         self.texts_seen = 0
         self.unlinked_count = 0
         self.unlinked_in_last_batch: tuple[int, ...] = ()
@@ -218,7 +234,7 @@ class SpanLinker(EntityLinker):
         piece_contexts: list[str] = []
         owners: list[tuple[int, int]] = []  # (text number, chunk start in the cleaned text)
         for number, clean in enumerate(cleaned):
-            for start, end in chunk_spans(clean.text, self.max_chars):
+            for start, end in chunk_spans(clean.text, self.setting_values.max_chars):
                 if clean.text[start:end].strip():
                     pieces.append(clean.text[start:end])
                     piece_contexts.append(contexts[number] if contexts is not None else "")
@@ -276,47 +292,63 @@ LINKER_ADVICE = (
 class RemoteLinker(SpanLinker):
     """Base of web-service linkers: answers are cached on disk, failures follow the ``on_error`` policy.
 
-    Subclasses give :meth:`cache_inputs` (what identifies an answer; the cache namespace is the linker's name)
-    and :meth:`annotate` (one request, returning the spans of one piece of text).
-
-    Args:
-        endpoint: the service URL.
-        on_error: ``fail`` stops the run when the service cannot be reached; ``skip`` leaves that text without
-            entities, counts it, and :meth:`report` says how many texts were left unlinked (each turn's record
-            names its own). After ``give_up_after`` failed requests in a row the service is not asked again in
-            the run (one warning says so); under ``skip`` the remaining texts are left unlinked at once.
-        timeout, retries, backoff, give_up_after: see :class:`JsonHttpClient`.
-    """
+    Subclasses give :attr:`endpoint` (the service's URL), :meth:`cache_inputs` (what identifies an answer; the
+    cache namespace is the linker's name) and :meth:`annotate` (one request, returning the spans of one piece of
+    text)."""
 
     service = "entity linker"
 
-    def __init__(
-        self,
-        *,
-        endpoint: str,
-        query_confidence: float,
-        passage_confidence: float,
-        max_chars: int,
-        on_error: str,
-        timeout: Annotated[float, Runtime()],
-        retries: Annotated[int, Runtime()],
-        backoff: Annotated[float, Runtime()],
-        give_up_after: Annotated[int, Runtime()],
-        resources: Resources | None,
-    ):
-        super().__init__(query_confidence, passage_confidence, max_chars)
-        self.endpoint = endpoint
-        self.on_error = on_error
+    class Settings(SpanLinker.Settings):
+        query_confidence: QueryConfidence
+        passage_confidence: PassageConfidence
+        max_chars: MaxChars = 4000
+        on_error: Annotated[
+            OnError,
+            Field(
+                description="``fail`` stops the run when the service cannot be reached; ``skip`` leaves that text "
+                "without entities, counts it, and the end-of-run report says how many texts were left unlinked "
+                "(each turn's record names its own). After ``give_up_after`` failed requests in a row the service "
+                "is not asked again in the run (one warning says so); under ``skip`` the remaining texts are left "
+                "unlinked at once."
+            ),
+        ] = "fail"
+        timeout: Timeout = 20.0
+        retries: Annotated[
+            int, Field(description="how many times a failed request is repeated."), Runtime()
+        ] = 3
+        backoff: Annotated[
+            float,
+            Field(description="the first wait between attempts, in seconds (doubling each time)."),
+            Runtime(),
+        ] = 1.0
+        give_up_after: Annotated[
+            int,
+            Field(
+                description="failed requests in a row after which the service is not asked again in the run."
+            ),
+            Runtime(),
+        ] = 2
+
+    setting_values: Settings
+
+    def __init__(self, *, resources: Resources | None = None):
+        settings = self.setting_values
+        super().__init__(settings.query_confidence, settings.passage_confidence)
         self.http = JsonHttpClient(
             self.service,
-            timeout=timeout,
-            retries=retries,
-            backoff=backoff,
-            give_up_after=give_up_after,
+            timeout=settings.timeout,
+            retries=settings.retries,
+            backoff=settings.backoff,
+            give_up_after=settings.give_up_after,
             advice=LINKER_ADVICE,
         )
         self.resources = resources
-        self.unanswered_count = 0  # texts the service answered with an error meaning "nothing to link"
+        self.unanswered_count: int = 0  # texts the service answered with an error meaning "nothing to link"
+
+    @property
+    def endpoint(self) -> str:
+        """The service's URL."""
+        raise NotImplementedError
 
     def cache_inputs(self, piece: str, kind: str) -> dict[str, Any]:
         raise NotImplementedError
@@ -345,7 +377,7 @@ class RemoteLinker(SpanLinker):
                 answers[number] = []  # not cached: the count stays true on a rerun
                 continue
             except ServiceUnavailableError as e:
-                if self.on_error == "fail":
+                if self.setting_values.on_error == "fail":
                     raise
                 if not gave_up_before:
                     log.warning("%s: continuing without entities for a text: %s", self.name, e)

@@ -3,12 +3,12 @@ persistent cache."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import Field
 
 from cast.core.resources import Resources
-from cast.core.settings import OneOf, Range, Runtime
 from cast.entity.link.linkers import (
-    ON_ERROR,
     LinkedSpan,
     NoEntitiesAnswer,
     RemoteLinker,
@@ -21,29 +21,10 @@ from cast.infra.http import RequestRejected
 PUBLIC_ENDPOINT = "https://api.dbpedia-spotlight.org/{language}/annotate"
 # Spotlight's answer to some texts it found nothing in (its XML result cannot be rendered as JSON): HTTP 400.
 NO_ENTITIES_ERROR = "Error converting XML to JSON"
-POLICIES = ("whitelist", "blacklist")
 
 
 class SpotlightLinker(RemoteLinker):
     """Links with DBpedia Spotlight; answers are cached by (endpoint, confidence, support, text).
-
-    Args:
-        endpoint: the ``/annotate`` URL; by default the public service for ``language``. A ``/candidates`` URL
-            links each surface form to its best-scored candidate (``@finalScore``, the mention's confidence).
-        language: the language of the public endpoint (ignored when ``endpoint`` is given).
-        query_confidence: Spotlight's disambiguation confidence for queries.
-        passage_confidence: the same for passages (the paper advises a higher one for long passages).
-        support: the least number of in-links of a linked entity.
-        types: keep (or, under ``policy: blacklist``, drop) entities of these types, comma-separated, e.g.
-            ``DBpedia:Person,Schema:Place``; empty: all types.
-        sparql: a SPARQL SELECT whose results are the entities kept (or dropped); empty: no such filter.
-        policy: ``whitelist`` (keep what ``types``/``sparql`` name) or ``blacklist`` (drop it).
-        max_chars: longer texts are sent in chunks of at most this many characters.
-        on_error: ``fail`` or ``skip`` (continue without entities for that text; see ``report()``).
-        timeout: seconds an attempt may take in all, from connecting to the last byte of the answer.
-        retries: how many times a failed request is repeated.
-        backoff: the first wait between attempts, in seconds (doubling each time).
-        give_up_after: failed requests in a row after which the service is not asked again in the run.
 
     Example:
         >>> linker = SpotlightLinker(endpoint="http://localhost:2222/rest/annotate")
@@ -55,49 +36,74 @@ class SpotlightLinker(RemoteLinker):
     service = "DBpedia Spotlight"
     confidence_sent_to_service: ClassVar[bool] = True
 
-    def __init__(
-        self,
-        endpoint: str | None = None,
-        language: str = "en",
-        query_confidence: float = 0.35,
-        passage_confidence: float = 0.5,
-        support: int = 0,
-        max_chars: Annotated[int, Range(1)] = 4000,
-        on_error: Annotated[str, OneOf(*ON_ERROR)] = "fail",
-        timeout: Annotated[float, Range(0, open_low=True), Runtime()] = 20.0,
-        retries: Annotated[int, Runtime()] = 3,
-        backoff: Annotated[float, Runtime()] = 1.0,
-        give_up_after: Annotated[int, Runtime()] = 2,
-        types: str = "",
-        sparql: str = "",
-        policy: Annotated[str, OneOf(*POLICIES)] = "whitelist",
-        resources: Resources | None = None,
-    ):
-        super().__init__(
-            endpoint=endpoint or PUBLIC_ENDPOINT.format(language=language),
-            query_confidence=query_confidence,
-            passage_confidence=passage_confidence,
-            max_chars=max_chars,
-            on_error=on_error,
-            timeout=timeout,
-            retries=retries,
-            backoff=backoff,
-            give_up_after=give_up_after,
-            resources=resources,
-        )
-        self.support = support
+    class Settings(RemoteLinker.Settings):
+        endpoint: Annotated[
+            str | None,
+            Field(
+                description="the ``/annotate`` URL; by default the public service for ``language``. A "
+                "``/candidates`` URL links each surface form to its best-scored candidate (``@finalScore``, the "
+                "mention's confidence)."
+            ),
+        ] = None
+        language: Annotated[
+            str,
+            Field(description="the language of the public endpoint (ignored when ``endpoint`` is given)."),
+        ] = "en"
+        query_confidence: Annotated[
+            float, Field(description="Spotlight's disambiguation confidence for queries.")
+        ] = 0.35
+        passage_confidence: Annotated[
+            float,
+            Field(description="the same for passages (the paper advises a higher one for long passages)."),
+        ] = 0.5
+        support: Annotated[int, Field(description="the least number of in-links of a linked entity.")] = 0
+        types: Annotated[
+            str,
+            Field(
+                description="keep (or, under ``policy: blacklist``, drop) entities of these types, "
+                "comma-separated, e.g. ``DBpedia:Person,Schema:Place``; empty: all types."
+            ),
+        ] = ""
+        sparql: Annotated[
+            str,
+            Field(
+                description="a SPARQL SELECT whose results are the entities kept (or dropped); empty: no such "
+                "filter."
+            ),
+        ] = ""
+        policy: Annotated[
+            Literal["whitelist", "blacklist"],
+            Field(
+                description="``whitelist`` (keep what ``types``/``sparql`` name) or ``blacklist`` (drop it)."
+            ),
+        ] = "whitelist"
+
+    setting_values: Settings
+
+    def __init__(self, *, resources: Resources | None = None):
+        settings = self.setting_values
+        super().__init__(resources=resources)
         # Spotlight's filters, sent (and part of the cache key) only where set, so unfiltered answers keep theirs.
         self.filters = {
             key: value
-            for key, value in (("types", types), ("sparql", sparql), ("policy", policy))
+            for key, value in (
+                ("types", settings.types),
+                ("sparql", settings.sparql),
+                ("policy", settings.policy),
+            )
             if value and (key != "policy" or value != "whitelist")
         }
+
+    @property
+    def endpoint(self) -> str:
+        settings = self.setting_values
+        return settings.endpoint or PUBLIC_ENDPOINT.format(language=settings.language)
 
     def cache_inputs(self, piece: str, kind: str) -> dict[str, Any]:
         return {
             "endpoint": self.endpoint,
             "confidence": self.confidence[kind],
-            "support": self.support,
+            "support": self.setting_values.support,
             **self.filters,
             "text": piece,
         }
@@ -110,7 +116,7 @@ class SpotlightLinker(RemoteLinker):
                 data={
                     "text": piece,
                     "confidence": self.confidence[kind],
-                    "support": self.support,
+                    "support": self.setting_values.support,
                     **self.filters,
                 },
                 headers={"Accept": "application/json"},

