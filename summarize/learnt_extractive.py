@@ -9,8 +9,8 @@ response would contain (its ROUGE-1 precision against the response). Sentences a
 hand-weighted generator picks them: greedily by score less redundancy with those already picked, in the word
 budget, each attributed to its passage.
 
-``bench/learnt_extractive.py`` trains the bundled model (``summarize/data/sentence-scorer.json``) on the pooled
-dev benchmark's turns and tests it leave-one-topic-out.
+``cast train sentence-scorer`` trains the bundled model (``summarize/data/sentence-scorer.json``) on the pooled
+dev benchmark's turns; ``bench/learnt_extractive.py`` tests it leave-one-topic-out.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from cast.summarize.entity_extractive import (
 )
 
 BUNDLED_MODEL = Path(__file__).resolve().parent / "data" / "sentence-scorer.json"
-RETRAIN = "bench/learnt_extractive.py --run DIR --train"
+RETRAIN = "cast train sentence-scorer"
 
 # The question's words that say what kind of answer it asks for: wh-words anywhere near the start (a question
 # may open with a lead-in: "I remember ..., but what was it about?"), auxiliaries and requests as its first word.

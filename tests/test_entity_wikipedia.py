@@ -236,10 +236,9 @@ def test_share_by_length_keeps_every_item_once():
 def test_the_shipped_model_reproduces_its_val_f1():
     sys.path.insert(0, str(REPO))
     from bench.common import DATA, DEFAULT_INDEX
-    from bench.entity_linking import run_links, user_turns
     from cast.entity.builders.collection_entities import entities_dir
     from cast.entity.builders.kb import DEFAULT_KB
-    from cast.formats.conel import gold_links, read_dialogues, score
+    from cast.formats.conel import gold_links, read_dialogues, run_links, score, user_turns
 
     recorded = load_model(str(MODEL_FILE)).recorded
     folder = entities_dir(DEFAULT_INDEX)

@@ -127,7 +127,7 @@ def stump_model(path, feature: str, threshold: float = 0.5) -> str:
 
 
 def test_a_missing_or_foreign_model_file_says_how_to_make_one(tmp_path):
-    with pytest.raises(DataFormatError, match="bench/term_selection.py --train"):
+    with pytest.raises(DataFormatError, match="cast train term-selector"):
         TermSelectorModel.load(tmp_path / "absent.json")
     stale = json.loads(open(stump_model(tmp_path / "m.json", "idf")).read())
     stale["features"] = ["idf"]

@@ -134,7 +134,7 @@ def test_a_model_of_other_features_is_refused_naming_the_retraining(tmp_path: Pa
     data = json.loads(write_scorer(tmp_path / "m.json", "has_year").read_text())
     other.write_text(json.dumps({**data, "features": ["words"]}))
     with pytest.raises(
-        DataFormatError, match="trained on other features; retrain it with bench/learnt_extractive.py"
+        DataFormatError, match="trained on other features; retrain it with cast train sentence-scorer"
     ):
         stage(model=str(other))
     with pytest.raises(DataFormatError, match="no such model file"):

@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from cast.core.records import ScoredPassage
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -132,3 +134,9 @@ def evaluate_run(
         missing_turns=[qid for qid in judged if qid not in scored_run],
         rel=rel,
     )
+
+
+def ranked_run(rankings: Mapping[str, Sequence[ScoredPassage]]) -> dict[str, dict[str, float]]:
+    """Rankings as a run in ir_measures' dict form, scored by rank: the stages' scores are on scales that differ
+    between a ranking's re-ranked head and its tail."""
+    return {qid: {p.id: float(len(r) - rank) for rank, p in enumerate(r)} for qid, r in rankings.items()}

@@ -109,6 +109,28 @@ def gold_links(dialogues: Iterable[Sequence[ConelTurn]]) -> list[Link]:
     ]
 
 
+def user_turns(dialogues: Iterable[Sequence[ConelTurn]]) -> list[tuple[ConelTurn, str]]:
+    """``(turn, context)`` for every user turn: the context is the dialogue's earlier turns, joined."""
+    items = []
+    for dialogue in dialogues:
+        for number, turn in enumerate(dialogue):
+            if turn.speaker == "USER":
+                items.append((turn, " ".join(t.utterance for t in dialogue[:number])))
+    return items
+
+
+def run_links(items: Sequence[tuple[ConelTurn, str]], linked: Sequence[Sequence[Any]]) -> list[Link]:
+    """The run rows of each ``(turn, context)`` item's linked mentions (``EntityMention``s or spans with
+    ``start``, ``end`` and ``entity``, aligned with ``items``)."""
+    return [
+        Link(
+            turn.dialogue_id, turn.turn, turn.utterance[span.start : span.end], span.entity.rsplit("/", 1)[-1]
+        )
+        for (turn, _), spans in zip(items, linked, strict=True)
+        for span in spans
+    ]
+
+
 def mention_key(mention: str) -> str:
     """A mention as the scorer compares it: without surrounding space and a leading article."""
     return _ARTICLE.sub("", mention.strip())

@@ -425,3 +425,13 @@ def _with_rewrites(
         )
         for conversation in conversations
     ]
+
+
+def provenance_qrels(conversations: Sequence[Conversation]) -> dict[str, dict[str, int]]:
+    """Each turn's ``response_ids`` (its response's provenance passages) as its relevant passages (grade 1)."""
+    return {
+        t.qid: {passage_id: 1 for passage_id in t.response_ids}
+        for c in conversations
+        for t in c.turns
+        if t.response_ids
+    }

@@ -9,7 +9,7 @@ it is in the index (BM25 idf), how recently and how often it appeared in the utt
 earlier turns' queries (the rewriter's own rewrites), its part of speech and casing, and whether it shares a
 sentence with words of the current utterance (a response that lists universities with their rankings answers
 "Which has the best ranking?"). A gradient-boosted ensemble (``cast/data/term-selector.json``, trained by
-``bench/term_selection.py --train`` on the manual rewrites of CAsT 2019-2021, CANARD dev and the iKAT 2023 train
+``cast train term-selector`` on the manual rewrites of CAsT 2019-2021, CANARD dev and the iKAT 2023 train
 topics) gives each term the probability that the manual rewrite adds it; the terms at or above ``threshold``
 (at most ``max_terms``, most probable first) are added.
 
@@ -209,9 +209,7 @@ class TermSelectorModel:
         def build(ensemble: TreeEnsemble, data: dict[str, Any]) -> TermSelectorModel:
             return cls(ensemble, float(data["threshold"]), data.get("recorded", {}))
 
-        return load_tree_model(
-            path, FEATURES, build, "term selection model", "bench/term_selection.py --train"
-        )
+        return load_tree_model(path, FEATURES, build, "term selection model", "cast train term-selector")
 
     def probabilities(self, features: dict[str, dict[str, float]]) -> dict[str, float]:
         """``{term: P(the manual rewrite adds it)}``."""

@@ -15,7 +15,7 @@ It decides as TagMe and WAT do, with what is available offline:
    the mention covers (a surname alone), the collection's evidence (commonness, how many passages mention it), and
    how often ConEL-2 train's annotators linked the form (link probability and commonness, as TagMe's anchors).
 4. **Decision.** A gradient-boosted tree ensemble learnt on ConEL-2 train (``entity/data/wikipedia-linker.json``,
-   retrained by ``bench/entity_linking.py --train``) gives each candidate a probability; the
+   retrained by ``cast train entity-linker``) gives each candidate a probability; the
    :func:`context_rules` let the conversation override it (a sense whose qualifier it names; a surname alone);
    each mention keeps its best candidate, overlapping mentions keep the more probable, and links under the
    threshold chosen on ConEL-2 val are dropped.
@@ -153,7 +153,7 @@ class LinkerModel:
                 Anchors(data["anchors"]),
             )
 
-        return load_tree_model(path, FEATURES, build, "linker model", "bench/entity_linking.py --train")
+        return load_tree_model(path, FEATURES, build, "linker model", "cast train entity-linker")
 
     def probabilities(self, candidates: Sequence[Candidate]) -> np.ndarray:
         """P(link) of each candidate (its anchor features are added first)."""
