@@ -91,10 +91,8 @@ def report(title: str, seconds: dict[str, list[float]]) -> None:
 def command_offline(args: argparse.Namespace) -> int:
     import torch
 
-    from cast.conversation.walker import walk
+    from cast.conversation.walker import turn_histories
     from cast.core.config import load_config
-    from cast.core.pipeline import rewrite_turns
-    from cast.core.records import PreparedTurn
     from cast.core.registry import build_stage
     from cast.core.resources import Resources
     from cast.formats.topics import load_topics
@@ -110,17 +108,8 @@ def command_offline(args: argparse.Namespace) -> int:
     )
     first_stage.search("warm up the searcher")
 
-    # Each turn once, with the history the pipeline's rewrite step gives it (earlier turns' rewrites), in
-    # conversation order.
-    seen: dict[str, tuple] = {}
-
-    def take(steps: list) -> list:
-        seen.update({s.turn.qid: (list(s.history), s.turn) for s in steps})
-        return rewrite_turns(rewriter, None, [(s.history, s.turn) for s in steps])
-
-    conversations = load_topics(args.topics)
-    walk(conversations, take, PreparedTurn.past_turn)
-    items = [seen[qid] for qid in dict.fromkeys(t.qid for c in conversations for t in c.turns)][: args.turns]
+    # Each turn once, with the history the pipeline's rewrite step gives it (earlier turns' rewrites).
+    items = turn_histories(rewriter, load_topics(args.topics))[: args.turns]
 
     state: dict[str, Any] = {}
 

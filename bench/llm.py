@@ -50,9 +50,8 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=120.0)
     args = parser.parse_args()
 
-    from cast.conversation.walker import walk as walk_conversations
-    from cast.core.pipeline import rewrite_turns
-    from cast.core.records import PreparedTurn, ScoredPassage, Selection
+    from cast.conversation.walker import turn_histories
+    from cast.core.records import ScoredPassage, Selection
     from cast.core.registry import stage_class
     from cast.core.resources import Resources
     from cast.formats.topics import load_topics
@@ -73,15 +72,7 @@ def main() -> int:
     # Each turn once, in conversation order, after a history of the earlier turns' manual rewrites (the oracle's:
     # the LLM's own rewrites would make the timings depend on its answers).
     manual = stage_class("rewriter", "manual").from_config({"fallback": "raw"}, resources)
-    seen: dict[str, tuple] = {}
-
-    def take(steps: list) -> list:
-        seen.update({s.turn.qid: (list(s.history), s.turn) for s in steps})
-        return rewrite_turns(manual, None, [(s.history, s.turn) for s in steps])
-
-    conversations = load_topics(args.topics)
-    walk_conversations(conversations, take, PreparedTurn.past_turn)
-    walk = [seen[qid] for qid in dict.fromkeys(t.qid for c in conversations for t in c.turns)]
+    walk = turn_histories(manual, load_topics(args.topics))
     if args.turns:
         walk = walk[: args.turns]
     print(

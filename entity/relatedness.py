@@ -30,7 +30,7 @@ from cast.entity.builders.collection_entities import load_postings, resolve_enti
 from cast.entity.inlinks import InLinkArrays
 from cast.entity.link.linkers import normalise_entity
 from cast.errors import CastError, ConfigError, DataFormatError, ServiceUnavailableError
-from cast.infra.http import JsonHttpClient
+from cast.infra.http import Backoff, JsonHttpClient, Retries, Timeout
 
 
 def milne_witten(size_a: int, size_b: int, size_ab: int, total: int) -> float:
@@ -289,15 +289,9 @@ class SparqlKnowledgeBase(PairwiseKnowledgeBase):
         batch: Annotated[
             int, Field(ge=1, description="the most entities or pairs asked in one query."), Runtime()
         ] = 50
-        timeout: Annotated[
-            float, Field(gt=0, description="see :class:`cast.infra.http.JsonHttpClient`."), Runtime()
-        ] = 30.0
-        retries: Annotated[
-            int, Field(description="see :class:`cast.infra.http.JsonHttpClient`."), Runtime()
-        ] = 3
-        backoff: Annotated[
-            float, Field(description="see :class:`cast.infra.http.JsonHttpClient`."), Runtime()
-        ] = 1.0
+        timeout: Timeout = 30.0
+        retries: Retries = 3
+        backoff: Backoff = 1.0
 
     setting_values: Settings
 

@@ -23,6 +23,7 @@ offsets into the passage text as the selection gives it).
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
@@ -223,24 +224,48 @@ class SentencePicker:
         return (1.0 - self.novelty_weight) * combined - self.novelty_weight * redundancy
 
 
-def answer_of(summarizer: Summarizer, picked: Sequence[Candidate], source_ids: tuple[str, ...]) -> Answer:
-    """The answer made of the picked sentences, in their passages' order, each attributed."""
-    sentences = tuple(AnswerSentence(c.text, c.passage_id) for c in sorted(picked, key=lambda c: c.order))
-    return Answer(
-        text=" ".join(s.text for s in sentences),
-        source_ids=source_ids,
-        generator=summarizer.name,
-        sentences=sentences,
-        settings=summarizer.describe(),
-    )
+class SentenceExtractiveSummarizer(Summarizer):
+    """Answers made of the selected passages' sentences, each attributed to its passage: the sentences a
+    :attr:`picker` picks by their :meth:`relevance` to the question."""
+
+    @property
+    @abstractmethod
+    def picker(self) -> SentencePicker:
+        """How the sentences are picked, as the settings say."""
+
+    @abstractmethod
+    def relevance(self, question: str, selection: Selection, candidates: Sequence[Candidate]) -> list[float]:
+        """Each candidate sentence's relevance to the question (higher is better)."""
+
+    def candidates(self, selection: Selection) -> list[Candidate]:
+        """The sentences of the selected passages an answer is made of (:meth:`SentencePicker.candidates`)."""
+        return self.picker.candidates(selection)
+
+    def summarize(self, query: str, selection: Selection) -> Answer:
+        source_ids = tuple(p.id for p in selection.passages)
+        picker = self.picker
+        candidates = picker.candidates(selection)
+        if not candidates:
+            return no_answer(self, source_ids)
+        picked = picker.pick(
+            candidates, entity_ranks(selection), self.relevance(query, selection, candidates)
+        )
+        sentences = tuple(AnswerSentence(c.text, c.passage_id) for c in sorted(picked, key=lambda c: c.order))
+        return Answer(
+            text=" ".join(s.text for s in sentences),
+            source_ids=source_ids,
+            generator=self.name,
+            sentences=sentences,
+            settings=self.describe(),
+        )
 
 
-class EntityExtractiveSummarizer(Summarizer):
+class EntityExtractiveSummarizer(SentenceExtractiveSummarizer):
     """Extractive answers from the selected passages, by query relevance, entity coverage and novelty."""
 
     name = "entity_extractive"
 
-    class Settings(Summarizer.Settings):
+    class Settings(SentenceExtractiveSummarizer.Settings):
         words: Words = 50
         entity_weight: Annotated[
             float,
@@ -311,18 +336,8 @@ class EntityExtractiveSummarizer(Summarizer):
     def described_extras(self) -> dict[str, Any]:
         return {"model": self.encoder.model_id} if self.encoder is not None else {}
 
-    def candidates(self, selection: Selection) -> list[Candidate]:
-        """The sentences of the selected passages an answer is made of (:meth:`SentencePicker.candidates`)."""
-        return self.picker.candidates(selection)
-
-    def summarize(self, query: str, selection: Selection) -> Answer:
-        source_ids = tuple(p.id for p in selection.passages)
-        picker = self.picker
-        candidates = picker.candidates(selection)
-        if not candidates:
-            return no_answer(self, source_ids)
-        picked = picker.pick(candidates, entity_ranks(selection), self.query_match(query, candidates))
-        return answer_of(self, picked, source_ids)
+    def relevance(self, question: str, selection: Selection, candidates: Sequence[Candidate]) -> list[float]:
+        return self.query_match(question, candidates)
 
     def query_match(self, query: str, candidates: Sequence[Candidate]) -> list[float]:
         """Each candidate's match with the query, in [0, 1], per the ``relevance`` setting."""

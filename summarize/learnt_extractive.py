@@ -24,19 +24,17 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import Field
 
-from cast.core.records import Answer, Selection
-from cast.core.stages import Summarizer
+from cast.core.records import Selection
 from cast.infra.text import WORD_JOINERS, word_tokens
 from cast.infra.trees import TreeEnsemble, load_tree_model
-from cast.summarize import no_answer
 from cast.summarize.entity_extractive import (
     Candidate,
     Fill,
     MinSentenceWords,
     NoveltyWeight,
+    SentenceExtractiveSummarizer,
     SentencePicker,
     Words,
-    answer_of,
     content_terms,
     entity_ranks,
     query_relevance,
@@ -239,12 +237,12 @@ class SentenceScorer:
         return self.ensemble.margins(rows)
 
 
-class LearntExtractiveSummarizer(Summarizer):
+class LearntExtractiveSummarizer(SentenceExtractiveSummarizer):
     """Extractive answers from the selected passages, sentences chosen by a learnt scorer."""
 
     name = "learnt_extractive"
 
-    class Settings(Summarizer.Settings):
+    class Settings(SentenceExtractiveSummarizer.Settings):
         words: Words = 50
         novelty_weight: NoveltyWeight = 0.1
         min_sentence_words: MinSentenceWords = 4
@@ -281,16 +279,5 @@ class LearntExtractiveSummarizer(Summarizer):
         digest = hashlib.sha256(self.model_path.read_bytes()).hexdigest()[:16]
         return {"scorer": {"file": self.model_path.name, "sha256": digest}}
 
-    def candidates(self, selection: Selection) -> list[Candidate]:
-        """The sentences of the selected passages an answer is made of (:meth:`SentencePicker.candidates`)."""
-        return self.picker.candidates(selection)
-
-    def summarize(self, query: str, selection: Selection) -> Answer:
-        source_ids = tuple(p.id for p in selection.passages)
-        picker = self.picker
-        candidates = picker.candidates(selection)
-        if not candidates:
-            return no_answer(self, source_ids)
-        scores = self.scorer.scores(sentence_features(query, selection, candidates))
-        picked = picker.pick(candidates, entity_ranks(selection), [float(s) for s in scores])
-        return answer_of(self, picked, source_ids)
+    def relevance(self, question: str, selection: Selection, candidates: Sequence[Candidate]) -> list[float]:
+        return [float(s) for s in self.scorer.scores(sentence_features(question, selection, candidates))]

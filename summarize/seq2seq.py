@@ -26,8 +26,8 @@ from cast.core.resources import Resources
 from cast.core.settings import Runtime
 from cast.core.stages import Summarizer
 from cast.errors import ConfigError
-from cast.infra.decoding import BeamDecoder
-from cast.infra.models import load_seq2seq, load_tokenizer, resolve_device
+from cast.infra.decoding import BeamDecoder, Decoding
+from cast.infra.models import AllowDownload, load_seq2seq, load_tokenizer, resolve_device
 from cast.infra.text import split_sentences
 from cast.summarize import no_answer
 
@@ -111,22 +111,8 @@ class Seq2SeqSummarizer(Summarizer):
                 description="``auto`` (float32 on CPU, bfloat16 on a GPU), ``float32``, ``float16`` or ``bfloat16``."
             ),
         ] = "auto"
-        decoding: Annotated[
-            str,
-            Field(
-                description=(
-                    "``plain`` (transformers' ``generate()`` as is), ``static`` (a fixed-shape KV cache) or "
-                    "``compiled`` (that cache with the decoder step compiled into CUDA graphs: for a GPU); the "
-                    "same answers, see :class:`BeamDecoder`."
-                )
-            ),
-            Runtime(),
-        ] = "plain"
-        allow_download: Annotated[
-            bool,
-            Field(description="let transformers fetch the model if it is not available locally."),
-            Runtime(),
-        ] = False
+        decoding: Decoding = "plain"
+        allow_download: AllowDownload = False
 
     setting_values: Settings
 

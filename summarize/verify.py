@@ -38,9 +38,9 @@ from pydantic import Field
 
 from cast.core.records import Answer, AnswerSentence, ClaimSupport, Selection, Verification
 from cast.core.resources import Resources
-from cast.core.settings import Runtime
 from cast.core.stages import Verifier
 from cast.errors import ConfigError
+from cast.infra.models import AllowDownload
 from cast.infra.text import WORD_JOINERS, passage_text, sentences, word_tokens
 from cast.rank.rerank import CrossEncoderReranker
 from cast.summarize.entity_extractive import STOPWORDS
@@ -188,13 +188,7 @@ class ClaimVerifier(Verifier):
         max_length: Annotated[
             int, Field(description="with ``model``, (passage, claim) pairs are cut to this many tokens.")
         ] = 512
-        allow_download: Annotated[
-            bool,
-            Field(
-                description="with ``model``, let Hugging Face download it if it is not cached (off: runs are offline)."
-            ),
-            Runtime(),
-        ] = False
+        allow_download: AllowDownload = False
 
     setting_values: Settings
 

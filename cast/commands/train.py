@@ -32,9 +32,7 @@ def add_parser(subparsers: argparse._SubParsersAction, summary: str | None = Non
     )
     terms.add_argument("--index", type=Path, required=True, help="the index giving idf and the LMD rankings")
     terms.add_argument("--folds", type=int, default=5, help="cross-validation folds (default: 5)")
-    terms.add_argument("--trees", type=int, default=150, help="boosting rounds (default: 150)")
-    terms.add_argument("--depth", type=int, default=4, help="tree depth (default: 4)")
-    terms.add_argument("--rate", type=float, default=0.1, help="learning rate (default: 0.1)")
+    add_tree_arguments(terms, trees=150, depth=4, rate=0.1)
     terms.add_argument(
         "--max-terms", type=int, default=20, help="the most terms a rewrite adds (default: 20)"
     )
@@ -65,9 +63,7 @@ def add_parser(subparsers: argparse._SubParsersAction, summary: str | None = Non
     linker.add_argument("--index", type=Path, help="an index whose entity resources (INDEX.entities) to use")
     linker.add_argument("--kb", type=Path, help="the knowledge base file (default: that of `cast entity kb`)")
     linker.add_argument("--min-precision", type=float, default=0.6, help="least val precision (default: 0.6)")
-    linker.add_argument("--trees", type=int, default=600, help="boosting rounds (default: 600)")
-    linker.add_argument("--depth", type=int, default=4, help="tree depth (default: 4)")
-    linker.add_argument("--rate", type=float, default=0.03, help="learning rate (default: 0.03)")
+    add_tree_arguments(linker, trees=600, depth=4, rate=0.03)
     linker.add_argument(
         "--model", type=Path, default=LINKER_MODEL, help="where to write (default: %(default)s)"
     )
@@ -91,13 +87,18 @@ def add_parser(subparsers: argparse._SubParsersAction, summary: str | None = Non
         default=50,
         help="the word budget the answers were made for (recorded; default: 50)",
     )
-    scorer.add_argument("--trees", type=int, default=200, help="boosting rounds (default: 200)")
-    scorer.add_argument("--depth", type=int, default=3, help="tree depth (default: 3)")
-    scorer.add_argument("--rate", type=float, default=0.05, help="learning rate (default: 0.05)")
+    add_tree_arguments(scorer, trees=200, depth=3, rate=0.05)
     scorer.add_argument(
         "--model", type=Path, default=SENTENCE_SCORER_MODEL, help="where to write (default: %(default)s)"
     )
     scorer.set_defaults(func=train_sentence_scorer)
+
+
+def add_tree_arguments(parser: argparse.ArgumentParser, *, trees: int, depth: int, rate: float) -> None:
+    """The gradient-boosted trees' ``--trees``, ``--depth`` and ``--rate``, with their defaults for a model."""
+    parser.add_argument("--trees", type=int, default=trees, help="boosting rounds (default: %(default)s)")
+    parser.add_argument("--depth", type=int, default=depth, help="tree depth (default: %(default)s)")
+    parser.add_argument("--rate", type=float, default=rate, help="learning rate (default: %(default)s)")
 
 
 def train_term_selector(args: argparse.Namespace) -> int:

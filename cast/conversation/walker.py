@@ -10,7 +10,8 @@ benchmarks walk conversations here, through:
 - :func:`answer_conversations`: every turn answered by a pipeline (or finished from prepared turns), resuming
   after the turns of an interrupted run;
 - :func:`prepare_conversations`: every turn taken as far as re-ranking or linking (:mod:`cast.conversation.prepared`);
-- :func:`rewrite_conversations`: every turn only rewritten (studies of rewriters and PTKB selectors).
+- :func:`rewrite_conversations`: every turn only rewritten (studies of rewriters and PTKB selectors);
+- :func:`turn_histories`: every turn with the history its rewrite step gives it (timing studies).
 
 A conversation typed turn by turn is :class:`cast.conversation.session.Session`'s.
 """
@@ -190,3 +191,19 @@ def rewrite_conversations(
         )
 
     return walk(conversations, rewrite, PreparedTurn.past_turn, progress=progress, desc="rewriting turns")
+
+
+def turn_histories(
+    rewriter: Rewriter, conversations: Iterable[Conversation]
+) -> list[tuple[tuple[PastTurn, ...], Turn]]:
+    """Each turn once, in the conversations' order, with the history the pipeline's rewrite step gives it (the
+    earlier turns rewritten by ``rewriter``; no passages): what timing studies of single stages run on."""
+    conversations = list(conversations)
+    seen: dict[str, tuple[tuple[PastTurn, ...], Turn]] = {}
+
+    def rewrite(steps: list[Step]) -> list[PreparedTurn]:
+        seen.update({s.turn.qid: (s.history, s.turn) for s in steps})
+        return rewrite_turns(rewriter, None, [(s.history, s.turn) for s in steps])
+
+    walk(conversations, rewrite, PreparedTurn.past_turn)
+    return [seen[qid] for qid in dict.fromkeys(t.qid for c in conversations for t in c.turns)]

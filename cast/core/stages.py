@@ -50,6 +50,7 @@ from cast.core.records import (
 from cast.core.resources import Resources
 from cast.core.settings import Runtime, Setting, StageSettings
 from cast.errors import ConfigError, ModelUnavailableError
+from cast.infra.http import Backoff, GiveUpAfter, Retries, Timeout
 from cast.infra.llm import ChatClient, ChatReply, ChatServer, Message
 
 
@@ -364,33 +365,10 @@ class ChatModelStage:
         seed: Annotated[
             int | None, Field(description="the sampling seed sent with every request (``null``: none).")
         ] = 0
-        timeout: Annotated[
-            float,
-            Field(
-                gt=0,
-                description="seconds a request may take in all, from connecting to the last byte of the answer.",
-            ),
-            Runtime(),
-        ] = 120.0
-        retries: Annotated[
-            int,
-            Field(
-                description="how many times a failed request (no connection, time-out, 429, 5xx) is repeated."
-            ),
-            Runtime(),
-        ] = 2
-        backoff: Annotated[
-            float,
-            Field(description="the first wait between attempts, in seconds (doubling each time)."),
-            Runtime(),
-        ] = 1.0
-        give_up_after: Annotated[
-            int,
-            Field(
-                description="failed requests in a row after which the server is not asked again in the run."
-            ),
-            Runtime(),
-        ] = 2
+        timeout: Timeout = 120.0
+        retries: Retries = 2
+        backoff: Backoff = 1.0
+        give_up_after: GiveUpAfter = 2
         concurrency: Annotated[
             int,
             Field(

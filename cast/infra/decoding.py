@@ -10,12 +10,26 @@ CPU, bench/generation_latency.py and bench/latency.py on any device.
 from __future__ import annotations
 
 import functools
-from typing import Any
+import typing
+from typing import Annotated, Any, Literal
 
+from pydantic import Field
+
+from cast.core.settings import Runtime
 from cast.errors import ConfigError
 
 # How the decoder's KV cache is kept (see BeamDecoder).
-DECODINGS = ("plain", "static", "compiled")
+# The setting of the stages that decode with a beam search (the T5 rewriter, the seq2seq summarizer).
+Decoding = Annotated[
+    Literal["plain", "static", "compiled"],
+    Field(
+        description="``plain`` (transformers' ``generate()`` as is), ``static`` (a fixed-shape KV cache) or "
+        "``compiled`` (that cache with the decoder step compiled into CUDA graphs: for a GPU); the same tokens, "
+        "see :class:`cast.infra.decoding.BeamDecoder`."
+    ),
+    Runtime(),
+]
+DECODINGS: tuple[str, ...] = typing.get_args(typing.get_args(Decoding)[0])
 
 
 def row_max_length_processor(max_lengths: Any, num_beams: int, eos_token_id: int) -> Any:

@@ -7,9 +7,35 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import Field
+
+from cast.core.settings import Runtime
 from cast.errors import ConfigError, ServiceUnavailableError
+
+# The client's settings, as the stages that ask a service declare them (each with its own default).
+Timeout = Annotated[
+    float,
+    Field(
+        gt=0,
+        description="seconds an attempt may take in all, from connecting to the last byte of the answer.",
+    ),
+    Runtime(),
+]
+Retries = Annotated[
+    int,
+    Field(description="how many times a failed request (no connection, time-out, 429, 5xx) is repeated."),
+    Runtime(),
+]
+Backoff = Annotated[
+    float, Field(description="the first wait between attempts, in seconds (doubling each time)."), Runtime()
+]
+GiveUpAfter = Annotated[
+    int,
+    Field(description="failed requests in a row after which the service is not asked again in the run."),
+    Runtime(),
+]
 
 RETRIED_STATUS = frozenset({429, 500, 502, 503, 504})
 

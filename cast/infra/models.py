@@ -11,11 +11,20 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import Field
+
+from cast.core.settings import Runtime
 from cast.errors import ConfigError, ModelUnavailableError
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
+# The setting of the stages that load a Hugging Face model.
+AllowDownload = Annotated[
+    bool,
+    Field(description="let Hugging Face download the model if it is not cached (off: runs are offline)."),
+    Runtime(),
+]
 
 
 def resolve_device(device: str | None = "auto") -> str:

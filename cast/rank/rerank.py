@@ -28,7 +28,7 @@ from cast.core.settings import Runtime
 from cast.core.stages import Reranker
 from cast.errors import ConfigError
 from cast.index.embeddings import EmbeddingSettings, store_for_reranker
-from cast.infra.models import load_sequence_classifier, load_tokenizer, resolve_device
+from cast.infra.models import AllowDownload, load_sequence_classifier, load_tokenizer, resolve_device
 from cast.infra.text import passage_text
 from cast.rank.fusion import interpolate
 
@@ -147,13 +147,7 @@ class CrossEncoderReranker(FusingReranker):
                 description="``auto`` (float32 on CPU, float16 on GPU), ``float32``, ``float16`` or ``bfloat16``."
             ),
         ] = "auto"
-        allow_download: Annotated[
-            bool,
-            Field(
-                description="let Hugging Face download the model if it is not cached (off: runs are offline)."
-            ),
-            Runtime(),
-        ] = False
+        allow_download: AllowDownload = False
 
     setting_values: Settings
 

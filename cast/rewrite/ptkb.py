@@ -33,9 +33,9 @@ from pydantic import Field
 
 from cast.core.records import PastTurn, PTKBSelection, PTKBStatement, Rewrite, Turn
 from cast.core.resources import Resources
-from cast.core.settings import Runtime
 from cast.core.stages import PTKBSelector
 from cast.errors import ConfigError
+from cast.infra.models import AllowDownload
 from cast.rank.rerank import CrossEncoderReranker
 
 # How many statements may be chosen (a selector choosing every statement changes its default).
@@ -261,13 +261,7 @@ class CrossEncoderPTKB(StatementSelector):
             ),
         ] = None
         max_length: Annotated[int, Field(description="pairs are truncated to this many tokens.")] = 256
-        allow_download: Annotated[
-            bool,
-            Field(
-                description="let Hugging Face download the model if it is not cached (off: runs are offline)."
-            ),
-            Runtime(),
-        ] = False
+        allow_download: AllowDownload = False
 
     setting_values: Settings
 

