@@ -50,16 +50,6 @@ def load_dev(topics: Sequence[Path]) -> list:
     return [conversation for path in topics for conversation in load_topics(path)]
 
 
-def provenance_qrels(conversations: Sequence) -> dict[str, dict[str, int]]:
-    """Each turn's ``response_provenance`` as relevant passages (grade 1)."""
-    return {
-        t.qid: {passage_id: 1 for passage_id in t.response_ids}
-        for c in conversations
-        for t in c.turns
-        if t.response_ids
-    }
-
-
 def stage(kind: str, spec: str, config: dict[str, Any], resources: Any) -> Any:
     """A stage from ``NAME`` or ``NAME:KEY=VALUE,...``, on the config's section when it names the same stage."""
     from bench.retrieval import stage_section
@@ -118,9 +108,11 @@ def command_retrieval(args: argparse.Namespace) -> int:
     import ir_measures
     from ir_measures import RR, R, nDCG
 
-    from bench.retrieval import ranked_run, rerank_in_chunks
+    from bench.retrieval import rerank_in_chunks
     from cast.core.pipeline import merge_head
     from cast.core.registry import shared_stage
+    from cast.evaluate.retrieval import ranked_run
+    from cast.formats.topics import provenance_qrels
 
     conversations = load_dev(args.topics)
     qrels = provenance_qrels(conversations)
@@ -161,6 +153,8 @@ def command_retrieval(args: argparse.Namespace) -> int:
 def command_files(args: argparse.Namespace) -> int:
     """Both topic files as one, and the provenance qrels: the inputs of bench/answers.py and `cast eval`."""
     import json
+
+    from cast.formats.topics import provenance_qrels
 
     args.out.mkdir(parents=True, exist_ok=True)
     topics = [item for path in args.topics for item in json.loads(path.read_text(encoding="utf-8"))]

@@ -228,16 +228,11 @@ def load_dataset(data: Path, dataset: Dataset) -> list:
 
 def dataset_qrels(data: Path, dataset: Dataset, conversations: Sequence[Any]) -> dict[str, dict[str, int]]:
     """The dataset's qrels: its file, or each turn's ``response_provenance`` as relevant (grade 1)."""
-    from cast.formats.topics import read_qrels
+    from cast.formats.topics import provenance_qrels, read_qrels
 
     if dataset.qrels is not None:
         return read_qrels(data / dataset.qrels)
-    return {
-        t.qid: {passage_id: 1 for passage_id in t.response_ids}
-        for c in conversations
-        for t in c.turns
-        if t.response_ids
-    }
+    return provenance_qrels(conversations)
 
 
 def topic_of(dataset: Dataset, conversation: Any) -> str:

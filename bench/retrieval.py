@@ -140,15 +140,10 @@ def stage_section(config: dict[str, Any], kind: str, spec: str) -> dict[str, Any
     return section
 
 
-def ranked_run(rankings: dict[str, list]) -> dict[str, dict[str, float]]:
-    """A run in ir_measures' dict form whose scores follow each ranking's order (scales differ head/tail)."""
-    return {qid: {p.id: float(len(r) - rank) for rank, p in enumerate(r)} for qid, r in rankings.items()}
-
-
 def command_run(args: argparse.Namespace) -> int:
     from cast.core.pipeline import merge_head
     from cast.core.registry import build_stage
-    from cast.evaluate.retrieval import evaluate_run, judged_qrels
+    from cast.evaluate.retrieval import evaluate_run, judged_qrels, ranked_run
     from cast.formats.topics import read_qrels
 
     automatic_topics = args.automatic_topics
