@@ -3,8 +3,8 @@ after re-ranking; one evaluation table against a baseline point.
 
 Where every swept setting belongs to a stage after re-ranking (selector, summarizer, knowledge base: the turns
 are prepared as far as entity linking; the linker: as far as re-ranking), the early stages run once
-(:meth:`cast.core.pipeline.Pipeline.prepare`, saved as ``OUT/prepared.jsonl.gz``) and each point runs only its later
-stages from them. Otherwise each point is a full run. Points run one after another in this process, or side by
+(:meth:`cast.conversation.runner.Runner.prepare`, saved as ``OUT/prepared.jsonl.gz``) and each point runs only
+its later stages from them. Otherwise each point is a full run. Points run one after another in this process, or side by
 side on Ray actors (each holding the pipeline's early stages once, and the prepared turns shipped once). Each
 point's run and answers files are written whole, atomically, once its turns are answered (the files ``cast run``
 writes with its settings): a sweep run again keeps the points it finished and redoes the others.

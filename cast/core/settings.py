@@ -1,5 +1,5 @@
 """Settings, declared once as fields of pydantic models: each stage's (its nested ``Settings`` class), the config's
-``encoder`` section and the config's top-level keys (:class:`cast.core.config.ConfigKeys`).
+``encoder`` section and the config's top-level keys (:class:`cast.core.config_keys.ConfigKeys`).
 
 A field states its type, its limits and its meaning::
 
