@@ -60,7 +60,8 @@ class TurnResult:
         ranking: the re-ranked head followed by the rest of the first-stage ranking.
         passage_entities: the entities of each candidate passage, by passage id.
         unlinked_texts: the texts the linker could not link (its service failed): ``"query"`` and passage ids.
-        timings: wall-clock seconds per stage.
+        timings: wall-clock seconds per stage, and ``other``: the rest of the turn's share of its batch's time
+            (bounds, merging, the selection's inputs), so that they add up to the turn.
         input_limits: the bounds of :mod:`cast.limits` applied to this turn's inputs: ``{what: original size}``
             (e.g. ``{"utterance": 1000000}``); empty when none was.
         ptkb: the PTKB statements chosen for the turn and every statement's score (iKAT topics), if any.
@@ -270,6 +271,7 @@ class Pipeline:
         check_stop_point(stop_after)
         if not items:
             return []
+        started = time.perf_counter()
         ptkbs = ptkbs if ptkbs is not None else [()] * len(items)
         timings: dict[str, float] = {}
         applied: list[dict[str, int]] = [{} for _ in items]
@@ -312,6 +314,7 @@ class Pipeline:
             links = list(
                 timed("link", lambda: self._link(queries, rankings, [history for history, _ in items]))
             )
+        _rest_as_other(timings, started, len(items))
         return [
             PreparedTurn(
                 turn=turn,
@@ -332,6 +335,7 @@ class Pipeline:
         the candidates (unless prepared with their links), select passages, answer."""
         if not items:
             return []
+        started = time.perf_counter()
         timings: dict[str, float] = {}
         timed = _timer(timings, len(items))
         histories = [bounded_history(list(history), {}) for history, _ in items]
@@ -364,6 +368,7 @@ class Pipeline:
                 [(p.rewrite.answer_question, sel) for p, sel in zip(prepared, selections, strict=True)]
             ),
         )
+        _rest_as_other(timings, started, len(items))
         return [
             TurnResult(
                 turn=p.turn,
@@ -374,7 +379,7 @@ class Pipeline:
                 query_entities=turn_links.query_entities,
                 passage_entities=turn_links.passage_entities,
                 unlinked_texts=turn_links.unlinked_texts,
-                timings={**p.timings, **timings},
+                timings={**p.timings, **timings, "other": p.timings.get("other", 0.0) + timings["other"]},
                 input_limits=p.input_limits,
                 ptkb=p.ptkb,
             )
@@ -483,6 +488,11 @@ def merge_head(head: Sequence[ScoredPassage], ranking: Sequence[ScoredPassage]) 
         return list(ranking)
     in_head = {p.id for p in head}
     return [*head, *(p for p in ranking if p.id not in in_head)]
+
+
+def _rest_as_other(timings: dict[str, float], started: float, turns: int) -> None:
+    """Record as ``other`` a batch's seconds per turn since ``started`` outside its timed stages."""
+    timings["other"] = max(0.0, (time.perf_counter() - started) / turns - sum(timings.values()))
 
 
 def _timer(timings: dict[str, float], turns: int) -> Callable[[str, Callable[[], Any]], Any]:
