@@ -227,7 +227,12 @@ class Pipeline:
         stages = {kind: resources.stage(kind) for kind in STAGE_KINDS}
         # Optional: only iKAT topics carry a PTKB.
         ptkb = resources.stage("ptkb") if "ptkb" in config else None
-        return cls(**stages, config=config, ptkb=ptkb)
+        pipeline = cls(**stages, config=config, ptkb=ptkb)
+        if pipeline.selector.needs_entities:
+            # Its helpers load (seconds) on the other core while this process loads the rest and runs the first
+            # stages, not when the first turn's passages wait for them.
+            pipeline.linker.start_helpers()
+        return pipeline
 
     @property
     def candidates(self) -> int:
