@@ -243,6 +243,7 @@ def build_entity_resources(
     fmt: str | None = None,
     progress: bool = True,
     ray: RayOptions | None = None,
+    processes: int = 1,
 ) -> Path:
     """Build the entity dictionary and the passage postings of a collection; return their folder.
 
@@ -256,6 +257,8 @@ def build_entity_resources(
         progress: show progress bars.
         ray: scan the collection's passages for mentions on Ray workers (the titles are read here); the files
             written are the same.
+        processes: scan the passages in this many processes of this machine (spawned, each with the scanner;
+            this one reads the collection and merges); the files written are the same.
 
     Raises:
         IndexUnavailableError: there is no index at ``index_dir``.
@@ -285,7 +288,7 @@ def build_entity_resources(
     numbers = _ArticleNumbers()
     cased_names: Counter = Counter()
     for part in _scan(
-        _chunks(passages(), numbers), CasedNames(), None, ray, progress, "entity titles and names"
+        _chunks(passages(), numbers), CasedNames(), None, ray, processes, progress, "entity titles and names"
     ):
         cased_names.update(part)
     titles, article_of = list(numbers.numbers), np.asarray(numbers.article_of, dtype=np.int32)
@@ -314,6 +317,7 @@ def build_entity_resources(
             scanner,
             len(article_of),
             ray,
+            processes,
             progress,
         )
     )
@@ -584,19 +588,59 @@ def _scan(
     scanner: Callable[[PassageChunk], T],
     total: int | None,
     ray: RayOptions | None,
+    processes: int,
     progress: bool,
     description: str = "entity mentions",
 ) -> Iterator[T]:
     """What ``scanner`` finds in each chunk of the collection (``total`` passages, if known), in collection order
-    (scanned here, or on Ray workers)."""
+    (scanned here, in ``processes`` local processes, or on Ray workers)."""
     from tqdm import tqdm
 
     from cast.cluster import map_in_order
 
+    if ray is None and processes > 1:
+        found = _in_processes(scanner, chunks, processes)
+    else:
+        found = map_in_order(scanner, chunks, ray)
     with tqdm(desc=description, unit=" passages", total=total, disable=not progress) as bar:
-        for chunk, counts in map_in_order(scanner, chunks, ray):
+        for chunk, counts in found:
             bar.update(len(chunk.texts))
             yield counts
+
+
+_worker_scanner: Callable[[PassageChunk], Any] | None = None
+
+
+def _set_worker_scanner(scanner: Callable[[PassageChunk], Any]) -> None:
+    global _worker_scanner
+    _worker_scanner = scanner
+
+
+def _scan_in_worker(chunk: PassageChunk) -> Any:
+    assert _worker_scanner is not None, "a scan worker without its scanner"
+    return _worker_scanner(chunk)
+
+
+def _in_processes(
+    scanner: Callable[[PassageChunk], T], chunks: Iterable[PassageChunk], processes: int
+) -> Iterator[tuple[PassageChunk, T]]:
+    """``(chunk, scanner(chunk))`` in order, scanned by ``processes`` spawned processes (never forked: the
+    caller may run a JVM), each given the scanner once; a few chunks per process are in flight at a time."""
+    import multiprocessing
+    from collections import deque
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(processes, context, _set_worker_scanner, (scanner,)) as pool:
+        pending: deque = deque()
+        for chunk in chunks:
+            pending.append((chunk, pool.submit(_scan_in_worker, chunk)))
+            if len(pending) > 2 * processes:
+                done, future = pending.popleft()
+                yield done, future.result()
+        while pending:
+            done, future = pending.popleft()
+            yield done, future.result()
 
 
 def _write_folder(folder: Path, data: dict[str, Any], arrays: InLinkArrays) -> None:

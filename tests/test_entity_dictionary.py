@@ -418,3 +418,14 @@ def test_output_folder_with_other_files_is_not_replaced(fixtures: Path, tmp_path
             None, [fixtures / "entity" / "collection.jsonl"], output=tmp_path, progress=False
         )
     assert (tmp_path / "notes.txt").read_text() == "keep me"
+
+
+def test_resources_scanned_in_several_processes_are_the_same(fixtures: Path, tmp_path: Path, monkeypatch):
+    from entity import collection_entities
+
+    collection = [fixtures / "entity" / "collection.jsonl"]
+    alone = build_entity_resources(None, collection, output=tmp_path / "alone", progress=False)
+    monkeypatch.setattr(collection_entities, "SCAN_CHUNK", 3)  # several chunks in flight in each process
+    shared = build_entity_resources(None, collection, output=tmp_path / "shared", progress=False, processes=2)
+    for name in (DICTIONARY_FILE, "postings.offsets.npy", "postings.passages.npy"):
+        assert (shared / name).read_bytes() == (alone / name).read_bytes(), name

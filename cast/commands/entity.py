@@ -15,6 +15,7 @@ import time
 
 from cast.cluster import add_ray_arguments, ray_options
 from cast.commands.common import add_config_arguments, config_from_args
+from cast.errors import ConfigError
 from index.collections import FORMATS
 
 
@@ -35,6 +36,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("--input", nargs="+", required=True, help="the collection's files or folders")
     build.add_argument(
         "--format", dest="fmt", choices=FORMATS, help="the collection format (default: detected per file)"
+    )
+    build.add_argument(
+        "--processes",
+        type=int,
+        default=2,
+        metavar="N",
+        help="processes scanning the passages, as the index build's threads (default: 2; 1: in this one)",
     )
     add_ray_arguments(build)
     build.set_defaults(func=main_dictionary)
@@ -71,8 +79,15 @@ def main_dictionary(args: argparse.Namespace) -> int:
     from entity.collection_entities import build_entity_resources
 
     started = time.perf_counter()
+    if args.processes < 1:
+        raise ConfigError(f"--processes must be at least 1, got {args.processes}")
     folder = build_entity_resources(
-        args.index, args.input, output=args.output, fmt=args.fmt, ray=ray_options(args)
+        args.index,
+        args.input,
+        output=args.output,
+        fmt=args.fmt,
+        ray=ray_options(args),
+        processes=args.processes,
     )
     print(f"entity resources written to {folder} in {time.perf_counter() - started:.0f} s")
     return 0
