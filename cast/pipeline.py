@@ -220,11 +220,19 @@ class Pipeline:
         self.answers_as_responses = history_responses == "answers"
 
     @classmethod
-    def from_config(cls, config: dict[str, Any], resources: Resources | None = None) -> Pipeline:
-        """Build every stage named in ``config`` (models load now, so a bad name fails before any turn)."""
+    def from_config(
+        cls, config: dict[str, Any], resources: Resources | None = None, *, progress: bool = False
+    ) -> Pipeline:
+        """Build every stage named in ``config`` (models load now, so a bad name fails before any turn);
+        ``progress``: a progress bar over the stages (seconds on a first use)."""
+        from tqdm import tqdm
+
         resources = resources or Resources(config)
         check_config(config, resources)
-        stages = {kind: resources.stage(kind) for kind in STAGE_KINDS}
+        kinds = tqdm(
+            STAGE_KINDS, desc="loading the pipeline", unit=" stages", disable=not progress, leave=False
+        )
+        stages = {kind: resources.stage(kind) for kind in kinds}
         # Optional: only iKAT topics carry a PTKB.
         ptkb = resources.stage("ptkb") if "ptkb" in config else None
         pipeline = cls(**stages, config=config, ptkb=ptkb)

@@ -73,7 +73,7 @@ def main(args: argparse.Namespace) -> int:
     index_dir = demo_index(Path(config.get("cache_dir", "~/.cache/cast-toolkit")).expanduser(), args.rebuild)
     config["index"] = str(index_dir)
     demo_kb(config["linker"])
-    pipeline = Pipeline.from_config(config)
+    pipeline = Pipeline.from_config(config, progress=True)
     print(
         f"rewriter: {config['rewriter']['name']}, re-ranker: {config['reranker']['name']}, "
         f"selector: {config['selector']['name']}, answers: {config['summarizer']['name']}"
