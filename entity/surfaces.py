@@ -130,9 +130,9 @@ class SurfaceMatcher:
         )
         spans = []
         free = 0  # the first character a next form may start at (the space after the last form taken)
-        for start, size, form in found:
+        for start, negative_size, form in found:  # by start, then longest first
             if start >= free:
-                free = start - size - 1
+                free = start - negative_size - 1
                 spans.append((start, free + 1, form))
         return spans
 
