@@ -7,7 +7,7 @@ stops halfway keeps everything it already paid for, and a rerun makes no repeate
 Several processes may share the file (WAL journal; a writer waits up to :data:`BUSY_TIMEOUT_S` for another). It
 is only a cache, so faults cost recomputation, never a run: a damaged file (corrupted or truncated pages, not a
 database, another schema) is moved aside to ``NAME.damaged`` and an empty cache started, with one warning; an
-entry that is not JSON is recomputed; an entry that cannot be stored because another process holds the write
+entry that is not JSON, or not of its namespace's shape, is recomputed (one warning per cache); an entry that cannot be stored because another process holds the write
 lock too long is only not stored. A folder where the file should be is an error naming it.
 """
 
@@ -63,6 +63,7 @@ class Cache:
                 )
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        self._warned_entries = False  # a damaged cache may hold thousands of bad entries: one warning says it
         try:
             self._db = self._open()
         except sqlite3.OperationalError as e:
@@ -127,8 +128,11 @@ class Cache:
     def get(self, namespace: str, inputs: Any) -> Any | None:
         return self.get_many(namespace, [inputs])[0]
 
-    def get_many(self, namespace: str, inputs: Sequence[Any]) -> list[Any | None]:
-        """Cached values for each of ``inputs`` (None where absent, or where the stored value is not JSON)."""
+    def get_many(
+        self, namespace: str, inputs: Sequence[Any], valid: Callable[[Any], bool] | None = None
+    ) -> list[Any | None]:
+        """Cached values for each of ``inputs`` (None where absent, or where the stored value is not JSON, or not
+        ``valid``: of another shape than its namespace's values, as a damaged or foreign entry may be)."""
         keys = [cache_key(i) for i in inputs]
 
         def select() -> list[tuple[str, str]]:
@@ -149,10 +153,18 @@ class Cache:
         for key, value in rows:
             try:
                 found[key] = json.loads(value)
-            except (TypeError, json.JSONDecodeError):
-                log.warning(
-                    "the cache %s holds a value that is not JSON (%s); recomputing it", self.path, namespace
-                )
+                if valid is not None and not valid(found[key]):
+                    raise ValueError("of another shape")
+            except (TypeError, ValueError, RecursionError):
+                found.pop(key, None)
+                if not self._warned_entries:
+                    self._warned_entries = True
+                    log.warning(
+                        "the cache %s holds values that are not JSON or of another shape (%s, and maybe more); "
+                        "recomputing them",
+                        self.path,
+                        namespace,
+                    )
         return [found.get(k) for k in keys]
 
     def put(self, namespace: str, inputs: Any, value: Any) -> None:
@@ -186,10 +198,15 @@ class Cache:
         return value
 
     def get_or_compute_many(
-        self, namespace: str, inputs: Sequence[Any], compute: Callable[[list[Any]], list[Any]]
+        self,
+        namespace: str,
+        inputs: Sequence[Any],
+        compute: Callable[[list[Any]], list[Any]],
+        valid: Callable[[Any], bool] | None = None,
     ) -> list[Any]:
-        """Like :meth:`get_or_compute`, but ``compute`` receives only the missing inputs, in one call."""
-        values = self.get_many(namespace, inputs)
+        """Like :meth:`get_or_compute`, but ``compute`` receives only the missing inputs, in one call; cached values
+        that are not ``valid`` are computed again (see :meth:`get_many`)."""
+        values = self.get_many(namespace, inputs, valid)
         missing = [i for i, v in enumerate(values) if v is None]
         if missing:
             computed = compute([inputs[i] for i in missing])

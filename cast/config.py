@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cast.errors import ConfigError
+from cast.errors import ConfigError, DataFormatError
 
 _PACKAGE = Path(__file__).resolve().parent
 # The profiles: a checkout's configs/ (the folder users edit; also what an editable install reads), else the copy
@@ -23,6 +23,8 @@ CONFIG_DIR = (
 DEFAULT_CONFIG = "offline"
 # Top-level keys besides the stage sections (cast.registry.STAGES).
 SETTINGS = ("index", "stemmer", "cache_dir", "device", "tag", "base", "history_responses", "encoder")
+# What each of them must be (or null): a number or a list where a path is expected fails later, and obscurely.
+_SETTING_TYPES: dict[str, type] = {key: str for key in SETTINGS} | {"encoder": dict}
 
 
 def config_path(name_or_path: str | Path, referrer: Path | None = None) -> Path:
@@ -46,31 +48,16 @@ def config_path(name_or_path: str | Path, referrer: Path | None = None) -> Path:
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
-    import yaml
+    from cast.textfiles import read_yaml
 
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as e:
-        raise ConfigError(
-            f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})"
-        ) from None
-    except RecursionError:
-        raise ConfigError(f"{path}: not a config: its YAML is nested too deeply") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        raise ConfigError(f"{where}: not valid YAML: {yaml_problem(e)}") from e
+        data = read_yaml(path)
+    except DataFormatError as e:
+        raise ConfigError(str(e)) from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a config must be a YAML mapping")
     check_top_level_keys(data, str(path))
     return data
-
-
-def yaml_problem(error: Exception) -> str:
-    """What PyYAML found wrong, on one line (its message spans several and names ``"<unicode string>"``)."""
-    problem = getattr(error, "problem", None) or str(error).strip().splitlines()[0]
-    context = getattr(error, "context", None)
-    return f"{context}, {problem}" if context else problem
 
 
 def check_top_level_keys(config: dict[str, Any], source: str) -> None:
@@ -83,6 +70,11 @@ def check_top_level_keys(config: dict[str, Any], source: str) -> None:
         raise ConfigError(
             f"{source}: unknown top-level key(s) {', '.join(unknown)}; known: {', '.join(known)}"
         )
+    for key, value in config.items():
+        expected = dict if key in STAGES else _SETTING_TYPES[key]
+        if value is not None and not isinstance(value, expected):
+            what = "a mapping" if expected is dict else "a string (quote it: '...')"
+            raise ConfigError(f"{source}: {key} must be {what}, got {value!r}")
 
 
 def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -103,16 +95,20 @@ def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
 
 def parse_override(assignment: str) -> tuple[list[str], Any]:
     """``"a.b=1"`` -> ``(["a", "b"], 1)``; the value is parsed as YAML."""
-    import yaml
+    from cast.textfiles import parse_yaml
 
     key, sep, raw = assignment.partition("=")
     if not sep or not key.strip():
         raise ConfigError(f"--set expects KEY=VALUE (e.g. first_stage.mu=1500), got {assignment!r}")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError as e:
-        raise ConfigError(f"--set {assignment!r}: the value is not valid YAML: {yaml_problem(e)}") from e
-    return key.strip().split("."), value
+        value = parse_yaml(raw, "--set") if raw.strip() else ""
+    except DataFormatError as e:
+        raise ConfigError(f"--set {assignment!r}: the value is {e.problem}") from None
+    keys = key.strip().split(".")
+    if len(keys) == 1 and _SETTING_TYPES.get(keys[0]) is str and isinstance(value, int | float | bool):
+        # A path or tag that YAML reads as a number or a boolean (--index 2024, --set tag=yes).
+        value = raw.strip()
+    return keys, value
 
 
 def apply_override(config: dict[str, Any], keys: list[str], value: Any) -> None:
@@ -138,15 +134,23 @@ def load_config(name_or_path: str | Path = DEFAULT_CONFIG, overrides: Sequence[s
     seen = {path.resolve()}
     referrer = path
     while "base" in config:
-        base_path = config_path(config.pop("base"), referrer)
+        base = config.pop("base")
+        if not isinstance(base, str):  # also null: a key without a value
+            raise ConfigError(f"{referrer}: base must be a config name or path, got {base!r}")
+        base_path = config_path(base, referrer)
         if base_path.resolve() in seen:
             raise ConfigError(f"{referrer}: config 'base' chain loops at {base_path}")
         seen.add(base_path.resolve())
         config = merge(_read_yaml(base_path), config)
         referrer = base_path
     config.setdefault("tag", path.stem)
-    for assignment in overrides:
-        keys, value = parse_override(assignment)
-        check_top_level_keys({keys[0]: value}, f"--set {assignment}")
+    parsed = [(assignment, *parse_override(assignment)) for assignment in overrides]
+    # A section's stage first: choosing another stage resets its section, which must not drop the settings given
+    # for it beside (--set linker.entities_dir=X --set linker.name=dictionary).
+    parsed.sort(key=lambda item: item[1][1:] != ["name"])
+    for assignment, keys, value in parsed:
+        if keys[0] == "base":
+            raise ConfigError(f"--set {assignment}: base is read with the config file; give --config instead")
+        check_top_level_keys({keys[0]: value} if len(keys) == 1 else {keys[0]: {}}, f"--set {assignment}")
         apply_override(config, keys, value)
     return config

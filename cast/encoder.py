@@ -203,8 +203,14 @@ class SentenceEncoder:
             vectors = self.embed([k["text"] for k in missing], batch_size).astype(np.float32)
             return [base64.b64encode(v.tobytes()).decode("ascii") for v in vectors]
 
+        def is_vector(value: Any) -> bool:  # a damaged entry must not become a vector of another length
+            try:
+                return len(base64.b64decode(value, validate=True)) == 4 * self.dimension
+            except (TypeError, ValueError):
+                return False
+
         # The namespace predates the summarizer's use: the re-ranker's cached passages stay valid.
-        encoded = cache.get_or_compute_many("biencoder-embedding", keys, compute)
+        encoded = cache.get_or_compute_many("biencoder-embedding", keys, compute, is_vector)
         vectors = {
             t: np.frombuffer(base64.b64decode(e), dtype=np.float32)
             for t, e in zip(unique, encoded, strict=True)

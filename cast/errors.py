@@ -21,6 +21,7 @@ class DataFormatError(CastError):
         super().__init__(f"{where}: {message}")
         self.path = str(path)
         self.line = line
+        self.problem = message
 
 
 def excerpt(value: object, limit: int = 80) -> str:

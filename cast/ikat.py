@@ -22,6 +22,7 @@ raises one :class:`~cast.errors.DataFormatError` naming the file, the conversati
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,8 @@ from cast.errors import DataFormatError, excerpt
 from cast.records import Conversation, PTKBStatement, Turn
 
 # Per turn: (the key of the utterance, of the relevant statements, of the response passages); first found wins.
+# A turn or statement number, as run files write it.
+_DIGITS = re.compile(r"[0-9]+")
 _TURN_KEYS = {
     "turns": ("utterance", "ptkb_provenance", "response_provenance"),
     "responses": ("user_utterance", "relevant_ptkbs", "citations"),
@@ -99,14 +102,24 @@ def _ptkb(path: str | Path, value: Any, topic_id: str) -> tuple[PTKBStatement, .
         raise DataFormatError(
             path, f"conversation {topic_id}: 'ptkb' is {type(value).__name__}, expected a dict or list"
         )
-    statements = []
+    statements: dict[str, PTKBStatement] = {}
     for key, text in items:
         if not isinstance(text, str) or not text.strip():
             raise DataFormatError(
                 path, f"conversation {topic_id}: 'ptkb' statement {key} is not a non-empty string"
             )
-        statements.append(PTKBStatement(id=str(key).strip(), text=text.strip()))
-    return tuple(statements)
+        statement_id = str(key).strip()
+        if not _DIGITS.fullmatch(statement_id):  # run files give statement ids as integers
+            raise DataFormatError(
+                path, f"conversation {topic_id}: 'ptkb' statement id {excerpt(key)} is not a number"
+            )
+        if statement_id in statements:
+            raise DataFormatError(
+                path,
+                f"conversation {topic_id}: 'ptkb' statement id {statement_id} appears twice ({excerpt(key)})",
+            )
+        statements[statement_id] = PTKBStatement(id=statement_id, text=text.strip())
+    return tuple(statements.values())
 
 
 def _turn(
@@ -121,8 +134,13 @@ def _turn(
     if not isinstance(turn, dict):
         raise DataFormatError(path, f"{where} is not a JSON object")
     turn_id = turn.get("turn_id")
-    if isinstance(turn_id, bool) or not isinstance(turn_id, int | str) or not str(turn_id).strip():
-        raise DataFormatError(path, f"{where}: 'turn_id' is {excerpt(turn_id)}; expected a number")
+    if (
+        isinstance(turn_id, bool)
+        or not isinstance(turn_id, int | str)
+        or not _DIGITS.fullmatch(str(turn_id).strip())
+    ):
+        # The qid's turn number: run files and the organisers' validators take ASCII digits only.
+        raise DataFormatError(path, f"{where}: 'turn_id' is {excerpt(turn_id)}; expected a number (e.g. 3)")
     qid = f"{topic_id}_{str(turn_id).strip()}"
     return Turn(
         qid=qid,

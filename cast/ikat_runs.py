@@ -25,6 +25,7 @@ statements the ``ptkb`` stage chose, with their scores (2023) or as ids. Passage
 from __future__ import annotations
 
 import json
+import math
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
@@ -33,7 +34,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from cast.atomic import write_lines_atomic
-from cast.errors import CastError, DataFormatError
+from cast.errors import CastError
 
 RUN_FORMATS = ("ikat2023", "ikat2024", "ikat2025")
 RUN_TYPES = {
@@ -43,6 +44,7 @@ RUN_TYPES = {
 }
 MAX_PASSAGES = 1000
 MAX_RESPONSE_WORDS_2025 = 250
+_DIGITS = re.compile(r"[0-9]+")  # str.isdigit() takes other scripts' digits too ("٣")
 CLUEWEB_PASSAGE_ID = re.compile(r"clueweb22-en\d{4}-\d{2}-\d{5}:\d+")
 
 
@@ -173,37 +175,40 @@ def write_ikat_run(
     run_type: str = "automatic",
     team_id: str = "",
 ) -> list[str]:
-    """Write the iKAT run of a finished ``cast run`` (its TREC run file and answers file) atomically.
+    """Write the iKAT run of a finished ``cast run`` (its TREC run file and answers file) atomically, if it is
+    valid.
 
     Returns:
-        The problems :func:`validate_ikat_run` finds in it (e.g. passage ids that are not ClueWeb22 ones).
+        The problems :func:`validate_ikat_run` finds in it (e.g. a turn that retrieved no passage); if there are
+        any, nothing is written (and a file there before is removed: it would be taken for this run's).
     """
     from cast.evaluate.answers import read_answers
     from cast.runfile import read_run
 
     records = read_answers(answers_path).records.values()
     lines = ikat_run(turn_outputs(read_run(run_path), records), fmt, run_name, run_type, team_id)
-    write_lines_atomic(path, lines)
     parsed = [json.loads(line) for line in lines]
-    return validate_ikat_run(parsed if fmt == "ikat2025" else parsed[0], fmt)
+    problems = validate_ikat_run(parsed if fmt == "ikat2025" else parsed[0], fmt)
+    if problems:
+        Path(path).unlink(missing_ok=True)
+    else:
+        write_lines_atomic(path, lines)
+    return problems
 
 
 def read_ikat_run(path: str | Path, fmt: str) -> Any:
     """A run file's JSON (2023-2024: the object; 2025: the list of line objects).
 
     Raises:
-        DataFormatError: the file is missing or not JSON.
+        DataFormatError: the file is missing, too large, or not (strict) JSON.
     """
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise DataFormatError(path, f"cannot read the run file: {error.strerror}") from None
-    try:
-        if fmt == "ikat2025":
-            return [json.loads(line) for line in text.splitlines() if line.strip()]
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise DataFormatError(path, f"not valid JSON: {error.msg}", error.lineno) from None
+    from cast.textfiles import RUN_JSON_BYTES, parse_json, read_text
+
+    text = read_text(path, RUN_JSON_BYTES, "iKAT run file")
+    if fmt == "ikat2025":
+        lines = enumerate(text.splitlines(), start=1)
+        return [parse_json(line, path, number) for number, line in lines if line.strip()]
+    return parse_json(text, path)
 
 
 def validate_ikat_run(run: Any, fmt: str, qids: Sequence[str] | None = None) -> list[str]:
@@ -419,7 +424,7 @@ def _unknown_keys(item: dict, allowed: set[str], where: str, problems: list[str]
 
 def _check_turn_id(turn_id: str, where: str, problems: list[str]) -> None:
     topic, underscore, turn = turn_id.rpartition("_")
-    if not underscore or not topic or not turn.isdigit():
+    if not underscore or not topic or not _DIGITS.fullmatch(turn) or any(c.isspace() for c in turn_id):
         problems.append(f"{where}: turn id {turn_id!r} is not '<topic>_<turn number>'")
 
 
@@ -433,11 +438,11 @@ def _check_passage_ids(passage_ids: Sequence[Any], where: str, problems: list[st
 
 
 def _is_number(value: Any) -> TypeGuard[float]:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _is_statement_id(value: Any) -> bool:
     """Statement ids are integers; the organisers' samples write them as digit strings, which their parser takes."""
     return (isinstance(value, int) and not isinstance(value, bool)) or (
-        isinstance(value, str) and value.isdigit()
+        isinstance(value, str) and _DIGITS.fullmatch(value) is not None
     )

@@ -20,10 +20,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from cast.atomic import append_durably, write_lines_atomic
-from cast.errors import CastError
+from cast.atomic import append_durably, remove_leftovers, write_lines_atomic
+from cast.errors import CastError, DataFormatError
 from cast.records import ScoredPassage
 from cast.runfile import RUN_COLUMNS, check_tag, format_query, read_run, write_run
+from cast.textfiles import parse_json
 
 _WHITESPACE = re.compile(r"\s")
 
@@ -93,30 +94,17 @@ class RunOutputs:
     @contextmanager
     def locked(self) -> Iterator[None]:
         """Hold ``PREFIX.lock`` while writing: a second ``cast run`` on the same prefix would interleave its
-        turns with ours. The lock is the kernel's (``flock``), so one left by a killed run is free again."""
+        turns with ours. Temporary files that a killed run left behind are removed then."""
         lock_path = self.run_path.with_name(self.run_path.name.removesuffix(".run") + ".lock")
         self._refuse_links(lock_path)
-        while True:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
-                os.close(fd)
-                raise CastError(
-                    f"another cast run (PID {holder}) is writing {self.run_path} and {self.answers_path} "
-                    f"(it holds {lock_path}); wait for it to finish, or choose another --output"
-                ) from None
-            if os.path.samestat(os.fstat(fd), os.stat(lock_path, follow_symlinks=False)):
-                break
-            os.close(fd)  # the run before us removed the file after we opened it: lock the new one
-        try:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        busy = (
+            f"another cast run (PID {{holder}}) is writing {self.run_path} and {self.answers_path} (it holds "
+            f"{lock_path}); wait for it to finish, or choose another --output"
+        )
+        with held_lock(lock_path, busy):
+            for path in (self.run_path, self.answers_path):
+                remove_leftovers(path)
             yield
-        finally:
-            lock_path.unlink(missing_ok=True)
-            os.close(fd)
 
     def completed(self) -> dict[str, dict[str, Any]]:
         """Answers records of turns finished by an earlier, interrupted run (and trims both files to them).
@@ -133,8 +121,8 @@ class RunOutputs:
         kept_records: list[str] = []
         for line in self.answers_partial.read_bytes().splitlines(keepends=True):
             try:
-                record = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError):
+                record = parse_json(line.decode("utf-8"), self.answers_partial)
+            except (DataFormatError, UnicodeDecodeError):
                 break  # a record cut short by the interruption: that turn is redone
             if (
                 not line.endswith(b"\n")
@@ -176,7 +164,12 @@ class RunOutputs:
     def finalize(self, qid_order: Sequence[str]) -> None:
         """Write both files in ``qid_order`` from the turns appended, and move them into place."""
         records = [json.loads(line) for line in self.answers_partial.read_text(encoding="utf-8").splitlines()]
-        rankings = read_run(self.run_partial) if self.run_partial.exists() else {}
+        # No run lines at all where no turn retrieved a passage.
+        rankings = (
+            read_run(self.run_partial)
+            if self.run_partial.exists() and self.run_partial.stat().st_size
+            else {}
+        )
         self._write({qid: list(scored.items()) for qid, scored in rankings.items()}, records, qid_order)
         self.discard_partial()
 
@@ -209,6 +202,34 @@ class RunOutputs:
             # Both or neither: a run file alone would look complete, and stop the resume that finishes it.
             self.run_path.unlink(missing_ok=True)
             raise
+
+
+@contextmanager
+def held_lock(lock_path: Path, busy: str) -> Iterator[None]:
+    """Hold the kernel lock (``flock``) on ``lock_path`` (created, with our PID in it, and removed after), so that
+    one left by a killed process is free again.
+
+    Raises:
+        CastError: another process holds it: ``busy``, its ``{holder}`` filled with that process's PID.
+    """
+    while True:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            raise CastError(busy.replace("{holder}", holder)) from None
+        if os.path.samestat(os.fstat(fd), os.stat(lock_path, follow_symlinks=False)):
+            break
+        os.close(fd)  # the process before us removed the file after we opened it: lock the new one
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        yield
+    finally:
+        lock_path.unlink(missing_ok=True)
+        os.close(fd)
 
 
 def _scored_ids(ranking: Sequence[ScoredPassage]) -> Iterator[tuple[str, float]]:

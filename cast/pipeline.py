@@ -28,6 +28,7 @@ from cast.records import (
     ScoredPassage,
     Selection,
     Turn,
+    Verification,
     from_dict,
     to_dict,
 )
@@ -42,6 +43,7 @@ from cast.stages import (
     SelectionInput,
     Stage,
     Summarizer,
+    Verifier,
 )
 
 if TYPE_CHECKING:
@@ -60,10 +62,12 @@ class TurnResult:
         ranking: the re-ranked head followed by the rest of the first-stage ranking.
         passage_entities: the entities of each candidate passage, by passage id.
         unlinked_texts: the texts the linker could not link (its service failed): ``"query"`` and passage ids.
-        timings: wall-clock seconds per stage.
+        timings: wall-clock seconds per stage, and ``other``: the rest of the turn's share of its batch's time
+            (bounds, merging, the selection's inputs), so that they add up to the turn.
         input_limits: the bounds of :mod:`cast.limits` applied to this turn's inputs: ``{what: original size}``
             (e.g. ``{"utterance": 1000000}``); empty when none was.
         ptkb: the PTKB statements chosen for the turn and every statement's score (iKAT topics), if any.
+        verification: how the verifier checked the generated answer's claims, where the config has one.
     """
 
     turn: Turn
@@ -77,6 +81,7 @@ class TurnResult:
     timings: dict[str, float] = field(default_factory=dict)
     input_limits: dict[str, int] = field(default_factory=dict)
     ptkb: PTKBSelection | None = None
+    verification: Verification | None = None
 
     @property
     def qid(self) -> str:
@@ -115,6 +120,7 @@ class TurnResult:
             "timings": self.timings,
             "input_limits": self.input_limits,
             **({"ptkb_provenance": to_dict(self.ptkb)} if self.ptkb and self.ptkb.scores else {}),
+            **({"verification": to_dict(self.verification)} if self.verification else {}),
         }
 
 
@@ -201,6 +207,7 @@ class Pipeline:
         summarizer: Summarizer,
         config: dict[str, Any] | None = None,
         ptkb: PTKBSelector | None = None,
+        verifier: Verifier | None = None,
     ):
         self.rewriter = rewriter
         self.first_stage = first_stage
@@ -209,6 +216,7 @@ class Pipeline:
         self.selector = selector
         self.summarizer = summarizer
         self.ptkb = ptkb if ptkb is not None else NoPTKB()
+        self.verifier = verifier
         self.config = config or {}
         history_responses = self.config.get("history_responses", "topics")
         if history_responses not in HISTORY_RESPONSES:
@@ -219,14 +227,27 @@ class Pipeline:
         self.answers_as_responses = history_responses == "answers"
 
     @classmethod
-    def from_config(cls, config: dict[str, Any], resources: Resources | None = None) -> Pipeline:
-        """Build every stage named in ``config`` (models load now, so a bad name fails before any turn)."""
+    def from_config(
+        cls, config: dict[str, Any], resources: Resources | None = None, *, progress: bool = False
+    ) -> Pipeline:
+        """Build every stage named in ``config`` (models load now, so a bad name fails before any turn);
+        ``progress``: a progress bar over the stages (seconds on a first use)."""
+        from tqdm import tqdm
+
         resources = resources or Resources(config)
         check_config(config, resources)
-        stages = {kind: resources.stage(kind) for kind in STAGE_KINDS}
+        kinds = tqdm(
+            STAGE_KINDS, desc="loading the pipeline", unit=" stages", disable=not progress, leave=False
+        )
+        stages = {kind: resources.stage(kind) for kind in kinds}
         # Optional: only iKAT topics carry a PTKB.
         ptkb = resources.stage("ptkb") if "ptkb" in config else None
-        return cls(**stages, config=config, ptkb=ptkb)
+        pipeline = cls(**stages, config=config, ptkb=ptkb, verifier=configured_verifier(config, resources))
+        if pipeline.selector.needs_entities:
+            # Its helpers load (seconds) on the other core while this process loads the rest and runs the first
+            # stages, not when the first turn's passages wait for them.
+            pipeline.linker.start_helpers()
+        return pipeline
 
     @property
     def candidates(self) -> int:
@@ -240,6 +261,12 @@ class Pipeline:
             stages["knowledge_base"] = self.config["knowledge_base"]
         if not isinstance(self.ptkb, NoPTKB):
             stages["ptkb"] = self.ptkb.describe()
+        if self.verifier is not None:
+            stages["verifier"] = self.verifier.describe()
+        if self.config.get("index"):  # the collection searched: outputs of another one must not be mixed in
+            from index.build import index_identity
+
+            stages["index"] = index_identity(self.config["index"])
         return {**stages, "history_responses": "answers" if self.answers_as_responses else "topics"}
 
     def answer_turn(
@@ -270,6 +297,7 @@ class Pipeline:
         check_stop_point(stop_after)
         if not items:
             return []
+        started = time.perf_counter()
         ptkbs = ptkbs if ptkbs is not None else [()] * len(items)
         timings: dict[str, float] = {}
         applied: list[dict[str, int]] = [{} for _ in items]
@@ -312,6 +340,7 @@ class Pipeline:
             links = list(
                 timed("link", lambda: self._link(queries, rankings, [history for history, _ in items]))
             )
+        _rest_as_other(timings, started, len(items))
         return [
             PreparedTurn(
                 turn=turn,
@@ -332,6 +361,7 @@ class Pipeline:
         the candidates (unless prepared with their links), select passages, answer."""
         if not items:
             return []
+        started = time.perf_counter()
         timings: dict[str, float] = {}
         timed = _timer(timings, len(items))
         histories = [bounded_history(list(history), {}) for history, _ in items]
@@ -364,6 +394,21 @@ class Pipeline:
                 [(p.rewrite.answer_question, sel) for p, sel in zip(prepared, selections, strict=True)]
             ),
         )
+        verifications: list[Verification | None] = [None] * len(prepared)
+        verifier = self.verifier
+        if verifier is not None:  # timed only where configured: other runs' timings stay as they were
+            checked = timed(
+                "verify",
+                lambda: verifier.verify_batch(
+                    [
+                        (p.rewrite.answer_question, sel, answer)
+                        for p, sel, answer in zip(prepared, selections, answers, strict=True)
+                    ]
+                ),
+            )
+            answers = [answer for answer, _ in checked]
+            verifications = [verification for _, verification in checked]
+        _rest_as_other(timings, started, len(items))
         return [
             TurnResult(
                 turn=p.turn,
@@ -374,11 +419,14 @@ class Pipeline:
                 query_entities=turn_links.query_entities,
                 passage_entities=turn_links.passage_entities,
                 unlinked_texts=turn_links.unlinked_texts,
-                timings={**p.timings, **timings},
+                timings={**p.timings, **timings, "other": p.timings.get("other", 0.0) + timings["other"]},
                 input_limits=p.input_limits,
                 ptkb=p.ptkb,
+                verification=verification,
             )
-            for p, selection, answer, turn_links in zip(prepared, selections, answers, links, strict=True)
+            for p, selection, answer, turn_links, verification in zip(
+                prepared, selections, answers, links, verifications, strict=True
+            )
         ]
 
     def _link(
@@ -445,15 +493,39 @@ class Pipeline:
 
         return prepare(self, conversations, stop_after=stop_after, progress=progress)
 
-    def with_stages(self, config: dict[str, Any], **stages: Stage) -> Pipeline:
-        """This pipeline with some stages replaced (the others shared, not rebuilt), under ``config``."""
+    def with_stages(self, config: dict[str, Any], **stages: Stage | None) -> Pipeline:
+        """This pipeline with some stages replaced (the others shared, not rebuilt), under ``config``
+        (``verifier=None``: answers unchecked)."""
+        verifier = stages.pop("verifier", self.verifier)
         kinds = {kind: getattr(self, kind) for kind in STAGE_KINDS}
         unknown = set(stages) - set(kinds)
         if unknown:
             raise ConfigError(
                 f"no stage kind(s) {', '.join(sorted(unknown))}; kinds: {', '.join(STAGE_KINDS)}"
             )
-        return Pipeline(**{**kinds, **stages}, config=config, ptkb=self.ptkb)  # type: ignore[arg-type]
+        return Pipeline(
+            **{**kinds, **stages},  # type: ignore[arg-type]
+            config=config,
+            ptkb=self.ptkb,
+            verifier=verifier,  # type: ignore[arg-type]
+        )
+
+
+def active_verifier(config: dict[str, Any]) -> dict[str, Any] | None:
+    """The config's ``verifier`` section; ``None`` where it has none or names ``none`` (answers go out unchecked,
+    and nothing about verification is recorded)."""
+    section = config.get("verifier")
+    if not section or (isinstance(section, dict) and section.get("name") == "none"):
+        return None
+    return section
+
+
+def configured_verifier(config: dict[str, Any], resources: Resources) -> Verifier | None:
+    """The verifier ``config`` names, built from its section (with ``resources`` for its encoder and cache)."""
+    from cast.registry import build_stage
+
+    section = active_verifier(config)
+    return None if section is None else build_stage("verifier", section, resources)  # type: ignore[return-value]
 
 
 def check_config(config: dict[str, Any], resources: Resources) -> None:
@@ -483,6 +555,11 @@ def merge_head(head: Sequence[ScoredPassage], ranking: Sequence[ScoredPassage]) 
         return list(ranking)
     in_head = {p.id for p in head}
     return [*head, *(p for p in ranking if p.id not in in_head)]
+
+
+def _rest_as_other(timings: dict[str, float], started: float, turns: int) -> None:
+    """Record as ``other`` a batch's seconds per turn since ``started`` outside its timed stages."""
+    timings["other"] = max(0.0, (time.perf_counter() - started) / turns - sum(timings.values()))
 
 
 def _timer(timings: dict[str, float], turns: int) -> Callable[[str, Callable[[], Any]], Any]:

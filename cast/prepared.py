@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cast.atomic import atomic_path
 from cast.errors import CastError, ConfigError, DataFormatError, excerpt
 from cast.records import (
     EntityMention,
@@ -34,6 +34,7 @@ from cast.records import (
     from_dict,
     to_dict,
 )
+from cast.textfiles import RECORD_LINE_BYTES, input_lines, json_object
 
 if TYPE_CHECKING:
     from cast.pipeline import Pipeline, PreparedTurn
@@ -54,6 +55,7 @@ def early_description(pipeline: Pipeline, stop_after: str) -> dict[str, Any]:
     described = pipeline.describe()
     early = {kind: described[kind] for kind in EARLY_STAGES[stop_after] if kind in described}
     early["history_responses"] = described["history_responses"]
+    early["index"] = described.get("index")
     if stop_after == "link":
         early["candidates"] = pipeline.candidates
     return early
@@ -98,6 +100,23 @@ class Prepared:
         """Those of ``qids`` that were not prepared."""
         return [qid for qid in qids if qid not in self.turns]
 
+    def check_turns(self, turns: Iterable[Turn]) -> None:
+        """A :class:`ConfigError` if a prepared turn is not ``turns``' turn of its qid (other topics that reuse
+        the qids: their answers would be to the prepared questions), naming the first field that differs."""
+        from cast.limits import bounded_turn
+
+        for turn in turns:
+            prepared = self.turns.get(turn.qid)
+            if prepared is None:
+                continue
+            mine, theirs = to_dict(bounded_turn(turn)), to_dict(prepared.turn)
+            differs = next((key for key in mine if mine[key] != theirs.get(key)), None)
+            if differs is not None:
+                raise ConfigError(
+                    f"turn {turn.qid} was prepared from other topics (its {differs}: {excerpt(theirs.get(differs))}, "
+                    f"these topics: {excerpt(mine[differs])}): prepare these topics, or finish with those"
+                )
+
     def compact(self, keep: int) -> Prepared:
         """The same turns with the passage texts below each ranking's first ``keep`` dropped: later stages read
         only the head (the candidates); below it a run file needs ids and scores."""
@@ -113,15 +132,21 @@ class Prepared:
         return replace(self, turns={qid: self.turns[qid] for qid in qids if qid in self.turns})
 
     def save(self, path: str | Path) -> Path:
-        """Write to ``path`` (gzipped JSON lines: a header, then one turn per line), atomically."""
+        """Write to ``path`` (gzipped JSON lines: a header, then one turn per line), atomically.
+
+        Raises:
+            CastError: it cannot be written (a full disk, a folder there), naming ``path``; nothing is left.
+        """
         path = Path(path)
-        partial = path.with_name(path.name + ".partial")
         header = {"format": FORMAT, "stop_after": self.stop_after, "description": self.description}
-        with gzip.open(partial, "wt", encoding="utf-8") as f:
-            f.write(json.dumps(header, ensure_ascii=False) + "\n")
-            for turn in self.turns.values():
-                f.write(json.dumps(_turn_record(turn), ensure_ascii=False) + "\n")
-        os.replace(partial, path)
+        try:
+            # No file name in the gzip header: the temporary one would be.
+            with atomic_path(path) as tmp, tmp.open("wb") as raw, gzip.GzipFile("", "wb", fileobj=raw) as f:
+                f.write((json.dumps(header, ensure_ascii=False) + "\n").encode("utf-8"))
+                for turn in self.turns.values():
+                    f.write((json.dumps(_turn_record(turn), ensure_ascii=False) + "\n").encode("utf-8"))
+        except OSError as e:
+            raise CastError(f"cannot write the prepared turns to {path}: {e.strerror or e}") from e
         return path
 
     @classmethod
@@ -132,23 +157,32 @@ class Prepared:
             CastError: no such file. DataFormatError: not a prepared-turns file, or of another format.
         """
         path = Path(path)
-        if not path.is_file():
+        if not path.exists():
             raise CastError(
                 f"no prepared turns at {path}: make them with `cast run --stop-after rerank --prepared {path}` first"
             )
-        try:
-            with gzip.open(path, "rt", encoding="utf-8") as f:
-                header = json.loads(f.readline())
-                if not isinstance(header, dict) or header.get("format") != FORMAT:
-                    raise DataFormatError(
-                        path, f"not a prepared-turns file of format {FORMAT} (header: {excerpt(header)})", 1
-                    )
-                turns = [_turn_from_record(json.loads(line)) for line in f if line.strip()]
-        except (OSError, EOFError, ValueError, KeyError, TypeError) as e:
-            if isinstance(e, DataFormatError):
-                raise
-            raise DataFormatError(path, f"not a readable prepared-turns file ({e})") from e
-        return cls(header["stop_after"], header["description"], {t.qid: t for t in turns})
+        lines = (
+            (number, json_object(line, path, number))
+            for number, line in input_lines(path, RECORD_LINE_BYTES, gzipped=True)
+            if line.strip()
+        )
+        number, header = next(lines, (1, {}))
+        if (
+            header.get("format") != FORMAT
+            or header.get("stop_after") not in STOP_POINTS
+            or not isinstance(header.get("description"), dict)
+        ):
+            raise DataFormatError(
+                path, f"not a prepared-turns file of format {FORMAT} (header: {excerpt(header)})", 1
+            )
+        turns = {}
+        for number, record in lines:
+            try:
+                turn = _turn_from_record(record)
+            except (KeyError, TypeError, AttributeError) as e:
+                raise DataFormatError(path, f"not a prepared turn ({e})", number) from None
+            turns[turn.qid] = turn
+        return cls(header["stop_after"], header["description"], turns)
 
 
 def compact_ranking(ranking: Sequence[ScoredPassage], keep: int) -> tuple[ScoredPassage, ...]:
@@ -179,6 +213,8 @@ def _turn_from_record(record: dict[str, Any]) -> PreparedTurn:
     from cast.pipeline import PreparedTurn, TurnLinks
 
     links = record["links"]
+    if not all(isinstance(record[key], dict) for key in ("timings", "input_limits")):
+        raise TypeError("'timings' and 'input_limits' must be objects")
     return PreparedTurn(
         turn=from_dict(Turn, record["turn"]),
         rewrite=from_dict(Rewrite, record["rewrite"]),

@@ -6,6 +6,9 @@ Records are frozen dataclasses; ``to_dict`` / ``from_dict`` give the JSON form u
 from __future__ import annotations
 
 import copy
+import math
+import types
+import typing
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
@@ -219,6 +222,48 @@ class Answer:
 NO_ANSWER_TEXT = "No answer was found for this question."
 
 
+@dataclass(frozen=True)
+class ClaimSupport:
+    """One claim (sentence) of an answer, scored against the passage it cites.
+
+    Attributes:
+        text: the claim as the answer gave it.
+        passage_id: the passage it was scored against: the one it cites, else (a generator that does not say)
+            the selected passage that supports it best; ``None`` where no passage had text.
+        support: the verifier's support score in [0, 1] (its scale is the verifier's: see ``verifier``).
+        supported: ``support`` reached the verifier's threshold.
+        kept: the claim is in the verified answer (unsupported claims are dropped, or kept and marked).
+    """
+
+    text: str
+    passage_id: str | None
+    support: float
+    supported: bool
+    kept: bool
+
+
+@dataclass(frozen=True)
+class Verification:
+    """How an answer's claims were checked against the passages, and whether the answer was withheld.
+
+    Attributes:
+        verifier: the verifier's name (and model, where it has one).
+        claims: every claim of the generated answer, in order.
+        relevance: the best selected passage's relevance to the question, on the verifier's scale (cosine of
+            sentence embeddings); ``None`` where no passage had text.
+        abstained: the answer was replaced by the abstention text.
+        reason: why it abstained, if it did.
+        original_text: the generated answer before verification.
+    """
+
+    verifier: str
+    claims: tuple[ClaimSupport, ...]
+    relevance: float | None
+    abstained: bool
+    reason: str | None = None
+    original_text: str = ""
+
+
 def to_dict(record: Any) -> dict[str, Any]:
     """The JSON-serialisable form of a record: nested records become dicts (tuples stay tuples; JSON writes them
     as lists). As :func:`dataclasses.asdict`, without its deep copy of every other value (a selection's
@@ -241,8 +286,71 @@ def _plain(value: Any) -> Any:
 
 
 def from_dict(cls: type, data: dict[str, Any]) -> Any:
-    """Rebuild a record written by :func:`to_dict` (nested records included)."""
-    return _RECORD_READERS[cls](data)
+    """Rebuild a record written by :func:`to_dict` (nested records included).
+
+    Raises:
+        TypeError: ``data`` is not such a record: a field is missing or unknown, or of another type than the
+            record declares (a file damaged or edited by hand), which would otherwise fail later and elsewhere.
+    """
+    try:
+        record = _RECORD_READERS[cls](data)
+    except (KeyError, TypeError, AttributeError) as e:
+        raise TypeError(f"not a {cls.__name__} record ({type(e).__name__}: {e})") from None
+    wrong = _wrong_field(record)
+    if wrong is not None:
+        raise TypeError(f"not a {cls.__name__} record: {wrong}")
+    return record
+
+
+_FIELD_TYPES: dict[type, list[tuple[str, Any]]] = {}
+
+
+def _field_types(cls: type) -> list[tuple[str, Any]]:
+    if cls not in _FIELD_TYPES:
+        hints = typing.get_type_hints(cls)
+        _FIELD_TYPES[cls] = [(f.name, hints[f.name]) for f in fields(cls)]
+    return _FIELD_TYPES[cls]
+
+
+def _wrong_field(record: Any) -> str | None:
+    """The first field of ``record`` (nested records included) whose value is not of its declared type, as
+    ``name = value``, or None."""
+    for name, hint in _field_types(type(record)):
+        value = getattr(record, name)
+        if not _fits(value, hint):
+            return f"{type(record).__name__}.{name} = {value!r:.80}"
+        if is_dataclass(value):
+            inner = _wrong_field(value)
+            if inner is not None:
+                return inner
+        elif isinstance(value, tuple):
+            inner = next((w for v in value if is_dataclass(v) and (w := _wrong_field(v)) is not None), None)
+            if inner is not None:
+                return inner
+    return None
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether ``value`` is of the declared type ``hint`` (records: their own type; their fields are checked by
+    :func:`_wrong_field`); floats must be finite."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, arg) for arg in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint in (str, bool) or (isinstance(hint, type) and is_dataclass(hint)):
+        return isinstance(value, hint)
+    if origin is tuple:
+        return isinstance(value, tuple) and all(_fits(v, typing.get_args(hint)[0]) for v in value)
+    if origin is dict:
+        return isinstance(value, dict) and all(
+            isinstance(k, str) and _fits(v, typing.get_args(hint)[1]) for k, v in value.items()
+        )
+    return True  # Any
 
 
 def _turn(d: dict) -> Turn:
@@ -303,6 +411,10 @@ def _answer(d: dict) -> Answer:
     )
 
 
+def _verification(d: dict) -> Verification:
+    return Verification(**{**d, "claims": tuple(ClaimSupport(**c) for c in d.get("claims", ()))})
+
+
 _RECORD_READERS = {
     Turn: _turn,
     Passage: _passage,
@@ -313,4 +425,5 @@ _RECORD_READERS = {
     Selection: _selection,
     Rewrite: lambda d: Rewrite(**d),
     PTKBSelection: _ptkb_selection,
+    Verification: _verification,
 }

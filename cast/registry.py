@@ -24,6 +24,7 @@ STAGES: dict[str, dict[str, str]] = {
         "hqe": "cast.rewrite.hqe:HQERewriter",
         "term_selection": "cast.rewrite.terms:TermSelectionRewriter",
         "t5": "cast.rewrite.t5:T5Rewriter",
+        "llm": "cast.rewrite.llm:LLMRewriter",
     },
     "ptkb": {
         "none": "cast.rewrite.ptkb:NoPTKB",
@@ -64,6 +65,11 @@ STAGES: dict[str, dict[str, str]] = {
         "entity_extractive": "summarize.entity_extractive:EntityExtractiveSummarizer",
         "learnt_extractive": "summarize.learnt_extractive:LearntExtractiveSummarizer",
         "seq2seq": "summarize.seq2seq:Seq2SeqSummarizer",
+        "llm": "summarize.llm:LLMSummarizer",
+    },
+    "verifier": {
+        "none": "summarize.verify:NoVerifier",
+        "claims": "summarize.verify:ClaimVerifier",
     },
 }
 

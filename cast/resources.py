@@ -22,6 +22,7 @@ class Resources:
         self.config = config
         self._stages: dict[str, Any] = {}
         self._encoders: dict[tuple[str | None, int], Any] = {}
+        self._chat_clients: dict[Any, Any] = {}
 
     @property
     def index_dir(self) -> Path:
@@ -89,6 +90,16 @@ class Resources:
                 model, resolve_device(self.device), max_seq_length, settings, exports
             )
         return self._encoders[key]
+
+    def chat_client(self, server: Any) -> Any:
+        """The :class:`cast.llm.ChatClient` for a :class:`cast.llm.ChatServer`, made once and shared by the stages
+        that ask the same server (one circuit breaker, one bound on requests in flight), answers kept in the
+        cache."""
+        if server not in self._chat_clients:
+            from cast.llm import ChatClient
+
+            self._chat_clients[server] = ChatClient(server, self.cache)
+        return self._chat_clients[server]
 
     def stage(self, kind: str) -> Any:
         """The stage configured under ``kind``, built once and shared."""

@@ -18,7 +18,7 @@ from types import TracebackType
 
 from cast.atomic import write_lines_atomic
 from cast.errors import DataFormatError, excerpt
-from cast.textfiles import utf8_lines
+from cast.textfiles import RUN_LINE_BYTES, utf8_lines
 
 RUN_COLUMNS = 6
 
@@ -66,7 +66,8 @@ class TrecRunWriter:
         check_tag(tag)
         self.path = Path(path)
         self.tag = tag
-        self._file = self.path.open("a" if append else "w", encoding="utf-8")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_APPEND if append else os.O_TRUNC)
+        self._file = os.fdopen(os.open(self.path, flags, 0o666), "a", encoding="utf-8")  # a link is refused
 
     def write(self, qid: str, scored: Iterable[tuple[str, float]]) -> None:
         """Append the lines of one query (in run order) and make them durable."""
@@ -98,7 +99,7 @@ def read_run(path: str | Path) -> dict[str, dict[str, float]]:
         raise DataFormatError(path, "no such run file")
     run: dict[str, dict[str, float]] = {}
     first_seen: dict[tuple[str, str], int] = {}
-    for line_number, line in utf8_lines(path):
+    for line_number, line in utf8_lines(path, RUN_LINE_BYTES):
         if not line.strip():
             continue
         parts = line.split()

@@ -97,6 +97,7 @@ def answer_conversations(
     conversations = list(conversations)
     rule = pipeline.answers_as_responses
     turns = {t.qid: t for c in conversations for t in c.turns}
+    first_turns = {t.qid: t for c in reversed(conversations) for t in reversed(c.turns)}.values()  # as taken
     history = {
         qid: past_turn_from_record(turns[qid], record, rule)
         for qid, record in (done or {}).items()
@@ -112,6 +113,7 @@ def answer_conversations(
 
     else:
         prepared.check(pipeline)
+        prepared.check_turns(first_turns)
         missing = prepared.missing(qid for qid in turns if qid not in history)
         if missing:
             raise ConfigError(

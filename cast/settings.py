@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import re
 import sys
 import types
@@ -158,6 +159,8 @@ def check_value(stage_kind: str, setting: Setting, value: Any) -> None:
     names = [n for n in names if n != "None"]
     if value is None and optional:
         return
+    if isinstance(value, float) and not math.isfinite(value):  # NaN passes every comparison with a limit
+        raise ConfigError(f"{where} must be a finite number, got {value!r}")
     if len(names) == 1 and names[0] in _SIMPLE_TYPES:
         expected = _SIMPLE_TYPES[names[0]]
         if value is None:

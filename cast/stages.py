@@ -13,6 +13,7 @@ Per turn the pipeline calls, in order::
     EntityLinker.link(text) -> list[EntityMention]            (queries and the top passages)
     PassageSelector.select(SelectionInput) -> Selection
     Summarizer.summarize(query, selection) -> Answer
+    Verifier.verify(question, selection, answer) -> (Answer, Verification)   (where the config has one)
 
 Each has a ``*_batch`` form that the pipeline uses; the default loops, and stages that batch (neural models,
 Lucene's threaded search) override it.
@@ -37,6 +38,7 @@ from cast.records import (
     ScoredPassage,
     Selection,
     Turn,
+    Verification,
 )
 from cast.settings import Setting, check_value, stage_settings
 
@@ -200,6 +202,10 @@ class EntityLinker(Stage):
         """A line for the end of a run (e.g. how many texts were left unlinked), or None."""
         return None
 
+    def start_helpers(self) -> None:
+        """Start now the helper processes the first large batch would start, so that they load while the rest of
+        the pipeline does (linkers without helpers do nothing)."""
+
 
 class KnowledgeBase(Stage):
     """Gives entity relatedness (Milne-Witten over in-link sets)."""
@@ -259,3 +265,23 @@ class Summarizer(Stage):
 
     def summarize_batch(self, items: Sequence[tuple[str, Selection]]) -> list[Answer]:
         return [self.summarize(q, s) for q, s in items]
+
+
+class Verifier(Stage):
+    """Checks each claim of an answer against the passage it cites: drops (or marks) the unsupported ones, and
+    withholds the answer where nothing in it is supported or the passages do not answer the question."""
+
+    kind = "verifier"
+
+    @abstractmethod
+    def verify(
+        self, question: str, selection: Selection, answer: Answer
+    ) -> tuple[Answer, Verification | None]:
+        """The answer to give (the generated one, with unsupported claims dropped, or the abstention) and how it
+        was checked (``None``: not checked)."""
+        raise NotImplementedError
+
+    def verify_batch(
+        self, items: Sequence[tuple[str, Selection, Answer]]
+    ) -> list[tuple[Answer, Verification | None]]:
+        return [self.verify(q, s, a) for q, s, a in items]

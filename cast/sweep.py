@@ -13,15 +13,17 @@ writes with its settings): a sweep run again keeps the points it finished and re
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cast.errors import CastError, ConfigError
+from cast.errors import CastError, ConfigError, DataFormatError
 
 if TYPE_CHECKING:
     from cast.cluster import RayOptions
@@ -32,9 +34,10 @@ if TYPE_CHECKING:
 
 # The stages a prepared pass leaves to each point: swept settings of these share the pass (the knowledge base is
 # the selector's). The linker shares a pass that stopped before it.
-AFTER_LINKING = ("selector", "summarizer", "knowledge_base")
+AFTER_LINKING = ("selector", "summarizer", "knowledge_base", "verifier")
 AFTER_RERANKING = (*AFTER_LINKING, "linker")
 PREPARED_FILE = "prepared.jsonl.gz"
+LOCK_FILE = "sweep.lock"
 # The base config a sweep's folder holds points of: points of another base config must not join them.
 MANIFEST_FILE = "sweep.json"
 
@@ -138,7 +141,7 @@ class PointRunner:
 
     def __call__(self, item: tuple[str, dict[str, Any]]) -> tuple[dict[str, Any], list[TurnResult]]:
         """The description and results of the point ``(name, config)``."""
-        from cast.pipeline import Pipeline
+        from cast.pipeline import Pipeline, configured_verifier
         from cast.registry import build_stage
         from cast.resources import Resources
 
@@ -151,11 +154,13 @@ class PointRunner:
         other_knowledge = config.get("knowledge_base") != self.config.get("knowledge_base")
         if other_knowledge:
             resources = Resources(config)
-        later = {
+        later: dict[str, Any] = {
             kind: build_stage(kind, config[kind], resources)
             for kind in ("linker", "selector", "summarizer")
             if config[kind] != self.config[kind] or (kind == "selector" and other_knowledge)
         }
+        if config.get("verifier") != self.config.get("verifier"):
+            later["verifier"] = configured_verifier(config, resources)
         pipeline = base.with_stages(config, **later)
         return pipeline.describe(), pipeline.run(self.conversations, prepared=self.prepared)
 
@@ -183,49 +188,76 @@ def run_sweep(
     """Run every point of the grid into ``out`` (``<point>.run``, ``<point>.answers.jsonl``).
 
     Raises:
-        CastError: ``out`` is a file or holds a sweep of another base config (give --overwrite), a point's
-            config is not valid, or a point's outputs are locked by another run.
+        CastError: ``out`` is a file or holds a sweep of another base config, topics or index, or a point of the
+            same name with other settings (give --overwrite); a point's config is not valid; another sweep writes
+            in ``out``.
     """
     from cast.cluster import map_in_order
     from cast.outputs import RunOutputs
 
+    with sweep_lock(out):
+        inputs = sweep_inputs(base_config, conversations)
+        kept = _check_manifest(out / MANIFEST_FILE, base_config, inputs, points, overwrite)
+        configs = {point.name: config_of(point) for point in points}
+        _check_configs(configs)
+        stop_after = stop_point(points, list(configs.values()))
+        outputs = {
+            point.name: RunOutputs(out / point.file_name, _tag(point), overwrite=True) for point in points
+        }
+        pending = [p for p in points if p.file_name not in kept or not _finished(outputs[p.name])]
+        for point in points:
+            if point not in pending:
+                print(f"kept: {outputs[point.name].run_path} (finished earlier)", file=sys.stderr)
+        prepared, built = None, None
+        if pending and stop_after is not None:
+            started = time.perf_counter()
+            prepared, built = _prepare(
+                base_config, conversations, stop_after, out / PREPARED_FILE, ray, progress
+            )
+            print(f"shared pass: {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        runner = PointRunner(base_config, conversations, prepared)
+        if built is not None:
+            runner.use(*built)
+        items = [(p.name, configs[p.name]) for p in pending]
+        started = time.perf_counter()
+        qids = list(dict.fromkeys(t.qid for c in conversations for t in c.turns))
+        for (name, _), (described, results) in map_in_order(runner, items, ray):
+            target = outputs[name]
+            described = {**described, "topics": inputs["topics"]}  # as `cast run` records it
+            with target.locked():  # a point is written whole, once all its turns are answered
+                target.write_whole(
+                    [(r.qid, r.ranking, {**r.to_record(), "config": described}) for r in results], qids
+                )
+            print(f"wrote {target.run_path} and {target.answers_path} ({name})", file=sys.stderr)
+        if items:
+            print(f"points: {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        return SweepOutputs(
+            runs={p.name: outputs[p.name].run_path for p in points},
+            answers={p.name: outputs[p.name].answers_path for p in points},
+            stop_after=stop_after,
+        )
+
+
+@contextmanager
+def sweep_lock(out: Path) -> Iterator[None]:
+    """Hold ``OUT/sweep.lock`` (two sweeps in one folder would mix their points), and remove the temporary files a
+    killed sweep left there.
+
+    Raises:
+        CastError: ``out`` is a file, or another sweep holds the lock.
+    """
+    from cast.atomic import PARTIAL
+    from cast.outputs import held_lock
+
     if out.exists() and not out.is_dir():
         raise CastError(f"--output {out} is a file; give a folder for the sweep's runs")
     out.mkdir(parents=True, exist_ok=True)
-    _check_manifest(out / MANIFEST_FILE, base_config, overwrite)
-    configs = {point.name: config_of(point) for point in points}
-    _check_configs(configs)
-    stop_after = stop_point(points, list(configs.values()))
-    outputs = {point.name: RunOutputs(out / point.file_name, _tag(point), overwrite=True) for point in points}
-    pending = [p for p in points if overwrite or not _finished(outputs[p.name])]
-    for point in points:
-        if point not in pending:
-            print(f"kept: {outputs[point.name].run_path} (finished earlier)", file=sys.stderr)
-    prepared, built = None, None
-    if pending and stop_after is not None:
-        started = time.perf_counter()
-        prepared, built = _prepare(base_config, conversations, stop_after, out / PREPARED_FILE, ray, progress)
-        print(f"shared pass: {time.perf_counter() - started:.1f} s", file=sys.stderr)
-    runner = PointRunner(base_config, conversations, prepared)
-    if built is not None:
-        runner.use(*built)
-    items = [(p.name, configs[p.name]) for p in pending]
-    started = time.perf_counter()
-    qids = list(dict.fromkeys(t.qid for c in conversations for t in c.turns))
-    for (name, _), (described, results) in map_in_order(runner, items, ray):
-        target = outputs[name]
-        with target.locked():  # a point is written whole, once all its turns are answered
-            target.write_whole(
-                [(r.qid, r.ranking, {**r.to_record(), "config": described}) for r in results], qids
-            )
-        print(f"wrote {target.run_path} and {target.answers_path} ({name})", file=sys.stderr)
-    if items:
-        print(f"points: {time.perf_counter() - started:.1f} s", file=sys.stderr)
-    return SweepOutputs(
-        runs={p.name: outputs[p.name].run_path for p in points},
-        answers={p.name: outputs[p.name].answers_path for p in points},
-        stop_after=stop_after,
-    )
+    busy = f"another cast sweep (PID {{holder}}) is writing in {out}; wait for it to finish, or choose another --output"
+    with held_lock(out / LOCK_FILE, busy):
+        for leftover in out.glob(f".*{PARTIAL}*"):
+            if leftover.is_file() and not leftover.is_symlink():
+                leftover.unlink()
+        yield
 
 
 def _check_configs(configs: dict[str, dict[str, Any]]) -> None:
@@ -240,26 +272,59 @@ def _check_configs(configs: dict[str, dict[str, Any]]) -> None:
             raise CastError(f"point {name}: {e}") from e
 
 
-def _check_manifest(path: Path, config: dict[str, Any], overwrite: bool) -> None:
-    """Refuse to add points to a folder holding a sweep of another base config (``--overwrite``: replace it)."""
-    import json
+def sweep_inputs(config: dict[str, Any], conversations: list[Conversation]) -> dict[str, Any]:
+    """What a sweep's points are made from besides their settings: the topics' digest and the index's identity."""
+    from cast.topics import topics_digest
+    from index.build import index_identity
 
+    return {
+        "topics": topics_digest(conversations),
+        "index": index_identity(config["index"]) if config.get("index") else None,
+    }
+
+
+def _check_manifest(
+    path: Path, config: dict[str, Any], inputs: dict[str, Any], points: Sequence[Point], overwrite: bool
+) -> dict[str, list[str]]:
+    """Refuse to add points to a folder holding a sweep of another base config or other inputs, or a point of
+    the same name made with other settings (``--overwrite``: replace them); record this sweep's. Returns the
+    points recorded before with the same settings (their files, if finished, are kept), by file name."""
     from cast.atomic import write_text_atomic
+    from cast.outputs import _difference
+    from cast.textfiles import RECORD_BYTES, read_json
 
-    current = json.loads(json.dumps(config))  # as read back
+    names = [p.file_name for p in points]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise CastError(
+            f"--grid gives two points the file name {repeated[0]}: give values that differ in letters"
+        )
+    current = json.loads(json.dumps({"config": config, "inputs": inputs}))  # as read back
+    recorded: dict[str, list[str]] = {}
     if path.is_file() and not overwrite:
         try:
-            recorded = json.loads(path.read_text(encoding="utf-8")).get("config")
-        except (OSError, ValueError, AttributeError) as e:
+            manifest = read_json(path, RECORD_BYTES, "sweep manifest")
+            recorded = dict(manifest.get("points") or {})
+        except (DataFormatError, AttributeError, TypeError, ValueError) as e:
             raise CastError(f"{path} is not a sweep manifest ({e}); choose another --output") from e
-        if recorded != current:
-            from cast.outputs import _difference
-
-            raise CastError(
-                f"{path.parent} holds a sweep of another config ({_difference(recorded, current)}): choose another "
-                "--output, or pass --overwrite to run every point again"
-            )
-    write_text_atomic(path, json.dumps({"config": current}, indent=2, sort_keys=True) + "\n")
+        for what, key in (("another config", "config"), ("other inputs", "inputs")):
+            old = manifest.get(key)  # none in a manifest of an older version
+            difference = _difference(old, current[key], "" if isinstance(old, dict) else key)
+            if difference is not None:
+                raise CastError(
+                    f"{path.parent} holds a sweep of {what} ({difference}): choose another --output, or pass "
+                    "--overwrite to run every point again"
+                )
+        for point in points:
+            made = recorded.get(point.file_name, list(point.overrides))
+            if made != list(point.overrides):
+                raise CastError(
+                    f"{path.parent} holds a point {point.file_name} made with {', '.join(map(str, made))}, not "
+                    f"{', '.join(point.overrides)}: choose another --output, or pass --overwrite"
+                )
+    points_made = {**recorded, **{p.file_name: list(p.overrides) for p in points}}
+    write_text_atomic(path, json.dumps({**current, "points": points_made}, indent=2, sort_keys=True) + "\n")
+    return recorded
 
 
 def _tag(point: Point) -> str:
@@ -340,44 +405,52 @@ def sweep_report(
     from cast.evaluate.plots import sweep_plot
     from cast.topics import load_topics
 
-    names = {p.name: p.file_name for p in points}
-    base = names[baseline_point(points, baseline).name]
-    with_responses = topics is not None and any(t.response for c in load_topics(topics) for t in c.turns)
-    if qrels is None and not with_responses:
-        raise CastError("a sweep's report needs --qrels, or topics with written responses (CAsT 2022)")
-    evaluations: dict[str, Any] = {}
-    if qrels is not None:
-        evaluations["retrieval"] = evaluate_runs([outputs.runs[p.name] for p in points], qrels)
-    notes = []
-    try:
-        evaluations["answers"] = evaluate_answer_files(
-            [outputs.answers[p.name] for p in points],
-            topics=topics if with_responses else None,
-            qrels=None if with_responses else qrels,
-            index=None if with_responses else index,
-            progress=False,
+    with sweep_lock(out):
+        names = {p.name: p.file_name for p in points}
+        base = names[baseline_point(points, baseline).name]
+        with_responses = topics is not None and any(t.response for c in load_topics(topics) for t in c.turns)
+        if qrels is None and not with_responses:
+            raise CastError("a sweep's report needs --qrels, or topics with written responses (CAsT 2022)")
+        evaluations: dict[str, Any] = {}
+        if qrels is not None:
+            evaluations["retrieval"] = evaluate_runs([outputs.runs[p.name] for p in points], qrels)
+        notes = []
+        try:
+            evaluations["answers"] = evaluate_answer_files(
+                [outputs.answers[p.name] for p in points],
+                topics=topics if with_responses else None,
+                qrels=None if with_responses else qrels,
+                index=None if with_responses else index,
+                progress=False,
+            )
+        except CastError as e:  # e.g. qrels without a passage graded high enough to be a reference
+            if "retrieval" not in evaluations:
+                raise
+            notes.append(f"Answers not scored: {e}")
+        sections = [
+            f"# Sweep over {', '.join(_axes(points))}",
+            "",
+            f"Baseline point: {base}.",
+            "",
+            *notes,
+            "",
+        ]
+        means = []
+        for kind, found in evaluations.items():
+            comparison = rep.compare({n: e.per_turn for n, e in found.items()}, base, correction)
+            rep.write_csv(out / f"{kind}.csv", comparison.means)
+            rep.write_csv(out / f"{kind}_tests.csv", comparison.tests)
+            sections.append(rep.comparison_section(kind.capitalize(), comparison, []))
+            means.append(comparison.means)
+        table = pd.concat(means, axis=1).loc[[names[p.name] for p in points]]
+        for axis in _axes(points):
+            table[axis] = [dict(o.split("=", 1) for o in p.overrides)[axis] for p in points]
+        plot = sweep_plot(
+            table.reset_index(drop=True), _axes(points), ("nDCG@3", "ROUGE-L", "METEOR"), out / "sweep.png"
         )
-    except CastError as e:  # e.g. qrels without a passage graded high enough to be a reference
-        if "retrieval" not in evaluations:
-            raise
-        notes.append(f"Answers not scored: {e}")
-    sections = [f"# Sweep over {', '.join(_axes(points))}", "", f"Baseline point: {base}.", "", *notes, ""]
-    means = []
-    for kind, found in evaluations.items():
-        comparison = rep.compare({n: e.per_turn for n, e in found.items()}, base, correction)
-        rep.write_csv(out / f"{kind}.csv", comparison.means)
-        rep.write_csv(out / f"{kind}_tests.csv", comparison.tests)
-        sections.append(rep.comparison_section(kind.capitalize(), comparison, []))
-        means.append(comparison.means)
-    table = pd.concat(means, axis=1).loc[[names[p.name] for p in points]]
-    for axis in _axes(points):
-        table[axis] = [dict(o.split("=", 1) for o in p.overrides)[axis] for p in points]
-    plot = sweep_plot(
-        table.reset_index(drop=True), _axes(points), ("nDCG@3", "ROUGE-L", "METEOR"), out / "sweep.png"
-    )
-    sections += ["## Figure", "", f"![sweep]({plot.name})", ""]
-    rep.write_text(out / "report.md", "\n".join(sections))
-    return out / "report.md"
+        sections += ["## Figure", "", f"![sweep]({plot.name})", ""]
+        rep.write_text(out / "report.md", "\n".join(sections))
+        return out / "report.md"
 
 
 def baseline_point(points: Sequence[Point], baseline: str | None) -> Point:

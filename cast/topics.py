@@ -61,18 +61,22 @@ raises :class:`~cast.errors.DataFormatError` naming the file, and the topic, tur
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from cast.errors import DataFormatError, EmptyUtteranceError, excerpt
 from cast.ikat import is_ikat, read_ikat_topics
-from cast.records import Conversation, Turn
+from cast.records import Conversation, Turn, to_dict
+from cast.textfiles import TABLE_BYTES, TOPICS_BYTES, read_json, read_text
 
 FORMATS = ("cast", "sample", "ikat")
+# The longest qid (``<topic>_<turn>``; CAsT's and iKAT's have at most 10 characters).
+MAX_QID_CHARS = 100
 
 # Topic numbers and turn numbers ("3", or "1-3" for a CAsT 2022 tree path) as they appear in official qids.
 _CAST_NUMBER = re.compile(r"\d+(-\d+)?")
@@ -115,7 +119,7 @@ def load_topics(
     """
     if fmt is not None and fmt not in FORMATS:
         raise ValueError(f"unknown topics format {fmt!r}; expected one of {', '.join(FORMATS)}")
-    data = _read_json(path)
+    data = read_json(path, TOPICS_BYTES, "topics file")
     fmt = fmt or _detect_format(path, data)
     readers = {"cast": _read_cast, "sample": _read_sample, "ikat": read_ikat_topics}
     conversations = readers[fmt](path, data)
@@ -124,8 +128,16 @@ def load_topics(
             conversations = _with_rewrites(conversations, given, field_name)
     for conversation in conversations:
         for turn in conversation.turns:
+            _check_qid(path, turn.qid)
             _check_not_empty(path, turn)
     return conversations
+
+
+def topics_digest(conversations: Sequence[Conversation]) -> str:
+    """A digest of the conversations as read (rewrites and PTKB included; a file only laid out otherwise gives the
+    same), which outputs made from them record, so that a resume or a sweep with other topics is refused."""
+    canonical = json.dumps([to_dict(c) for c in conversations], sort_keys=True, ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 
 def read_rewrites(path: str | Path) -> dict[str, str]:
@@ -185,30 +197,10 @@ def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     return qrels
 
 
-def _read_text(path: str | Path) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataFormatError(path, "no such file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise DataFormatError(path, f"cannot read the file: {error}") from None
-
-
 def _read_lines(path: str | Path) -> list[tuple[int, str]]:
-    """The non-blank lines of a text file with their 1-based numbers, line ends removed."""
-    lines = _read_text(path).splitlines()
+    """The non-blank lines of a text file (qrels, rewrites) with their 1-based numbers, line ends removed."""
+    lines = read_text(path, TABLE_BYTES, "qrels or rewrites file").splitlines()
     return [(number, line) for number, line in enumerate(lines, start=1) if line.strip()]
-
-
-def _read_json(path: str | Path) -> Any:
-    try:
-        return json.loads(_read_text(path))
-    except json.JSONDecodeError as error:
-        raise DataFormatError(
-            path, f"not valid JSON: {error.msg} (column {error.colno})", error.lineno
-        ) from None
-    except RecursionError:  # e.g. 100,000 nested brackets: no topics file nests that deep
-        raise DataFormatError(path, "not a topics file: its JSON is nested too deeply") from None
 
 
 def _detect_format(path: str | Path, data: Any) -> str:
@@ -373,6 +365,17 @@ def _check_same_utterance(
                 f"qid {turn.qid} is used for two different questions: {excerpt(earlier[1], 60)} ({earlier[0]}) "
                 f"and {excerpt(turn.utterance, 60)} ({place}); give the topics distinct numbers",
             )
+
+
+def _check_qid(path: str | Path, qid: str) -> None:
+    """A qid is a column of every run file: without whitespace, and short (a run file repeats it a thousand times
+    a turn)."""
+    if len(qid) > MAX_QID_CHARS or any(character.isspace() for character in qid):
+        raise DataFormatError(
+            path,
+            f"qid {excerpt(qid)} is longer than {MAX_QID_CHARS} characters or holds whitespace; shorten the "
+            "topic's id (or number) and the turn's",
+        )
 
 
 def _check_not_empty(path: str | Path, turn: Turn) -> None:

@@ -11,7 +11,6 @@ and entity all match; rows are compared as sets (a mention linked twice in a tur
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from cast.errors import DataFormatError
+from cast.textfiles import TOPICS_BYTES, read_json
 
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
 
@@ -136,12 +136,7 @@ def score(run: Iterable[Link], gold: Iterable[Link]) -> Scores:
 
 
 def _read_list(path: Path, what: str) -> list[Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataFormatError(path, "no such file") from None
-    except (ValueError, UnicodeDecodeError) as e:
-        raise DataFormatError(path, f"not JSON ({e})") from None
+    data = read_json(path, TOPICS_BYTES, "ConEL-2 file")
     if not isinstance(data, list):
         raise DataFormatError(path, f"expected {what}")
     return data

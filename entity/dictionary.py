@@ -13,7 +13,7 @@ from cast.models import load_spacy
 from cast.settings import OneOf, Range, Runtime
 from entity.collection_entities import load_dictionary, load_postings, resolve_entities_dir, specificity
 from entity.helpers import HelperProcesses, Rebuild
-from entity.linkers import LinkedSpan, SpanLinker
+from entity.linkers import LinkedSpan, SpanLinker, is_spans
 from entity.surfaces import WORD
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ class DictionaryLinker(SpanLinker):
         }
         # Matching without spaCy is fast: nothing to share.
         shared = processes if mentions == "spacy" else 1
-        self.helpers = HelperProcesses(
+        self.helpers: HelperProcesses = HelperProcesses(
             Rebuild("entity.dictionary:DictionaryLinker", settings, "find_here"), shared
         )
 
@@ -103,7 +103,10 @@ class DictionaryLinker(SpanLinker):
             found = self._find(pieces)
         else:
             found = self.cache.get_or_compute_many(
-                "dictionary-linker", inputs, lambda missing: self._find([i["text"] for i in missing])
+                "dictionary-linker",
+                inputs,
+                lambda missing: self._find([i["text"] for i in missing]),
+                is_spans,
             )
         return [
             [LinkedSpan(*span) for span in spans if self.specific_enough(piece[span[0] : span[1]], span[2])]

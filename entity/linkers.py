@@ -29,6 +29,7 @@ from cast.stages import EntityLinker
 
 if TYPE_CHECKING:
     from cast.resources import Resources
+    from entity.helpers import HelperProcesses
 
 log = logging.getLogger(__name__)
 
@@ -160,6 +161,20 @@ class LinkedSpan(NamedTuple):
     confidence: float
 
 
+def is_spans(value: Any) -> bool:
+    """Whether a cached value is a list of spans ``[start, end, entity, confidence]`` (a damaged or foreign
+    cache entry may be anything)."""
+    return isinstance(value, list) and all(
+        isinstance(span, list)
+        and len(span) == 4
+        and isinstance(span[0], int)
+        and isinstance(span[1], int)
+        and isinstance(span[2], str)
+        and isinstance(span[3], int | float)
+        for span in value
+    )
+
+
 def check_kind(kind: str) -> None:
     if kind not in KINDS:
         raise CastError(f"entity linking: kind must be one of {', '.join(KINDS)}, got {kind!r}")
@@ -177,6 +192,8 @@ class SpanLinker(EntityLinker):
     # Services that take the confidence as a request parameter filter by it themselves; their answers' scores
     # are on another scale and must not be filtered again.
     confidence_sent_to_service: ClassVar[bool] = False
+    # Processes that share large batches (entity.helpers), where a subclass keeps them.
+    helpers: HelperProcesses | None = None
 
     def __init__(self, query_confidence: float, passage_confidence: float, max_chars: int):
         self.confidence = {"query": float(query_confidence), "passage": float(passage_confidence)}
@@ -193,6 +210,10 @@ class SpanLinker(EntityLinker):
         linked (its text then counts as unlinked). Pieces are non-empty; ``contexts`` are their texts' contexts
         ("" for none; see :meth:`EntityLinker.link_batch`)."""
         raise NotImplementedError
+
+    def start_helpers(self) -> None:
+        if self.helpers is not None:
+            self.helpers.start()
 
     def link(self, text: str, *, kind: str = "passage") -> list[EntityMention]:
         return self.link_batch([text], kind=kind)[0]
@@ -471,7 +492,9 @@ class RemoteLinker(SpanLinker):
     ) -> Sequence[list[LinkedSpan] | None]:
         cache = self.resources.cache if self.resources is not None else None
         inputs = [self.cache_inputs(piece, kind) for piece in pieces]
-        answers: list[Any] = cache.get_many(self.name, inputs) if cache is not None else [None] * len(pieces)
+        answers: list[Any] = (
+            cache.get_many(self.name, inputs, is_spans) if cache is not None else [None] * len(pieces)
+        )
         fresh = []
         for number, piece in enumerate(pieces):
             if answers[number] is not None:

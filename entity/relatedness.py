@@ -320,7 +320,7 @@ class SparqlKnowledgeBase(PairwiseKnowledgeBase):
     def _cached(self, namespace: str, inputs: list[dict], compute) -> list[int]:
         if self.resources is None:
             return compute(inputs)
-        return self.resources.cache.get_or_compute_many(namespace, inputs, compute)
+        return self.resources.cache.get_or_compute_many(namespace, inputs, compute, _is_count)
 
     def _ask_sizes(self, entities: list[str]) -> list[int]:
         found: dict[str, int] = {}
@@ -378,3 +378,8 @@ def iri(entity: str) -> str:
     """``<entity>`` for a SPARQL query, with the characters an IRI may not hold percent-escaped, as are ``%``,
     ``?`` and ``#`` (DBpedia's IRIs escape them; :func:`normalise_entity` decodes them back)."""
     return "<" + _NOT_IN_IRI.sub(lambda m: f"%{ord(m.group()):02X}", entity) + ">"
+
+
+def _is_count(value: Any) -> bool:
+    """Whether a cached value is a count (a damaged or foreign cache entry may be anything)."""
+    return isinstance(value, int) and not isinstance(value, bool)

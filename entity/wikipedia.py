@@ -43,7 +43,7 @@ from cast.trees import TreeEnsemble, load_tree_model
 from entity.dictionary import NUMERIC_LABELS
 from entity.helpers import HelperProcesses, Rebuild
 from entity.kb import DEFAULT_KB, form_of, load_kb
-from entity.linkers import LinkedSpan, SpanLinker, entity_uri
+from entity.linkers import LinkedSpan, SpanLinker, entity_uri, is_spans
 from entity.surfaces import stop_words, words
 
 if TYPE_CHECKING:
@@ -621,7 +621,7 @@ class WikipediaLinker(SpanLinker):
         self.spacy_model = spacy_model
         self.finder = CandidateFinder(self.kb, self.collection, spacy_model, batch_size)
         settings = {"kb_path": self.kb_path, "entities_dir": self.entities_dir, "model_path": model_file}
-        self.helpers = HelperProcesses(
+        self.helpers: HelperProcesses = HelperProcesses(
             Rebuild(
                 "entity.wikipedia:WikipediaLinker",
                 {**settings, "spacy_model": spacy_model, "batch_size": batch_size},
@@ -657,7 +657,7 @@ class WikipediaLinker(SpanLinker):
         found = (
             compute(inputs)
             if self.cache is None
-            else self.cache.get_or_compute_many("wikipedia-linker", inputs, compute)
+            else self.cache.get_or_compute_many("wikipedia-linker", inputs, compute, is_spans)
         )
         return [[LinkedSpan(*span) for span in spans] for spans in found]
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import hashlib
 import itertools
 import json
 import logging
@@ -198,7 +199,7 @@ def merge_indexes(
         if record is None:
             raise CastError(f"{folder} has no {BUILD_RECORD}: merge indexes built by `cast index build`")
         records.append(record)
-    stemmers = {r["stemmer"] for r in records}
+    stemmers = {r.get("stemmer", "krovetz") for r in records}
     if len(stemmers) > 1:
         raise CastError(
             f"the shards were built with different stemmers ({', '.join(sorted(stemmers))}): rebuild them alike"
@@ -229,11 +230,17 @@ def merge_indexes(
             writer.commit()
         finally:
             writer.close()
+        repeated = _repeated_id(directory(building))
+        if repeated is not None:  # every run would list the passage twice, and trec_eval refuse the run file
+            raise CastError(
+                f"passage id {repeated!r} is in more than one shard: a merged index must hold each passage once; "
+                "rebuild the shards from inputs that do not overlap"
+            )
         merged = {
             "documents": sum(r["documents"] for r in records),
-            "empty": sum(r["empty"] for r in records),
+            "empty": sum(r.get("empty", 0) for r in records),
             "inputs": list(seen),
-            "stemmer": records[0]["stemmer"],
+            "stemmer": stemmers.pop(),
             "shards": [str(folder.resolve()) for folder in folders],
         }
         _finish(building, target, merged)
@@ -241,6 +248,34 @@ def merge_indexes(
         shutil.rmtree(building, ignore_errors=True)
         raise
     return IndexSummary(merged["documents"], merged["empty"], time.perf_counter() - started, target, None)
+
+
+def _repeated_id(directory: Any) -> str | None:
+    """A passage id that more than one document of the index in ``directory`` (a Lucene ``Directory``) has, or
+    None: the ids are counted once, in Lucene's term dictionary (about 10 s per million passages); a second pass
+    names one only if the count falls short."""
+    from jnius import autoclass, cast
+
+    reader = autoclass("org.apache.lucene.index.DirectoryReader").open(directory)
+    try:
+        terms = autoclass("org.apache.lucene.index.MultiTerms").getTerms(
+            cast("org.apache.lucene.index.IndexReader", reader), "id"
+        )
+        if terms is None:
+            return None
+        found = terms.iterator()
+        unique = 0
+        while found.next() is not None:
+            unique += 1
+        if unique == reader.numDocs():
+            return None
+        found = terms.iterator()
+        while (term := found.next()) is not None:
+            if found.docFreq() > 1:
+                return str(term.utf8ToString())
+        return None
+    finally:
+        reader.close()
 
 
 def _check_target(target: Path, overwrite: bool) -> None:
@@ -473,16 +508,83 @@ def _replace(built: Path, target: Path) -> None:
 
 def build_record(index_dir: str | Path) -> dict[str, Any] | None:
     """What :func:`build_index` recorded of the build of ``index_dir`` (``documents``, ``empty``, ``inputs``,
-    ``duplicates``), or ``None`` for an index built otherwise."""
+    ``stemmer``, ``duplicates``), or ``None`` for an index built otherwise.
+
+    Raises:
+        DataFormatError: the record is not one (damaged, or edited by hand).
+    """
+    from cast.textfiles import RECORD_BYTES, read_json
+
     path = Path(index_dir).expanduser() / BUILD_RECORD
     if not path.is_file():
         return None
+    fix = (
+        f"rebuild the index with `{index_command(index_dir, 'build')}`, or delete the file (it only records how "
+        "the index was built)"
+    )
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
+        record = read_json(path, RECORD_BYTES, "build record")
+    except DataFormatError as e:
+        raise DataFormatError(path, f"{e.problem}; {fix}") from None
+    # Records of older builds may lack the optional ones.
+    required, optional = {"documents": int, "inputs": list}, {"empty": int, "stemmer": str}
+    wrong = (
+        [key for key, kind in required.items() if not isinstance(record.get(key), kind)]
+        + [key for key, kind in optional.items() if key in record and not isinstance(record[key], kind)]
+        if isinstance(record, dict)
+        else ["all"]
+    )
+    if wrong or not all(isinstance(i, str) for i in record["inputs"]):
         raise DataFormatError(
-            path, f"not JSON ({e.msg}); delete it (it only records how the index was built)"
-        ) from e
+            path, f"not a build record (wrong or missing: {', '.join(wrong or ['inputs'])}); {fix}"
+        )
+    return record
+
+
+def index_command(index_dir: str | Path, verb: str) -> str:
+    """The ``cast index build`` (or ``embed``) command that builds ``index_dir`` again, from the inputs its build
+    recorded where they can be read (else ``FILES...``), to give as advice that works when followed literally."""
+    import shlex
+
+    from cast.textfiles import RECORD_BYTES, read_json
+
+    try:
+        record = read_json(Path(index_dir).expanduser() / BUILD_RECORD, RECORD_BYTES, "build record")
+        inputs = [shlex.quote(i) for i in record["inputs"] if isinstance(i, str)] or ["FILES..."]
+        extra = [f"--duplicates {shlex.quote(record['duplicates'])}"] if record.get("duplicates") else []
+        if verb == "build" and record.get("stemmer", "krovetz") != "krovetz":
+            extra.append(f"--stemmer {shlex.quote(record['stemmer'])}")
+    except (DataFormatError, TypeError, KeyError, AttributeError):
+        inputs, extra = ["FILES..."], []
+    return " ".join(
+        [
+            "cast index",
+            verb,
+            "--input",
+            *inputs,
+            "--index",
+            shlex.quote(str(index_dir)),
+            *extra,
+            "--overwrite",
+        ]
+    )
+
+
+def index_identity(index_dir: str | Path) -> str:
+    """What identifies an index's content, for outputs made from it to record and check (a run resumed, or
+    prepared turns finished, with another index would mix two collections): its passage count and a digest of its
+    files' names and sizes and of its build record. Its path is left out, so that a copied index is the same."""
+    folder = Path(index_dir).expanduser()
+    try:
+        files = sorted(
+            (f.name, f.stat().st_size) for f in folder.iterdir() if f.is_file() and f.name != "write.lock"
+        )
+        built = (folder / BUILD_RECORD).read_bytes() if (folder / BUILD_RECORD).is_file() else b""
+    except OSError:
+        return "unreadable"
+    digest = hashlib.sha256(json.dumps(files).encode() + built).hexdigest()[:16]
+    record = build_record(folder)
+    return f"{record['documents']} passages, {digest}" if record else digest
 
 
 def index_stats(index_dir: str | Path) -> dict[str, int]:

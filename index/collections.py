@@ -18,19 +18,15 @@ passages to drop; see :func:`read_duplicates`.
 
 from __future__ import annotations
 
-import contextlib
-import gzip
 import html
-import io
-import json
 import re
-import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from cast.errors import DataFormatError, excerpt
 from cast.records import Passage
+from cast.textfiles import json_lines, utf8_lines
 
 FORMATS = ("jsonl", "msmarco", "car", "wapo", "ikat")
 
@@ -103,11 +99,9 @@ def detect_format(path: str | Path) -> str:
     if name.endswith(".tsv"):
         return "msmarco"
     if name.endswith((".jsonl", ".json")):
-        with _open_text(path) as lines:
-            first = next((line for line in lines if line.strip()), None)
-        if first is None:
+        record = next((record for _, record in json_lines(path)), None)
+        if record is None:
             return "jsonl"
-        record = _json_object(path, first, 1)
         if "passage_text" in record:
             return "ikat"
         return "wapo" if isinstance(record.get("contents"), list) else "jsonl"
@@ -125,15 +119,14 @@ def read_duplicates(path: str | Path) -> frozenset[str]:
     if not Path(path).is_file():
         raise DataFormatError(path, "no such duplicate list (--duplicates)")
     dropped: set[str] = set()
-    with _open_text(Path(path)) as lines:
-        for number, line in enumerate(lines, start=1):
-            line = line.strip()
-            if not line:
-                continue
-            kept, sep, dups = line.partition(":")
-            if not sep or not kept.strip():
-                raise DataFormatError(path, f"expected 'docid:dup1,dup2,...', got {line[:80]!r}", number)
-            dropped.update(d.strip() for d in dups.split(",") if d.strip())
+    for number, line in utf8_lines(path):
+        line = line.strip()
+        if not line:
+            continue
+        kept, sep, dups = line.partition(":")
+        if not sep or not kept.strip():
+            raise DataFormatError(path, f"expected 'docid:dup1,dup2,...', got {line[:80]!r}", number)
+        dropped.update(d.strip() for d in dups.split(",") if d.strip())
     return frozenset(dropped)
 
 
@@ -156,7 +149,7 @@ def passage_id(path: Path, value: Any, number: int, what: str = "record") -> str
 
 
 def _read_jsonl(path: Path) -> Iterator[tuple[Passage, tuple[str, ...]]]:
-    for number, record in _json_lines(path):
+    for number, record in json_lines(path):
         docid, contents = passage_id(path, record.get("id"), number), record.get("contents")
         if not isinstance(contents, str):
             raise DataFormatError(path, "record has no text 'contents'", number)
@@ -166,16 +159,15 @@ def _read_jsonl(path: Path) -> Iterator[tuple[Passage, tuple[str, ...]]]:
 
 
 def _read_msmarco(path: Path) -> Iterator[tuple[Passage, tuple[str, ...]]]:
-    with _open_text(path) as lines:
-        for number, line in enumerate(lines, start=1):
-            line = line.rstrip("\r\n")
-            if not line:
-                continue
-            pid, sep, text = line.partition("\t")
-            if not sep:
-                raise DataFormatError(path, "expected 'pid<TAB>text'", number)
-            pid = passage_id(path, pid, number, "passage")
-            yield Passage(id=f"MARCO_{pid}", text=text), (pid, f"MARCO_{pid}")
+    for number, line in utf8_lines(path):
+        line = line.rstrip("\r\n")
+        if not line:
+            continue
+        pid, sep, text = line.partition("\t")
+        if not sep:
+            raise DataFormatError(path, "expected 'pid<TAB>text'", number)
+        pid = passage_id(path, pid, number, "passage")
+        yield Passage(id=f"MARCO_{pid}", text=text), (pid, f"MARCO_{pid}")
 
 
 def _read_car(path: Path) -> Iterator[tuple[Passage, tuple[str, ...]]]:
@@ -195,7 +187,7 @@ def _read_car(path: Path) -> Iterator[tuple[Passage, tuple[str, ...]]]:
 
 
 def _read_wapo(path: Path) -> Iterator[tuple[Passage, tuple[str, ...]]]:
-    for number, record in _json_lines(path):
+    for number, record in json_lines(path):
         docid, blocks = passage_id(path, record.get("id"), number, "article"), record.get("contents")
         if not isinstance(blocks, list):
             raise DataFormatError(path, "article 'contents' is not a list of blocks", number)
@@ -214,7 +206,7 @@ def _read_wapo(path: Path) -> Iterator[tuple[Passage, tuple[str, ...]]]:
 
 
 def _read_ikat(path: Path) -> Iterator[tuple[Passage, tuple[str, ...]]]:
-    for number, record in _json_lines(path):
+    for number, record in json_lines(path):
         docid, passage_number, text = (
             record.get("doc_id"),
             record.get("passage_id"),
@@ -266,35 +258,3 @@ def collection_files(paths: str | Path | Iterable[str | Path]) -> Iterator[Path]
             yield path
         else:
             raise DataFormatError(path, "no such file or directory")
-
-
-@contextlib.contextmanager
-def _open_text(path: Path) -> Iterator[IO[str]]:
-    """A UTF-8 text file (gzipped where its name ends in ``.gz``), read in the ``with`` block; what cannot be
-    read as such (a broken or mislabelled gzip file, another encoding) is a :class:`DataFormatError`."""
-    try:
-        with (
-            io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
-            if path.name.endswith(".gz")
-            else open(path, encoding="utf-8")
-        ) as file:
-            yield file
-    except (UnicodeDecodeError, gzip.BadGzipFile, EOFError, zlib.error) as e:
-        raise DataFormatError(path, f"cannot read the file: {e}") from e
-
-
-def _json_object(path: Path, line: str, number: int) -> dict[str, Any]:
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as e:
-        raise DataFormatError(path, f"not a JSON object: {e.msg}", number) from e
-    if not isinstance(record, dict):
-        raise DataFormatError(path, "not a JSON object", number)
-    return record
-
-
-def _json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with _open_text(path) as lines:
-        for number, line in enumerate(lines, start=1):
-            if line.strip():
-                yield number, _json_object(path, line, number)

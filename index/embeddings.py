@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cast.atomic import atomic_path, write_lines_atomic, write_text_atomic
-from cast.errors import CastError, ConfigError
+from cast.errors import CastError, ConfigError, DataFormatError
 from cast.text import passage_text
 from index.collections import collection_formats, read_duplicates, read_passages
 
@@ -106,13 +106,13 @@ class PassageEmbeddings:
             self.id_rows = np.load(path / "id_rows.npy", mmap_mode="r")
         except (OSError, ValueError) as e:  # a truncated or overwritten array file: numpy's own words
             raise CastError(
-                f"the passage-embedding store {path} is damaged ({e}); rebuild it with `cast index embed --overwrite`"
+                f"the passage-embedding store {path} is damaged ({e}); rebuild it with `{rebuild_command(path)}`"
             ) from e
         sizes = {len(self.vectors), len(self.text_hashes), len(self.id_hashes), len(self.id_rows)}
         if sizes != {manifest["count"]}:
             raise CastError(
                 f"the passage-embedding store {path} is inconsistent (its files hold {sorted(sizes)} rows, the "
-                f"manifest says {manifest['count']}); rebuild it with `cast index embed --overwrite`"
+                f"manifest says {manifest['count']}); rebuild it with `{rebuild_command(path)}`"
             )
 
     @classmethod
@@ -131,7 +131,7 @@ class PassageEmbeddings:
         if manifest.get("format") != FORMAT_VERSION:
             raise CastError(
                 f"the passage-embedding store {path} has format {manifest.get('format')!r}, this toolkit reads "
-                f"{FORMAT_VERSION}; rebuild it with `cast index embed --overwrite`"
+                f"{FORMAT_VERSION}; rebuild it with `{rebuild_command(path)}`"
             )
         if not manifest.get("complete"):
             raise CastError(
@@ -177,18 +177,26 @@ class PassageEmbeddings:
 
 def read_manifest(path: Path) -> dict[str, Any] | None:
     """The manifest of the store at ``path``, or ``None`` where there is none."""
+    from cast.textfiles import RECORD_BYTES, read_json
+
     file = path / MANIFEST
     if not file.is_file():
         return None
     try:
-        manifest = json.loads(file.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise CastError(
-            f"{file}: not valid JSON ({e.msg}); rebuild the store with `cast index embed --overwrite`"
-        ) from e
+        manifest = read_json(file, RECORD_BYTES, "store manifest")
+    except DataFormatError as e:
+        raise CastError(f"{e}; rebuild the store with `{rebuild_command(path)}`") from None
     if not isinstance(manifest, dict):
-        raise CastError(f"{file}: not a JSON object; rebuild the store with `cast index embed --overwrite`")
+        raise CastError(f"{file}: not a JSON object; rebuild the store with `{rebuild_command(path)}`")
     return manifest
+
+
+def rebuild_command(store: Path) -> str:
+    """The ``cast index embed`` command that builds the store ``store`` (``<index>.embeddings``) again."""
+    from index.build import index_command
+
+    index = store.with_name(store.name.removesuffix(".embeddings"))
+    return index_command(index, "embed")
 
 
 def store_for_reranker(

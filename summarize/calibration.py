@@ -161,10 +161,11 @@ def calibrated_config(
     import yaml
 
     from cast.config import CONFIG_DIR
+    from cast.textfiles import read_yaml
 
     section = {**summarizer, "min_length": calibration.chosen.min_length}
     if output.resolve() == source.resolve():
-        data = yaml.safe_load(source.read_text(encoding="utf-8")) or {}
+        data = read_yaml(source) or {}
         data["summarizer"] = {**(data.get("summarizer") or {}), **section}
     else:
         same_folder = source.resolve().parent == CONFIG_DIR.resolve() == output.resolve().parent

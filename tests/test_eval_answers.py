@@ -130,7 +130,7 @@ def _write(path, records):
         ({"qid": "1_1", "answer": {"text": "x"}}, "missing field 'answer.source_ids'"),
         ({"qid": "1_1", "answer": {"text": "x", "source_ids": [3]}}, "answer.source_ids"),
         ("{not json", "not a JSON object"),
-        ("[1, 2]", "must be a JSON object"),
+        ("[1, 2]", "not a JSON object: found a list"),
     ],
 )
 def test_answers_file_errors_name_file_and_line(tmp_path, record, message):

@@ -344,3 +344,22 @@ def test_changing_only_the_generator_reuses_retrieval(client, explorer):
     assert not changed["cached"] and len(changed["result"]["answer"]["text"].split()) == 8
     assert new_turn["result"]["passages"][0]["id"] == "p5"
     assert calls == [(["Where is Edinburgh?"],)]  # only the query not searched before
+
+
+def test_a_configured_verifier_shows_each_claims_support(core_index, fixtures, tmp_path):
+    config = explorer_config(core_index, tmp_path, "verifier.name=claims", "verifier.unsupported=mark")
+    explorer = Explorer(config, load_topics(fixtures / "core" / "conversations.json"))
+    try:
+        with TestClient(create_app(explorer), base_url="http://127.0.0.1") as client:
+            response = answer(client, turn=3)
+    finally:
+        explorer.close()
+    assert response.status_code == 200, response.text
+    view = response.json()["result"]
+    verification = view["verification"]
+    assert verification["verifier"] == "claims" and not verification["abstained"]
+    # The top-k trim answer is the passages' own words: every claim is supported by the passage it came from.
+    claims = verification["claims"]
+    assert [c["text"] for c in claims] == [s["text"] for s in view["answer"]["sentences"]]
+    assert all(c["supported"] and c["support"] >= 0.75 for c in claims)
+    assert "verify" in view["timings"]

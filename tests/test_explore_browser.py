@@ -54,6 +54,8 @@ def server(core_index, fixtures, tmp_path_factory):
             "selector.gamma=0.25",
             "summarizer.name=entity_extractive",
             "summarizer.words=40",
+            "verifier.name=claims",  # marks, never drops: the answers stay the generator's
+            "verifier.unsupported=mark",
         ],
     )
     explorer = Explorer(config, load_topics(fixtures / "core" / "conversations.json"), time_limit=60)
@@ -106,6 +108,11 @@ def test_choose_a_conversation_change_gamma_and_read_the_new_answer(server, page
     linked = {s.get_attribute("data-passage") for s in page.locator("#answer .sentence.linked").all()}
     assert linked and linked <= chosen
     assert page.locator("#passages tbody tr.chosen").count() == len(chosen)
+    # Each answer sentence's support, as the verifier scored it against its passage.
+    expect(page.locator("#claims")).to_be_visible()
+    claims = page.locator("#claims li.claim")
+    assert claims.count() == page.locator("#answer .sentence").count()
+    assert "support" in claims.first.inner_text()
     page.screenshot(path=str(tmp_path / "explorer.png"), full_page=True)
 
     page.fill("#param-gamma", "0.25")

@@ -195,7 +195,7 @@ def truncated_postings(index: Path) -> None:
 
 
 @pytest.mark.parametrize("damage", [garbage_segments, truncated_postings])
-def test_a_damaged_index_is_one_line_naming_it_and_the_rebuild(core_index, tmp_path, damage):
+def test_a_damaged_index_is_one_line_naming_it_and_the_rebuild(core_index, tmp_path, damage, capsys):
     from cast import jvm
     from cast.errors import IndexUnavailableError
     from cast.rank.first_stage import LMDFirstStage
@@ -207,7 +207,24 @@ def test_a_damaged_index_is_one_line_naming_it_and_the_rebuild(core_index, tmp_p
         LMDFirstStage(Resources({"index": str(index)})).search("radioactivity")
     message = str(caught.value)
     assert "\n" not in message and f"cannot read the index at {index}" in message
-    assert f"cast index build --input FILES... --index {index} --overwrite" in message
+    # The advice names the inputs the index was built from, so that it works as given.
+    advised = advised_command(message)
+    assert advised[:3] == ["index", "build", "--input"] and advised[-3:] == [
+        "--index",
+        str(index),
+        "--overwrite",
+    ]
+    assert cast(capsys, *advised)[0] == 0
+    assert LMDFirstStage(Resources({"index": str(index)})).search("Glasgow")
+
+
+def advised_command(message: str) -> list[str]:
+    """The arguments of the `cast ...` command an error message advises (between backquotes)."""
+    import shlex
+
+    command = shlex.split(message.split("`")[-2])
+    assert command[0] == "cast"
+    return command[1:]
 
 
 @pytest.mark.parametrize("damaged", ["embeddings.npy", "id_rows.npy"])
@@ -221,7 +238,8 @@ def test_a_damaged_embedding_store_is_one_line_naming_it_and_the_rebuild(tmp_pat
     store = tmp_path / "ix.embeddings"
     build_embeddings(collection, store, SETTINGS, toy_embed, 4, index_documents=50, progress=False)
     truncate(store / damaged)
-    with pytest.raises(CastError, match=rf"store {store} is damaged .*`cast index embed --overwrite`"):
+    rebuild = rf"`cast index embed --input FILES\.\.\. --index {tmp_path / 'ix'} --overwrite`"
+    with pytest.raises(CastError, match=rf"store {store} is damaged .*{rebuild}"):
         PassageEmbeddings.open(store)
 
 
@@ -290,7 +308,7 @@ def test_a_value_that_is_not_json_is_recomputed(tmp_path, caplog):
     with sqlite3.connect(path) as db:
         db.execute("UPDATE entries SET value = '{not json' WHERE key = ?", [cache_key({"x": 0})])
     assert Cache(path).get_or_compute("square", {"x": 0}, lambda: {"value": 0}) == {"value": 0}
-    assert "holds a value that is not JSON" in caplog.text
+    assert "holds values that are not JSON" in caplog.text
 
 
 def test_a_folder_at_the_cache_path_is_one_error_naming_it(tmp_path):

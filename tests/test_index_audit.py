@@ -188,18 +188,18 @@ def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 
 @pytest.mark.parametrize(
-    ("name", "content"),
+    ("name", "content", "message"),
     [
-        ("c.jsonl.gz", b"not gzip"),
-        ("c.jsonl", b'\xff{"id": "p1", "contents": "Latin-1"}\n'),
-        ("c.tsv", b"1\tfine\n2\tnot UTF-8 \xff\n"),
-        ("c.tsv.gz", b"not gzip"),
+        ("c.jsonl.gz", b"not gzip", ": not a readable gzip file"),
+        ("c.jsonl", b'\xff{"id": "p1", "contents": "Latin-1"}\n', r":1: not UTF-8 text \(byte 0xff"),
+        ("c.tsv", b"1\tfine\n2\tnot UTF-8 \xff\n", r":2: not UTF-8 text \(byte 0xff"),
+        ("c.tsv.gz", b"not gzip", ": not a readable gzip file"),
     ],
 )
 def test_a_file_that_cannot_be_read_as_text_is_a_data_format_error(
-    tmp_path: Path, name: str, content: bytes
+    tmp_path: Path, name: str, content: bytes, message: str
 ) -> None:
     path = tmp_path / name
     path.write_bytes(content)
-    with pytest.raises(DataFormatError, match=rf"{name}: cannot read the file: "):
+    with pytest.raises(DataFormatError, match=rf"{name}{message}"):
         list(read_passages(path))

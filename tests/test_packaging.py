@@ -33,10 +33,13 @@ def test_wheel_ships_the_profiles_and_an_install_loads_them(tmp_path):
     with zipfile.ZipFile(wheel) as archive:
         for name in profiles:
             assert archive.read(f"cast/configs/{name}") == (REPO / "configs" / name).read_bytes()
+        for template in (REPO / "configs" / "prompts").glob("*.txt"):
+            assert archive.read(f"cast/configs/prompts/{template.name}") == template.read_bytes()
         archive.extractall(tmp_path / "site")
     # As installed: the package alone on the path, outside any checkout.
     code = (
         "import cast, cast.config as c; c.load_config('offline'); c.load_config('paper'); "
+        "from cast.prompts import PromptTemplate; PromptTemplate.load('answer', {'passages', 'question'}, {'words'}); "
         "print(cast.__file__); print(c.CONFIG_DIR)"
     )
     found = subprocess.run(

@@ -122,7 +122,7 @@ def test_a_missing_or_malformed_prepared_file_is_reported(tmp_path):
     with pytest.raises(DataFormatError, match="wrong.jsonl.gz:1: not a prepared-turns file"):
         Prepared.load(wrong)
     (tmp_path / "plain.txt").write_text("not gzip")
-    with pytest.raises(DataFormatError, match="plain.txt: not a readable prepared-turns file"):
+    with pytest.raises(DataFormatError, match="plain.txt: not a readable gzip file"):
         Prepared.load(tmp_path / "plain.txt")
 
 

@@ -144,3 +144,38 @@ def test_a_sweep_refuses_a_mistyped_setting_before_any_work_and_another_config_i
     other = ["--set", "first_stage.mu=10", "--grid", "summarizer.words=8,9"]
     assert main(["sweep", *common, *other, "--output", str(out), "--qrels", str(qrels)]) != 0
     assert "holds a sweep of another config (first_stage.mu: 1000 -> 10)" in capsys.readouterr().err
+
+
+def test_a_verifier_sweep_shares_the_pass_and_each_point_checks_with_its_own_settings(
+    core_index, fixtures, tmp_path
+):
+    from fast_pipeline import FAST, cli_sets
+
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("1_3 0 p2 3\n1_2 0 p4 2\n2_1 0 p5 2\n")
+    assert stop_point(grid_points(["verifier.min_relevance=0,1"]), [{"selector": {"name": "o"}}]) == "rerank"
+    sets = cli_sets("rewriter.name=manual", *FAST, f"cache_dir={tmp_path / 'cache'}", "verifier.name=claims")
+    common = ["--index", str(core_index), "--topics", str(fixtures / "core" / "conversations.json"), *sets]
+    grid = ["--grid", "verifier.min_relevance=0,1"]
+    assert (
+        main(
+            [
+                "sweep",
+                "--config",
+                "offline",
+                *common,
+                *grid,
+                "--output",
+                str(tmp_path / "s"),
+                "--qrels",
+                str(qrels),
+            ]
+        )
+        == 0
+    )
+    for value, abstains in (("0", False), ("1", True)):  # no cosine reaches 1: every answer is withheld
+        records = [
+            json.loads(line) for line in (tmp_path / "s" / f"min_relevance={value}.answers.jsonl").open()
+        ]
+        assert all(r["config"]["verifier"]["min_relevance"] == float(value) for r in records)
+        assert all(r["verification"]["abstained"] is abstains for r in records)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterator
 
 from cast.commands.common import add_config_arguments, config_from_args
 
@@ -48,9 +49,17 @@ def main(args: argparse.Namespace) -> int:
     from cast.errors import EmptyUtteranceError
     from cast.pipeline import Pipeline
     from cast.session import Session
+    from cast.textfiles import TYPED_LINE_BYTES, bounded_lines
 
     _check_utterances(args.history, args.utterance)
-    pipeline = Pipeline.from_config(config_from_args(args))
+    config = config_from_args(args)
+    lines: Iterator[tuple[int, bytes]] = iter(())
+    if args.utterance is None:
+        prompt = (lambda: print("> ", end="", file=sys.stderr, flush=True)) if sys.stdin.isatty() else None
+        lines = bounded_lines(sys.stdin.buffer, TYPED_LINE_BYTES, "standard input", prompt)
+        if prompt is None:  # piped: its first line is read (and a wrong one refused) before the models load
+            lines = itertools.chain(list(itertools.islice(lines, 1)), lines)
+    pipeline = Pipeline.from_config(config)
 
     def show(result) -> None:
         print(
@@ -64,9 +73,8 @@ def main(args: argparse.Namespace) -> int:
             conversation.ask(earlier)
         show(conversation.ask(args.utterance))
         return 0
-    interactive = sys.stdin.isatty()
     conversation_number = 1
-    for number, raw in enumerate(_prompted_lines(sys.stdin.buffer, interactive), start=1):
+    for number, raw in lines:
         try:
             utterance = raw.decode("utf-8").strip()
         except UnicodeDecodeError:  # one mistyped line must not end the session
@@ -104,13 +112,3 @@ def _check_utterances(history: list[str], utterance: str | None) -> None:
             raise EmptyUtteranceError(
                 f"--history utterance {position} is empty: give its text or leave it out"
             )
-
-
-def _prompted_lines(stream, interactive: bool) -> Iterable[bytes]:
-    while True:
-        if interactive:
-            print("> ", end="", file=sys.stderr, flush=True)
-        line = stream.readline()
-        if not line:
-            return
-        yield line

@@ -110,6 +110,17 @@ def add_answer_options(parser: argparse.ArgumentParser, with_qrels: bool = True)
         default=DEFAULT_SUPPORT_THRESHOLD,
         help="unigram F1 from which an answer sentence counts as supported by a passage sentence",
     )
+    parser.add_argument(
+        "--verify",
+        action="store_true",
+        help="add the claims verifier's measures: the share of answer sentences it finds supported by the "
+        "passage each cites (verified) and their mean support (claim_support); needs the passage texts",
+    )
+    parser.add_argument(
+        "--verifier-model",
+        metavar="NLI_MODEL",
+        help="with --verify: a local NLI cross-encoder (default: offline)",
+    )
 
 
 def _add_baseline_options(parser: argparse.ArgumentParser) -> None:
@@ -226,6 +237,7 @@ def answer_options(args: argparse.Namespace) -> dict[str, Any]:
         "collection": args.collection,
         "index": args.index,
         "support_threshold": args.support_threshold,
+        "verifier": ({"model": args.verifier_model} if args.verifier_model else {}) if args.verify else None,
     }
 
 

@@ -6,7 +6,6 @@ import argparse
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from cast.cluster import add_ray_arguments, ray_options
@@ -42,7 +41,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     staged.add_argument(
         "--prepared",
-        type=Path,
         metavar="FILE",
         help="with --stop-after: where to write the prepared turns; without: prepared turns to finish (the "
         "config's stages up to where they stopped must be those that prepared them)",
@@ -60,6 +58,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from cast.atomic import check_writable
     from cast.errors import CastError
     from cast.outputs import RunOutputs
     from cast.prepared import Prepared
@@ -71,8 +70,16 @@ def main(args: argparse.Namespace) -> int:
         raise CastError(
             "give --output (a prefix for the run and answers files), or --stop-after with --prepared"
         )
+    if args.stop_after:
+        check_writable(args.prepared, "--prepared")  # now, not after every turn is prepared
     config = config_from_args(args)
     conversations = load_topics(args.topics, rewrites=args.rewrites)
+    if args.format and not any(c.ptkb for c in conversations):
+        # Its passage ids would not be ClueWeb22's: a submission file that the organisers would refuse.
+        raise CastError(
+            f"--format {args.format} writes a TREC iKAT run, but {args.topics} are not iKAT topics (no PTKB); "
+            "leave --format out"
+        )
     if args.stop_after:
         with _pipeline(args, config) as pipeline:
             prepared = pipeline.prepare(conversations, stop_after=args.stop_after, progress=True)
@@ -105,9 +112,11 @@ def _pipeline(args: argparse.Namespace, config: dict) -> Iterator[Any]:
 
 
 def _run(args: argparse.Namespace, config: dict, conversations: list, outputs, pipeline, prepared) -> int:
+    from cast.topics import topics_digest
+
     qids = write_outputs(
         outputs,
-        pipeline.describe(),
+        {**pipeline.describe(), "topics": topics_digest(conversations)},
         conversations,
         lambda done, write: pipeline.run(
             conversations, done=done, on_result=write, progress=True, prepared=prepared
@@ -184,12 +193,18 @@ def write_outputs(
 
 
 def _write_ikat(args: argparse.Namespace, outputs, run_name: str) -> None:
+    from cast.errors import CastError
     from cast.ikat_runs import ikat_run_path, write_ikat_run
 
     path = ikat_run_path(args.output, args.format)
     problems = write_ikat_run(
         path, outputs.run_path, outputs.answers_path, args.format, run_name, args.run_type, args.team_id
     )
+    if problems:  # e.g. a turn that retrieved nothing: no file that looks like a submission
+        for problem in problems[:5]:
+            print(f"{path}: {problem}", file=sys.stderr)
+        raise CastError(
+            f"not writing {path}: it would not be a valid {args.format} submission ({len(problems)} problem(s), "
+            f"above); {outputs.run_path} and {outputs.answers_path} are complete"
+        )
     print(f"wrote {path}")
-    for problem in problems[:5]:
-        print(f"{path}: not a valid {args.format} submission: {problem}", file=sys.stderr)

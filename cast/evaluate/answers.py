@@ -11,6 +11,9 @@ Measures (all but ``words`` in percent, 0-100, like the paper's tables):
 * grounded: the share of answer sentences supported by the passages the answer read; a sentence is supported
   when its best unigram-overlap F1 with a passage sentence (:func:`cast.text.split_sentences`) reaches the threshold (0.5 by default), as in
   WikiPath's response groundedness. support: the share of answer tokens found in those passages.
+* verified (with a verifier): the share of answer sentences the claims verifier (:mod:`summarize.verify`) finds
+  supported by the passage each cites (by its best passage where it cites none); claim_support: their mean
+  support, times 100.
 
 References: with ``max`` scoring each measure takes its best value over the turn's references (the usual
 multi-reference ROUGE/METEOR convention); with ``concat`` the references are joined into one text.
@@ -33,9 +36,12 @@ from cast.textfiles import json_lines
 if TYPE_CHECKING:
     import pandas as pd
 
+    from summarize.verify import ClaimVerifier
+
 TEXT_MEASURES = ("ROUGE-1", "ROUGE-2", "ROUGE-L", "BLEU-1", "BLEU-4", "METEOR")
 GROUNDEDNESS_MEASURES = ("grounded", "support")
 ANSWER_MEASURES = (*TEXT_MEASURES, "words", *GROUNDEDNESS_MEASURES)
+VERIFIER_MEASURES = ("verified", "claim_support")
 MULTI_REFERENCE_MODES = ("max", "concat")
 DEFAULT_REFERENCE_GRADE = 3
 DEFAULT_SUPPORT_THRESHOLD = 0.5
@@ -243,6 +249,19 @@ def groundedness(
     return supported / len(answer_tokens), sum(w in vocabulary for w in all_tokens) / len(all_tokens)
 
 
+def verified_claims(
+    verifier: ClaimVerifier, answer: Answer, passage_texts: Mapping[str, str]
+) -> tuple[float, float]:
+    """The share of the answer's sentences the verifier finds supported, and their mean support, both x100."""
+    sources = {pid: passage_texts[pid] for pid in answer.source_ids if pid in passage_texts}
+    claims = list(answer.sentences) or [AnswerSentence(s, None) for s in sentences(answer.text)]
+    supports = [verifier.score_claim(claim, sources)[1] for claim in claims]
+    if not supports:
+        return 0.0, 0.0
+    supported = sum(support >= verifier.threshold for support in supports)
+    return 100 * supported / len(supports), 100 * sum(supports) / len(supports)
+
+
 class TextScorer:
     """ROUGE, BLEU and METEOR of one answer against its references (see the module docstring)."""
 
@@ -288,7 +307,8 @@ class AnswerEvaluation:
 
     Attributes:
         per_turn: one row per turn with references (index ``qid``), columns from :data:`ANSWER_MEASURES`
-            (the groundedness columns only when passage texts were given).
+            (the groundedness columns only when passage texts were given), then :data:`VERIFIER_MEASURES` when a
+            verifier was given.
         unreferenced_turns: answered turns without a reference, left out.
         missing_turns: turns with references the system wrote no record for: scored 0 on every measure.
         no_answer_turns: turns with references whose record gives no answer (``no_answer_reason``): scored 0.
@@ -336,6 +356,7 @@ def evaluate_answers(
     references_name: str,
     passage_texts: Mapping[str, str] | None = None,
     support_threshold: float = DEFAULT_SUPPORT_THRESHOLD,
+    verifier: ClaimVerifier | None = None,
     progress: Callable[[Iterable[Any]], Iterable[Any]] = iter,
 ) -> AnswerEvaluation:
     """Score every turn that has references; a turn left unanswered scores 0 on every measure.
@@ -351,11 +372,15 @@ def evaluate_answers(
         references_name: how the references were made, for the report.
         passage_texts: texts of the passages answers read, by id; without them groundedness is not measured.
         support_threshold: the unigram F1 from which an answer sentence counts as supported.
+        verifier: scores each answer sentence against the passage it cites (needs ``passage_texts``).
         progress: wraps the turn loop (e.g. ``tqdm``).
     """
     import pandas as pd
 
+    if verifier is not None and passage_texts is None:
+        raise CastError("the verifier's measures need the passage texts (give the collection or the index)")
     columns = [c for c in ANSWER_MEASURES if passage_texts is not None or c not in GROUNDEDNESS_MEASURES]
+    columns += list(VERIFIER_MEASURES) if verifier is not None else []
     rows: dict[str, dict[str, float]] = {}
     missing_sources: set[str] = set()
     answered = [qid for qid in answers.answers if qid in references]
@@ -374,6 +399,8 @@ def evaluate_answers(
             answer_sentences = [s.text for s in answer.sentences] or sentences(answer.text)
             grounded, support = groundedness(answer_sentences, sources, support_threshold)
             row["grounded"], row["support"] = 100 * grounded, 100 * support
+            if verifier is not None:
+                row["verified"], row["claim_support"] = verified_claims(verifier, answer, passage_texts)
         rows[qid] = row
     per_turn = pd.DataFrame.from_dict(rows, orient="index", columns=columns).astype(float)
     per_turn.index = per_turn.index.astype(str)

@@ -64,6 +64,7 @@ def evaluate_answer_files(
     collection: Sequence[str | Path] | None = None,
     index: str | Path | None = None,
     support_threshold: float = DEFAULT_SUPPORT_THRESHOLD,
+    verifier: dict[str, Any] | None = None,
     progress: bool = True,
 ) -> dict[str, AnswerEvaluation]:
     """Evaluate each answers file against one set of references, keyed by system name.
@@ -79,6 +80,8 @@ def evaluate_answer_files(
         collection: collection files holding the passage texts (for qrels references and groundedness).
         index: a Lucene index holding the passage texts, instead of ``collection``.
         support_threshold: the unigram F1 from which an answer sentence counts as supported.
+        verifier: the settings of a claims verifier (``{}``: its defaults) whose measures to add (``verified``,
+            ``claim_support``); needs the passage texts.
         progress: show a progress bar per system.
 
     Raises:
@@ -124,6 +127,7 @@ def evaluate_answer_files(
         if missing:
             described += f" ({len(missing)} reference passages not found, e.g. {missing[0]})"
     scorer = ans.TextScorer(multi_reference)
+    checker = claims_verifier(verifier) if verifier is not None else None
     evaluations = {}
 
     def progress_of(name: str) -> Callable[[Iterable[Any]], Iterable[Any]]:
@@ -143,9 +147,24 @@ def evaluate_answer_files(
             references_name=described,
             passage_texts=texts,
             support_threshold=support_threshold,
+            verifier=checker,
             progress=progress_of(name),
         )
     return evaluations
+
+
+def claims_verifier(settings: dict[str, Any]) -> Any:
+    """A claims verifier (:class:`summarize.verify.ClaimVerifier`) with ``settings``, on the default profile's cache
+    and encoder (sentence embeddings are cached there)."""
+    from cast.config import DEFAULT_CONFIG, load_config
+    from cast.registry import stage_class
+    from cast.resources import Resources
+
+    profile = load_config(DEFAULT_CONFIG)
+    shared: dict[str, Any] = {
+        key: profile[key] for key in ("cache_dir", "device", "encoder") if key in profile
+    }
+    return stage_class("verifier", "claims").from_config(dict(settings), Resources(shared))
 
 
 def unique_names(paths: Sequence[str | Path]) -> list[str]:

@@ -20,8 +20,8 @@ A job is ``{"job_id", "status", "stage", "turn", "total_turns", "elapsed", "cach
 stages do not take, and ``result`` the turn's view (:func:`cast.explore.views.turn_view`): ``utterance``,
 ``rewrite``, ``passages`` (rank, first-stage rank and score, re-ranked score, selection score, chosen position,
 judged grade, entities), ``chosen``, ``selection`` (focus and top entities, EP paths), ``graph`` (``nodes`` with
-rank and marks, ``edges`` kept), ``answer`` (``sentences`` with their ``passage_id``), ``evaluation`` and
-``timings``.
+rank and marks, ``edges`` kept), ``answer`` (``sentences`` with their ``passage_id``), ``verification`` (each
+claim's support, where the config has a verifier; else null), ``evaluation`` and ``timings``.
 
 Example::
 
@@ -29,7 +29,8 @@ Example::
         -d '{"conversation_id": "1", "turn": 2, "params": {"method": "eg", "gamma": 0.5}}'
 
 Safety: the server binds 127.0.0.1 and accepts only local ``Host`` headers; request bodies over
-``max_body_bytes`` are refused with 413; a turn is stopped after the time limit (504); the page sets every text as
+``max_body_bytes`` are refused with 413 (chunked ones too), and requests that change state from pages of another
+``Origin`` with 403; a turn is stopped after the time limit (504); the page sets every text as
 text (never as HTML) and a Content-Security-Policy allows only this server's own scripts and styles.
 """
 
@@ -41,6 +42,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -206,7 +208,11 @@ def _job_response(job: Job, grace: float) -> JSONResponse:
 
 
 class BodySizeLimit:
-    """ASGI middleware: refuse request bodies over ``max_bytes`` with 413 (declared or streamed)."""
+    """ASGI middleware: refuse request bodies over ``max_bytes`` with 413 (declared or streamed, chunked included).
+
+    The body is read here, up to the limit, before the application sees it: an error raised while the
+    application reads it would become FastAPI's 400.
+    """
 
     def __init__(self, app: Any, max_bytes: int):
         self.app = app
@@ -220,21 +226,26 @@ class BodySizeLimit:
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
             await self._refuse(scope, receive, send)
             return
-        received = 0
-
-        async def limited() -> dict:
-            nonlocal received
+        body, more = bytearray(), True
+        while more:
             message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.max_bytes:
-                    raise _BodyTooLarge
-            return message
+            if message["type"] != "http.request":  # the client went away
+                return
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > self.max_bytes:
+                await self._refuse(scope, receive, send)
+                return
+        replayed = False
 
-        try:
-            await self.app(scope, limited, send)
-        except _BodyTooLarge:
-            await self._refuse(scope, receive, send)
+        async def replay() -> dict:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": bytes(body), "more_body": False}
+
+        await self.app(scope, replay, send)
 
     async def _refuse(self, scope: dict, receive: Any, send: Any) -> None:
         response = JSONResponse(
@@ -243,8 +254,28 @@ class BodySizeLimit:
         await response(scope, receive, send)
 
 
-class _BodyTooLarge(Exception):
-    pass
+class SameOrigin:
+    """ASGI middleware: refuse (403) a request that changes state (not GET, HEAD or OPTIONS) sent by a page of
+    another origin (its ``Origin`` header names another host), so that no other site's page can drive the explorer
+    through the user's browser. Requests without an ``Origin`` (curl, scripts) pass."""
+
+    def __init__(self, app: Any, allowed_hosts: Sequence[str]):
+        self.app = app
+        self.allowed_hosts = set(allowed_hosts)
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] not in ("GET", "HEAD", "OPTIONS"):
+            origin = dict(scope.get("headers", ())).get(b"origin")
+            if origin is not None and urlsplit(origin.decode("latin-1")).hostname not in self.allowed_hosts:
+                response = JSONResponse(
+                    {
+                        "error": f"requests from pages of another origin ({origin.decode('latin-1')!r}) are refused"
+                    },
+                    status_code=403,
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def create_app(
@@ -262,6 +293,7 @@ def create_app(
         redoc_url=None,
     )
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))
+    app.add_middleware(SameOrigin, allowed_hosts=list(allowed_hosts))
     app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes)
     grace = max(2.0, 0.1 * explorer.time_limit)
 

@@ -27,7 +27,7 @@ from typing import Any
 from cast.errors import CastError
 from cast.explore import DEFAULT_MAX_PENDING, DEFAULT_TIME_LIMIT
 from cast.explore.views import SHOWN_PASSAGES, turn_view
-from cast.pipeline import STAGE_KINDS, Pipeline, TurnResult, check_config
+from cast.pipeline import STAGE_KINDS, Pipeline, TurnResult, active_verifier, check_config
 from cast.prepared import EARLY_STAGES, compact_ranking
 from cast.records import Conversation, Turn, to_dict
 from cast.registry import build_stage, stage_class
@@ -485,7 +485,10 @@ class Explorer:
             stages = {kind: self.stage(kind, job.sections[kind], job) for kind in STAGE_KINDS}
             # Proxies with the stages' methods: the pipeline takes them for the stages they wrap.
             proxies: dict[str, Any] = {kind: _JobStage(stage, kind, job) for kind, stage in stages.items()}
-            pipeline = Pipeline(**proxies, config={**self.config, **job.sections})
+            # The config's answer verifier, if any, checks every answer (not a live control).
+            checking = active_verifier(self.config)
+            verifier = self.stage("verifier", checking, job) if checking else None
+            pipeline = Pipeline(**proxies, config={**self.config, **job.sections}, verifier=verifier)
             # A typed conversation has no topics' responses: what the user read is the response.
             typed = self.conversations.editable(job.conversation_id)
             session = Session(pipeline, conversation, answers_as_responses=True if typed else None)

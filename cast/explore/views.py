@@ -93,6 +93,8 @@ def turn_view(
             "source_ids": list(result.answer.source_ids),
             "no_answer_reason": result.answer.no_answer_reason,
         },
+        # How the verifier checked each claim of the generated answer (null: no verifier configured).
+        "verification": to_dict(result.verification) if result.verification else None,
         "evaluation": evaluation(result, judged, text_scorer),
         "timings": {stage: round(seconds, 4) for stage, seconds in result.timings.items()},
     }

@@ -36,6 +36,9 @@ from cast.settings import OneOf, Range, Runtime
 from cast.stages import Stage
 
 REWRITE_USES = ("append", "context", "none")
+# The turn id of the statements given to a rewriter as context (``rewrite: context``): rewriters that tell the
+# user's statements apart from the conversation (the LLM rewriter) look for it.
+STATEMENTS_TURN_ID = "ptkb"
 _WORD = re.compile(r"\w+")
 
 
@@ -107,7 +110,12 @@ class PTKBSelector(Stage):
         if self.rewrite != "context" or not selection.statements:
             return history
         said = " ".join(s.text for s in selection.statements)
-        statements = Turn(qid=f"{turn.topic_id}_ptkb", topic_id=turn.topic_id, turn_id="ptkb", utterance=said)
+        statements = Turn(
+            qid=f"{turn.topic_id}_{STATEMENTS_TURN_ID}",
+            topic_id=turn.topic_id,
+            turn_id=STATEMENTS_TURN_ID,
+            utterance=said,
+        )
         return [*history, PastTurn(turn=statements, query=said)]
 
     def personalise(self, rewrite: Rewrite, selection: PTKBSelection) -> Rewrite:

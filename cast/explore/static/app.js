@@ -270,8 +270,16 @@ function renderAnswer(view) {
     ? view.answer.sentences
     : [{ text: view.answer.text, passage_id: null }];
   answer.replaceChildren();
+  // Claims the verifier kept although unsupported (unsupported: mark) are marked in the answer too.
+  const unsupported = new Set(
+    (view.verification ? view.verification.claims : []).filter((c) => !c.supported).map((c) => c.text),
+  );
   for (const sentence of sentences) {
     const span = el("span", { text: sentence.text, cls: "sentence" });
+    if (unsupported.has(sentence.text)) {
+      span.classList.add("unsupported");
+      span.title = "the verifier found no support for this sentence in its passage";
+    }
     if (sentence.passage_id) {
       span.classList.add("linked");
       span.dataset.passage = sentence.passage_id;
@@ -290,6 +298,36 @@ function renderAnswer(view) {
   let meta = `${words} words by ${view.answer.generator}, from passages ${view.answer.source_ids.join(", ")}`;
   if (view.answer.no_answer_reason) meta += ` — no answer: ${view.answer.no_answer_reason}`;
   $("answer-meta").textContent = meta;
+  renderClaims(view.verification);
+}
+
+function renderClaims(verification) {
+  const list = $("claims");
+  list.replaceChildren();
+  list.hidden = !verification;
+  if (!verification) return;
+  const relevance = verification.relevance === null ? "-" : verification.relevance.toFixed(2);
+  list.append(
+    el("li", {
+      cls: "claims-head muted",
+      text: verification.abstained
+        ? `${verification.verifier} withheld the generated answer ("${verification.original_text}"): ${verification.reason}`
+        : `${verification.verifier}: each claim against the passage it cites (best passage's relevance ${relevance})`,
+    }),
+  );
+  for (const claim of verification.claims) {
+    const verdict = claim.supported ? "supported" : "unsupported";
+    const fate = claim.kept ? "" : ", dropped";
+    list.append(
+      el("li", { cls: `claim ${verdict}${claim.kept ? "" : " dropped"}` }, [
+        el("span", { text: claim.text }),
+        el("span", {
+          cls: "muted",
+          text: ` — support ${claim.support.toFixed(2)} by ${claim.passage_id || "no passage"} (${verdict}${fate})`,
+        }),
+      ]),
+    );
+  }
 }
 
 function renderEvaluation(evaluation) {

@@ -1,0 +1,167 @@
+"""How well answer-support scorers tell attributable responses from the rest, on BEGIN (Dziri et al., "Evaluating
+Attribution in Dialogue Systems: The BEGIN Benchmark", TACL 2022): responses of knowledge-grounded dialogue models
+with the knowledge snippet they should rest on and a human label (``Fully attributable``, ``Not fully
+attributable``, ``Generic``).
+
+For each scorer it prints, per file and over all files, the ROC AUC of "fully attributable" against the rest and
+two accuracies: at the scorer's own decision rule where it has one (the verifier: every sentence supported; our
+groundedness: every sentence at unigram F1 >= 0.5), and at the threshold that maximises accuracy on the rows
+scored (an optimistic figure; the AUC needs no threshold). The share of the majority class is the floor.
+
+Scorers: the claims verifier (``summarize/verify.py``: a response's lowest sentence support by the knowledge),
+the two groundedness measures of ``cast eval answers`` (``grounded``: the share of sentences at unigram F1 >= 0.5
+with a knowledge sentence; ``support``: the share of response words found in the knowledge), unigram F1 of
+response and knowledge, and ROUGE-L F1 (stemmed) of response and knowledge.
+
+    .venv/bin/python bench/begin.py [--tsv ../shared/data/begin/begin_dev_*.tsv] [--verifier-model NLI_FOLDER]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import DATA, existing_path, run  # noqa: E402
+
+ATTRIBUTABLE = "Fully attributable"
+LABELS = (ATTRIBUTABLE, "Not fully attributable", "Generic")
+DEFAULT_TSVS = sorted((DATA / "begin").glob("begin_dev_*.tsv"))
+
+
+def read_begin(path: Path) -> list[dict[str, str]]:
+    """The rows of a BEGIN TSV (``knowledge``, ``response``, ``begin_label``...), read as written (no quoting)."""
+    from cast.errors import DataFormatError
+
+    with path.open(encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    for number, row in enumerate(rows, start=2):
+        if not row.get("knowledge") or row.get("response") is None or row.get("begin_label") not in LABELS:
+            raise DataFormatError(path, "expected BEGIN columns knowledge, response and begin_label", number)
+    return rows
+
+
+def roc_auc(scores: Sequence[float], positives: Sequence[bool]) -> float:
+    """The probability that a positive scores above a negative (ties count half): the Mann-Whitney form of the
+    ROC AUC."""
+    order = sorted(range(len(scores)), key=lambda i: scores[i])
+    ranks = [0.0] * len(scores)
+    start = 0
+    while start < len(order):  # average ranks over ties
+        end = start
+        while end + 1 < len(order) and scores[order[end + 1]] == scores[order[start]]:
+            end += 1
+        for k in range(start, end + 1):
+            ranks[order[k]] = (start + end) / 2 + 1
+        start = end + 1
+    n_pos = sum(positives)
+    n_neg = len(positives) - n_pos
+    if not n_pos or not n_neg:
+        return float("nan")
+    rank_sum = sum(r for r, p in zip(ranks, positives, strict=True) if p)
+    return (rank_sum - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
+
+
+def accuracy(predicted: Sequence[bool], positives: Sequence[bool]) -> float:
+    return sum(p == y for p, y in zip(predicted, positives, strict=True)) / len(positives)
+
+
+def best_threshold(scores: Sequence[float], positives: Sequence[bool]) -> tuple[float, float]:
+    """The threshold ``t`` whose ``score >= t`` is the most accurate (the lowest among ties), and its accuracy."""
+    candidates = sorted(set(scores)) + [float("inf")]
+    best, negated = max((accuracy([s >= t for s in scores], positives), -t) for t in candidates)
+    return -negated, best
+
+
+def best_threshold_accuracy(scores: Sequence[float], positives: Sequence[bool]) -> float:
+    """The highest accuracy of ``score >= t`` over every threshold ``t``."""
+    return best_threshold(scores, positives)[1]
+
+
+def scorers(verifier_model: str | None, cache_dir: str | None) -> dict[str, tuple[Callable, float | None]]:
+    """Each scorer's ``score(knowledge, response)`` and its own decision threshold (``None``: it has none)."""
+    from rouge_score.rouge_scorer import RougeScorer
+
+    from cast.evaluate.answers import DEFAULT_SUPPORT_THRESHOLD, groundedness, unigram_f1
+    from cast.registry import stage_class
+    from cast.resources import Resources
+    from cast.text import sentences, words
+
+    resources = Resources({"cache_dir": cache_dir, "device": "cpu"})
+    settings = {"model": verifier_model} if verifier_model else {}
+    verifier = stage_class("verifier", "claims").from_config(settings, resources)
+    rouge = RougeScorer(["rougeL"], use_stemmer=True)
+
+    def claims(response: str) -> list[str]:
+        return sentences(response) or [response]
+
+    def verified(knowledge: str, response: str) -> float:
+        return min(verifier.support(claim, [knowledge])[0] for claim in claims(response))
+
+    name = f"verifier claims ({verifier_model or 'offline'})"
+    return {
+        name: (verified, verifier.threshold),
+        "groundedness: grounded": (
+            lambda k, r: groundedness(claims(r), [k], DEFAULT_SUPPORT_THRESHOLD)[0],
+            1.0,
+        ),
+        "groundedness: support": (lambda k, r: groundedness(claims(r), [k])[1], None),
+        "unigram F1": (lambda k, r: unigram_f1(words(r), words(k)), None),
+        "ROUGE-L F1": (lambda k, r: rouge.score(k, r)["rougeL"].fmeasure, None),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tsv", nargs="+", type=existing_path, default=DEFAULT_TSVS, help="BEGIN TSV files")
+    parser.add_argument(
+        "--verifier-model", help="a local NLI cross-encoder for the verifier (default: offline)"
+    )
+    parser.add_argument(
+        "--cache-dir",
+        default="~/.cache/cast-toolkit",
+        help="the cache (sentence embeddings, encoder exports)",
+    )
+    args = parser.parse_args()
+    if not args.tsv:
+        parser.error("no BEGIN TSV found: give --tsv FILE...")
+    files = {path.name: read_begin(path) for path in args.tsv}
+    scoring = scorers(args.verifier_model, args.cache_dir)
+    scores = {
+        name: {f: [score(r["knowledge"], r["response"]) for r in rows] for f, rows in files.items()}
+        for name, (score, _) in scoring.items()
+    }
+    groups = {**{f: [f] for f in files}, **({"all": list(files)} if len(files) > 1 else {})}
+    for group, members in groups.items():
+        labels = [r["begin_label"] == ATTRIBUTABLE for f in members for r in files[f]]
+        majority = max(sum(labels), len(labels) - sum(labels)) / len(labels)
+        print(
+            f"\n{group}: {len(labels)} responses, {sum(labels)} fully attributable (majority {majority:.3f})"
+        )
+        print("| scorer | AUC | accuracy, own rule | accuracy, best threshold |\n| --- | --- | --- | --- |")
+        for name, (_, threshold) in scoring.items():
+            values = [s for f in members for s in scores[name][f]]
+            own = "-" if threshold is None else f"{accuracy([v >= threshold for v in values], labels):.3f}"
+            print(
+                f"| {name} | {roc_auc(values, labels):.3f} | {own} | "
+                f"{best_threshold_accuracy(values, labels):.3f} |"
+            )
+    if len(files) > 1:
+        name = next(iter(scoring))
+        print(f"\n{name}, the threshold chosen on the other files:")
+        for held in files:
+            others = [f for f in files if f != held]
+            labels = [r["begin_label"] == ATTRIBUTABLE for f in others for r in files[f]]
+            threshold, _ = best_threshold([s for f in others for s in scores[name][f]], labels)
+            held_labels = [r["begin_label"] == ATTRIBUTABLE for r in files[held]]
+            held_accuracy = accuracy([v >= threshold for v in scores[name][held]], held_labels)
+            print(f"  {held}: threshold {threshold:.3f}, accuracy {held_accuracy:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run(main))

@@ -1,0 +1,180 @@
+"""Answers written by a chat model behind an OpenAI-compatible server (:mod:`cast.llm`), with citations.
+
+The model reads a prompt template (``configs/prompts/answer.txt`` by default) filled with the selected passages,
+numbered ``[1]``, ``[2]``... and cut to ``passage_words`` words each, the question and the length bound. It is
+asked to end each sentence with the number of its passage; its answer is split into sentences
+(:func:`cast.text.split_sentences`) and each sentence is attributed to the first passage it cites, the citation
+marks taken out of the text, as the extractive generators' answers are. The answer is cut to ``words`` words
+(whole sentences while they fit). An answer that says the passages hold none (the template's abstention
+sentence) is recorded as no answer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Annotated, Any
+
+from cast.llm import ChatModelStage
+from cast.prompts import PromptTemplate
+from cast.records import Answer, AnswerSentence, Selection
+from cast.settings import Range
+from cast.stages import Summarizer
+from cast.text import count_words, passage_text, split_sentences
+from summarize import no_answer
+from summarize.verify import ABSTENTION_TEXT
+
+if TYPE_CHECKING:
+    from cast.resources import Resources
+
+PLACEHOLDERS = frozenset({"passages", "question"})
+OPTIONAL_PLACEHOLDERS = frozenset({"words"})
+# "[1]", "[1, 3]", "[1][2]": a sentence's citations of numbered passages.
+CITATION = re.compile(r"\s*\[(\d+(?:\s*[,;]\s*\d+)*)\]")
+_LEADING_CITATIONS = re.compile(r"^(?:\s*\[\d+(?:\s*[,;]\s*\d+)*\])+\s*")
+_SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([.,;:!?])")
+
+
+def cited_numbers(text: str) -> list[int]:
+    """The passage numbers ``text`` cites, in order (``"It is [2, 1]."`` -> ``[2, 1]``)."""
+    return [int(n) for found in CITATION.finditer(text) for n in re.split(r"\s*[,;]\s*", found[1])]
+
+
+def without_citations(text: str) -> str:
+    """``text`` without its citation marks (``"It is tall [1]."`` -> ``"It is tall."``)."""
+    return _SPACE_BEFORE_PUNCTUATION.sub(r"\1", CITATION.sub("", text)).strip()
+
+
+def attributed_sentences(text: str, passage_ids: Sequence[str]) -> list[AnswerSentence]:
+    """The sentences of a cited answer, each attributed to the first passage it cites (``[n]`` is
+    ``passage_ids[n - 1]``; a sentence citing none, or only numbers that name no passage, to ``None``).
+
+    Citations that open a sentence close the one before it (``"... tall. [1] It ..."``).
+    """
+    found: list[tuple[str, list[int]]] = []
+    for span in split_sentences(text):
+        piece = span.text
+        leading = _LEADING_CITATIONS.match(piece)
+        if leading and found:
+            found[-1][1].extend(cited_numbers(leading[0]))
+            piece = piece[leading.end() :]
+        cleaned = without_citations(piece)
+        if cleaned:
+            found.append((cleaned, cited_numbers(piece)))
+        elif found:
+            found[-1][1].extend(cited_numbers(piece))
+    sentences = []
+    for sentence, numbers in found:
+        valid = [n for n in numbers if 1 <= n <= len(passage_ids)]
+        sentences.append(AnswerSentence(sentence, passage_ids[valid[0] - 1] if valid else None))
+    return sentences
+
+
+def within_words(sentences: Sequence[AnswerSentence], words: int) -> tuple[list[AnswerSentence], bool]:
+    """The whole sentences that fit in ``words`` words (the first one cut, marked "…", where even it does not),
+    and whether anything was cut."""
+    kept: list[AnswerSentence] = []
+    budget = words
+    for sentence in sentences:
+        length = count_words(sentence.text)
+        if length <= budget:
+            kept.append(sentence)
+            budget -= length
+            continue
+        if not kept:
+            kept.append(AnswerSentence(" ".join(sentence.text.split()[:words]) + "…", sentence.passage_id))
+        return kept, True
+    return kept, False
+
+
+def says_no_answer(text: str) -> bool:
+    """The reply is the template's abstention sentence (the passages do not answer)."""
+    return " ".join(text.lower().split()).startswith(ABSTENTION_TEXT.lower().rstrip("."))
+
+
+class LLMSummarizer(ChatModelStage, Summarizer):
+    """Answers with a chat model from the selected passages, each sentence attributed to the passage it cites.
+
+    See the module docstring.
+
+    Args:
+        prompt: the prompt template: a name under ``configs/prompts/`` or a file (recorded with its sha256).
+        words: the answer's length bound in words (asked of the model and enforced on its answer).
+        passage_words: each passage is cut to this many words in the prompt.
+        with_title: put each passage's title before its text.
+        max_tokens: the longest answer the model may write, in tokens (``null``: 3 per word of ``words``, +32).
+    """
+
+    name = "llm"
+
+    def __init__(
+        self,
+        prompt: str = "answer",
+        words: Annotated[int, Range(1)] = 50,
+        passage_words: Annotated[int, Range(1)] = 200,
+        with_title: bool = True,
+        max_tokens: Annotated[int | None, Range(1)] = None,
+        resources: Resources | None = None,
+        **settings: Any,
+    ):
+        self.template = PromptTemplate.load(prompt, PLACEHOLDERS, OPTIONAL_PLACEHOLDERS)
+        super().__init__(resources=resources, **settings)
+        self.words = words
+        self.passage_words = passage_words
+        self.with_title = with_title
+        self.max_tokens = max_tokens or 3 * words + 32
+
+    @property
+    def generator(self) -> str:
+        """The name answers record: the stage and its model."""
+        return f"{self.name}:{self.model}"
+
+    def described_extras(self) -> dict[str, Any]:
+        return {"prompt_sha256": self.template.sha256, "max_tokens": self.max_tokens}
+
+    def messages(self, question: str, selection: Selection) -> list[dict[str, str]]:
+        """The chat messages for ``question`` over the selected passages."""
+        numbered = []
+        for number, scored in enumerate(selection.passages, start=1):
+            words = passage_text(scored.passage, self.with_title).split()
+            cut = " ".join(words[: self.passage_words]) + (" …" if len(words) > self.passage_words else "")
+            numbered.append(f"[{number}] {cut}")
+        return self.template.render(passages="\n".join(numbered), question=question, words=str(self.words))
+
+    def summarize(self, query: str, selection: Selection) -> Answer:
+        return self.summarize_batch([(query, selection)])[0]
+
+    def summarize_batch(self, items: Sequence[tuple[str, Selection]]) -> list[Answer]:
+        answerable = [i for i, (_, s) in enumerate(items) if any(p.passage.text.strip() for p in s.passages)]
+        replies = self.ask([self.messages(*items[i]) for i in answerable], self.max_tokens)
+        by_item = dict(zip(answerable, replies, strict=True))
+        answers = []
+        for i, (_, selection) in enumerate(items):
+            source_ids = tuple(p.id for p in selection.passages)
+            reply = by_item.get(i)
+            if reply is None:
+                answers.append(no_answer(self, source_ids, generator=self.generator))
+                continue
+            settings = {**self.describe(), "usage": reply.usage()}
+            sentences, cut = within_words(attributed_sentences(reply.text, source_ids), self.words)
+            if says_no_answer(reply.text) or not sentences:
+                reason = (
+                    "the model found no answer in the passages"
+                    if sentences
+                    else "the model generated no text"
+                )
+                answers.append(
+                    replace(no_answer(self, source_ids, reason, generator=self.generator), settings=settings)
+                )
+                continue
+            answers.append(
+                Answer(
+                    text=" ".join(s.text for s in sentences),
+                    source_ids=source_ids,
+                    generator=self.generator,
+                    sentences=tuple(sentences),
+                    settings={**settings, "cut": cut} if cut else settings,
+                )
+            )
+        return answers
