@@ -154,9 +154,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 # --- answering ---------------------------------------------------------------------------------------------------
 
 
-def answer_datasets(args: argparse.Namespace, datasets: Sequence[Dataset]) -> dict[str, Any]:
-    """Answer each dataset's turns into ``--out/<dataset>.run`` / ``.answers.jsonl``; returns the described
-    config. A dataset whose files are complete is kept when its records were made with these settings."""
+def answer_datasets(args: argparse.Namespace, datasets: Sequence[Dataset]) -> None:
+    """Answer each dataset's turns into ``--out/<dataset>.run`` / ``.answers.jsonl``. A dataset whose files are
+    complete is kept when its records were made with these settings, index and topics."""
     from cast.commands.run import write_outputs
     from cast.conversation.runner import LocalRunner
     from cast.core.config import load_config
@@ -165,13 +165,15 @@ def answer_datasets(args: argparse.Namespace, datasets: Sequence[Dataset]) -> di
     from cast.errors import CastError
     from cast.evaluate.answers import read_answers
     from cast.formats.outputs import RunOutputs, resume_conflict
+    from cast.formats.topics import topics_digest
 
     config = load_config(args.config, [f"index={args.index}", *args.overrides])
-    runner = LocalRunner(Pipeline.from_config(config))
-    described = runner.describe()
+    runner = LocalRunner(Pipeline.from_config(config, progress=True))
     args.out.mkdir(parents=True, exist_ok=True)
     for dataset in datasets:
         conversations = load_dataset(args.data, dataset)
+        # As `cast run` records them: the outputs of other settings, another index or other topics are not kept.
+        described = {**runner.describe(), "topics": topics_digest(conversations)}
         prefix = args.out / dataset.name
         outputs = RunOutputs(prefix, f"pooled-{dataset.name}", overwrite=True)
         if outputs.run_path.exists() and outputs.answers_path.exists():
@@ -195,7 +197,6 @@ def answer_datasets(args: argparse.Namespace, datasets: Sequence[Dataset]) -> di
                 ),
                 overwrite=False,
             )
-    return described
 
 
 def prepared_turns(folder: Path, dataset: Dataset, runner: Any, conversations: list) -> Any:

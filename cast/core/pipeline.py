@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from tqdm import tqdm
+
 from cast.core.config_keys import ConfigKeys
 from cast.core.limits import bounded_history, bounded_ranking, bounded_turn
 from cast.core.records import (
@@ -112,14 +114,25 @@ class Pipeline:
         self.answers_as_responses = history_responses == "answers"
 
     @classmethod
-    def from_config(cls, config: dict[str, Any], resources: Resources | None = None) -> Pipeline:
-        """Build every stage named in ``config`` (models load now, so a bad name fails before any turn)."""
+    def from_config(
+        cls, config: dict[str, Any], resources: Resources | None = None, *, progress: bool = False
+    ) -> Pipeline:
+        """Build every stage named in ``config`` (models load now, so a bad name fails before any turn);
+        ``progress``: a progress bar over the stages (seconds on a first use)."""
         resources = resources or Resources(config)
         check_config(config, resources)
-        stages = {kind: shared_stage(kind, resources) for kind in STAGE_KINDS}
+        kinds = tqdm(
+            STAGE_KINDS, desc="loading the pipeline", unit=" stages", disable=not progress, leave=False
+        )
+        stages = {kind: shared_stage(kind, resources) for kind in kinds}
         # Optional: only iKAT topics carry a PTKB.
         ptkb = shared_stage("ptkb", resources) if "ptkb" in config else None
-        return cls(**stages, config=config, ptkb=ptkb, verifier=configured_verifier(config, resources))
+        pipeline = cls(**stages, config=config, ptkb=ptkb, verifier=configured_verifier(config, resources))
+        if pipeline.selector.needs_entities:
+            # Its helpers load (seconds) on the other core while this process loads the rest and runs the first
+            # stages, not when the first turn's passages wait for them.
+            pipeline.linker.start_helpers()
+        return pipeline
 
     @property
     def candidates(self) -> int:
@@ -183,6 +196,7 @@ class Pipeline:
         check_stop_point(stop_after)
         if not items:
             return []
+        started = time.perf_counter()
         rewritten = self.rewrite_batch(items, ptkbs)
         timings = dict(rewritten[0].timings)
         timed = step_timer(timings, len(items), self.on_stage)
@@ -201,6 +215,7 @@ class Pipeline:
         if stop_after == "link":
             histories = [bounded_history(list(history), {}) for history, _ in items]
             links = list(timed("link", lambda: self.link_batch(queries, rankings, histories)))
+        _rest_as_other(timings, started, len(items))
         return [
             replace(p, ranking=ranking, links=turn_links, timings=timings, input_limits=limits)
             for p, ranking, turn_links, limits in zip(rewritten, rankings, links, applied, strict=True)
@@ -242,6 +257,7 @@ class Pipeline:
         the candidates (unless prepared with their links), select passages, answer."""
         if not items:
             return []
+        started = time.perf_counter()
         timings: dict[str, float] = {}
         timed = step_timer(timings, len(items), self.on_stage)
         histories = [bounded_history(list(history), {}) for history, _ in items]
@@ -288,13 +304,14 @@ class Pipeline:
             )
             answers = [answer for answer, _ in checked]
             verifications = [verification for _, verification in checked]
+        _rest_as_other(timings, started, len(items))
         return [
             TurnResult(
                 turn=p.turn,
                 rewrite=p.rewrite,
                 ranking=p.ranking,
                 links=turn_links,
-                timings={**p.timings, **timings},
+                timings={**p.timings, **timings, "other": p.timings.get("other", 0.0) + timings["other"]},
                 input_limits=p.input_limits,
                 ptkb=p.ptkb,
                 selection=selection,
@@ -379,6 +396,11 @@ def rewrite_turns(
         )
         for (_, turn), rewrite, selection, limits in zip(items, rewrites, chosen, applied, strict=True)
     ]
+
+
+def _rest_as_other(timings: dict[str, float], started: float, turns: int) -> None:
+    """Record as ``other`` a batch's seconds per turn since ``started`` outside its timed stages."""
+    timings["other"] = max(0.0, (time.perf_counter() - started) / turns - sum(timings.values()))
 
 
 def step_timer(

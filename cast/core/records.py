@@ -285,7 +285,8 @@ class PreparedTurn:
     Attributes:
         ranking: the re-ranked head followed by the rest of the first-stage ranking (empty: only rewritten).
         links: the linker's entities, or ``None`` where the turn was not linked.
-        timings: wall-clock seconds per stage run so far.
+        timings: wall-clock seconds per stage run so far, and ``other``: the rest of the turn's share of its
+            batch's time (bounds, merging, the selection's inputs), so that they add up to the turn.
         input_limits: the bounds of :mod:`cast.core.limits` applied to this turn's inputs: ``{what: original
             size}`` (e.g. ``{"utterance": 1000000}``); empty when none was.
         ptkb: the PTKB statements chosen for the turn and every statement's score (iKAT topics), if any.

@@ -97,7 +97,7 @@ class DictionaryLinker(SpanLinker):
         }
         # Matching without spaCy is fast: nothing to share.
         shared = settings.processes if settings.mentions == "spacy" else 1
-        self.helpers = HelperProcesses(
+        self.helpers: HelperProcesses = HelperProcesses(
             Rebuild("cast.entity.link.dictionary:DictionaryLinker", helper, "find_here"), shared
         )
 

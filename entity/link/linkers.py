@@ -25,6 +25,7 @@ from cast.core.records import EntityMention
 from cast.core.resources import Resources
 from cast.core.settings import Runtime
 from cast.core.stages import EntityLinker
+from cast.entity.link.helpers import HelperProcesses
 from cast.errors import CastError, ConfigError, ServiceUnavailableError
 from cast.infra.http import Backoff, GiveUpAfter, JsonHttpClient, Retries, Timeout
 
@@ -202,6 +203,8 @@ class SpanLinker(EntityLinker):
     # Services that take the confidence as a request parameter filter by it themselves; their answers' scores
     # are on another scale and must not be filtered again.
     confidence_sent_to_service: ClassVar[bool] = False
+    # Processes that share large batches (cast.entity.link.helpers), where a subclass keeps them.
+    helpers: HelperProcesses | None = None
 
     class Settings(EntityLinker.Settings):
         max_chars: MaxChars
@@ -222,6 +225,10 @@ class SpanLinker(EntityLinker):
         linked (its text then counts as unlinked). Pieces are non-empty; ``contexts`` are their texts' contexts
         ("" for none; see :meth:`EntityLinker.link_batch`)."""
         raise NotImplementedError
+
+    def start_helpers(self) -> None:
+        if self.helpers is not None:
+            self.helpers.start()
 
     def link(self, text: str, *, kind: str = "passage") -> list[EntityMention]:
         return self.link_batch([text], kind=kind)[0]

@@ -648,7 +648,7 @@ class WikipediaLinker(SpanLinker):
         self.collection, self.entities_dir = collection_senses(settings.entities_dir, resources)
         self.finder = CandidateFinder(self.kb, self.collection, settings.spacy_model, settings.batch_size)
         found = {"kb_path": self.kb_path, "entities_dir": self.entities_dir, "model_path": model_file}
-        self.helpers = HelperProcesses(
+        self.helpers: HelperProcesses = HelperProcesses(
             Rebuild(
                 "cast.entity.link.wikipedia:WikipediaLinker",
                 {**found, "spacy_model": settings.spacy_model, "batch_size": settings.batch_size},
