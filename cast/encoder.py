@@ -27,6 +27,7 @@ from typing import Any
 
 from cast.cache import Cache
 from cast.errors import ConfigError, ModelUnavailableError
+from cast.extras import require_extra
 
 # How the bundled model is named in cache keys, store manifests and run descriptions (its folder varies).
 BUNDLED_MODEL_ID = "all-MiniLM-L6-v2"
@@ -80,6 +81,8 @@ class EncoderSettings:
             raise ConfigError(
                 f"encoder.backend: unknown backend {settings.backend!r}; use {', '.join(BACKENDS)}"
             )
+        if settings.backend == "openvino":
+            require_extra("openvino", "encoder.backend openvino")
         if settings.quantize not in QUANTIZATIONS:
             raise ConfigError(
                 f"encoder.quantize: {settings.quantize!r} is not one of {', '.join(QUANTIZATIONS)}"

@@ -35,6 +35,12 @@ def test_wheel_ships_the_profiles_and_an_install_loads_them(tmp_path):
             assert archive.read(f"cast/configs/{name}") == (REPO / "configs" / name).read_bytes()
         for template in (REPO / "configs" / "prompts").glob("*.txt"):
             assert archive.read(f"cast/configs/prompts/{template.name}") == template.read_bytes()
+        # Every data file of the packages (models, the sample, the explorer's page), not only their code.
+        shipped = set(archive.namelist())
+        for package in ("cast", "entity", "index", "summarize"):
+            for path in (REPO / package).rglob("*"):
+                if path.is_file() and path.suffix not in (".py", ".pyc"):
+                    assert path.relative_to(REPO).as_posix() in shipped
         archive.extractall(tmp_path / "site")
     # As installed: the package alone on the path, outside any checkout.
     code = (

@@ -42,6 +42,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from cast.extras import require_extra
+
+    require_extra("explorer", "cast explore")
     from cast.commands.demo import SAMPLE_CONVERSATION, demo_index
     from cast.errors import CastError
     from cast.explore.api import create_app
