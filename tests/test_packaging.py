@@ -2,32 +2,15 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-# What a build reads: the packages, the build files and the profiles (not runs, caches or the venv).
-SOURCES = ("cast", "entity", "index", "summarize", "configs", "pyproject.toml", "setup.py", "README.md")
+from built_wheel import REPO, build_wheel
 
 
 def test_wheel_ships_the_profiles_and_an_install_loads_them(tmp_path):
-    source = tmp_path / "source"
-    for name in SOURCES:
-        path = REPO / name
-        if path.is_dir():
-            shutil.copytree(path, source / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(path, source / name)
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q"]
-        + ["-w", str(tmp_path / "dist"), str(source)],
-        check=True,
-        capture_output=True,
-    )
-    (wheel,) = (tmp_path / "dist").glob("cast_toolkit-*.whl")
+    wheel = build_wheel(tmp_path)
     profiles = sorted(p.name for p in (REPO / "configs").glob("*.yaml"))
     assert "offline.yaml" in profiles
     with zipfile.ZipFile(wheel) as archive:
