@@ -63,3 +63,14 @@ def test_explorer(monkeypatch, capsys):
         "cast explore: error: cast explore needs fastapi, uvicorn, which are not installed: "
         "pip install 'cast-toolkit[explorer]'"
     )
+
+
+def test_irds(monkeypatch):
+    from cast.topics import load_topics, read_qrels
+
+    hide(monkeypatch, "ir_datasets")
+    for read in (load_topics, read_qrels):
+        with pytest.raises(
+            MissingExtraError, match=r"^irds:\.\.\. needs ir_datasets, .*'cast-toolkit\[irds\]'$"
+        ):
+            read("irds:trec-cast/v1/2019")
