@@ -283,14 +283,46 @@ class Pipeline:
         check_stop_point(stop_after)
         if not items:
             return []
-        ptkbs = ptkbs if ptkbs is not None else [()] * len(items)
         timings: dict[str, float] = {}
+        timed = _timer(timings, len(items))
+        rewritten = self.rewrite_batch(items, ptkbs, timed=timed)
+        queries = [p.rewrite.query for p in rewritten]
+        first = timed("first_stage", lambda: self.first_stage.search_batch(queries))
+        first = [
+            bounded_ranking(ranking, p.input_limits) for ranking, p in zip(first, rewritten, strict=True)
+        ]
+        heads = timed(
+            "rerank",
+            lambda: self.reranker.rerank_batch(
+                [(q, ranking[: self.reranker.depth]) for q, ranking in zip(queries, first, strict=True)]
+            ),
+        )
+        rankings = [tuple(merge_head(head, ranking)) for head, ranking in zip(heads, first, strict=True)]
+        links: list[TurnLinks | None] = [None] * len(items)
+        if stop_after == "link":
+            histories = [bounded_history(list(history), {}) for history, _ in items]
+            links = list(timed("link", lambda: self._link(queries, rankings, histories)))
+        return [
+            replace(p, ranking=ranking, links=turn_links, timings=timings)
+            for p, ranking, turn_links in zip(rewritten, rankings, links, strict=True)
+        ]
+
+    def rewrite_batch(
+        self,
+        items: Sequence[tuple[Sequence[PastTurn], Turn]],
+        ptkbs: Sequence[Sequence[PTKBStatement]] | None = None,
+        *,
+        timed: Callable[[str, Callable[[], Any]], Any] | None = None,
+    ) -> list[PreparedTurn]:
+        """The first steps of :meth:`prepare_batch`: each turn's inputs bounded (:mod:`cast.limits`), its PTKB
+        statements chosen and its rewrite, as a :class:`PreparedTurn` without a ranking yet."""
+        timed = timed or _untimed
+        ptkbs = ptkbs if ptkbs is not None else [()] * len(items)
         applied: list[dict[str, int]] = [{} for _ in items]
         items = [
             (bounded_history(list(history), limits), bounded_turn(turn, limits))
             for (history, turn), limits in zip(items, applied, strict=True)
         ]
-        timed = _timer(timings, len(items))
 
         def choose() -> list[PTKBSelection]:
             return [
@@ -309,35 +341,15 @@ class Pipeline:
                 ]
             ),
         )
-        rewrites = [self.ptkb.personalise(r, p) for r, p in zip(rewrites, personal, strict=True)]
-        queries = [r.query for r in rewrites]
-        first = timed("first_stage", lambda: self.first_stage.search_batch(queries))
-        first = [bounded_ranking(ranking, limits) for ranking, limits in zip(first, applied, strict=True)]
-        heads = timed(
-            "rerank",
-            lambda: self.reranker.rerank_batch(
-                [(q, ranking[: self.reranker.depth]) for q, ranking in zip(queries, first, strict=True)]
-            ),
-        )
-        rankings = [tuple(merge_head(head, ranking)) for head, ranking in zip(heads, first, strict=True)]
-        links: list[TurnLinks | None] = [None] * len(items)
-        if stop_after == "link":
-            links = list(
-                timed("link", lambda: self._link(queries, rankings, [history for history, _ in items]))
-            )
         return [
             PreparedTurn(
                 turn=turn,
-                rewrite=rewrite,
-                ranking=ranking,
-                links=turn_links,
-                timings=timings,
+                rewrite=self.ptkb.personalise(rewrite, chosen),
+                ranking=(),
                 input_limits=limits,
                 ptkb=chosen if chosen.scores else None,
             )
-            for (_, turn), rewrite, ranking, turn_links, limits, chosen in zip(
-                items, rewrites, rankings, links, applied, personal, strict=True
-            )
+            for (_, turn), rewrite, limits, chosen in zip(items, rewrites, applied, personal, strict=True)
         ]
 
     def finish_batch(self, items: Sequence[tuple[Sequence[PastTurn], PreparedTurn]]) -> list[TurnResult]:
@@ -347,6 +359,45 @@ class Pipeline:
             return []
         timings: dict[str, float] = {}
         timed = _timer(timings, len(items))
+        prepared = [p for _, p in items]
+        selected = self.select_batch(items, timed=timed)
+        answered = self.write_answers(
+            [
+                (p.rewrite.answer_question, selection)
+                for p, (_, selection) in zip(prepared, selected, strict=True)
+            ],
+            timed=timed,
+        )
+        return [
+            TurnResult(
+                turn=p.turn,
+                rewrite=p.rewrite,
+                ranking=list(p.ranking),
+                selection=selection,
+                answer=answer,
+                query_entities=turn_links.query_entities,
+                passage_entities=turn_links.passage_entities,
+                unlinked_texts=turn_links.unlinked_texts,
+                timings={**p.timings, **timings},
+                input_limits=p.input_limits,
+                ptkb=p.ptkb,
+                verification=verification,
+            )
+            for p, (turn_links, selection), (answer, verification) in zip(
+                prepared, selected, answered, strict=True
+            )
+        ]
+
+    def select_batch(
+        self,
+        items: Sequence[tuple[Sequence[PastTurn], PreparedTurn]],
+        *,
+        timed: Callable[[str, Callable[[], Any]], Any] | None = None,
+    ) -> list[tuple[TurnLinks, Selection]]:
+        """The selection step of :meth:`finish_batch`: each turn's entities (the query's, after the conversation's
+        earlier queries, and its candidates'; unless prepared with them, or the selector reads none) and the
+        passages its selector chooses among the first :attr:`candidates` of its ranking."""
+        timed = timed or _untimed
         histories = [bounded_history(list(history), {}) for history, _ in items]
         prepared = [p for _, p in items]
         candidates = [p.ranking[: self.candidates] for p in prepared]
@@ -371,45 +422,31 @@ class Pipeline:
             for history, p, cands, turn_links in zip(histories, prepared, candidates, links, strict=True)
         ]
         selections = timed("select", lambda: [self.selector.select(s) for s in selection_inputs])
-        answers = timed(
-            "summarize",
-            lambda: self.summarizer.summarize_batch(
-                [(p.rewrite.answer_question, sel) for p, sel in zip(prepared, selections, strict=True)]
+        return list(zip(links, selections, strict=True))
+
+    def write_answers(
+        self,
+        items: Sequence[tuple[str, Selection]],
+        *,
+        timed: Callable[[str, Callable[[], Any]], Any] | None = None,
+    ) -> list[tuple[Answer, Verification | None]]:
+        """The answer step of :meth:`finish_batch`: the summarizer's answer to each (question, selection), checked
+        by the verifier where the config has one (``None``: not checked)."""
+        timed = timed or _untimed
+        answers = timed("summarize", lambda: self.summarizer.summarize_batch(list(items)))
+        verifier = self.verifier
+        if verifier is None:
+            return [(answer, None) for answer in answers]
+        # Timed only where configured: other runs' timings stay as they were.
+        return timed(
+            "verify",
+            lambda: verifier.verify_batch(
+                [
+                    (question, selection, answer)
+                    for (question, selection), answer in zip(items, answers, strict=True)
+                ]
             ),
         )
-        verifications: list[Verification | None] = [None] * len(prepared)
-        verifier = self.verifier
-        if verifier is not None:  # timed only where configured: other runs' timings stay as they were
-            checked = timed(
-                "verify",
-                lambda: verifier.verify_batch(
-                    [
-                        (p.rewrite.answer_question, sel, answer)
-                        for p, sel, answer in zip(prepared, selections, answers, strict=True)
-                    ]
-                ),
-            )
-            answers = [answer for answer, _ in checked]
-            verifications = [verification for _, verification in checked]
-        return [
-            TurnResult(
-                turn=p.turn,
-                rewrite=p.rewrite,
-                ranking=list(p.ranking),
-                selection=selection,
-                answer=answer,
-                query_entities=turn_links.query_entities,
-                passage_entities=turn_links.passage_entities,
-                unlinked_texts=turn_links.unlinked_texts,
-                timings={**p.timings, **timings},
-                input_limits=p.input_limits,
-                ptkb=p.ptkb,
-                verification=verification,
-            )
-            for p, selection, answer, turn_links, verification in zip(
-                prepared, selections, answers, links, verifications, strict=True
-            )
-        ]
 
     def _link(
         self,
@@ -537,6 +574,11 @@ def merge_head(head: Sequence[ScoredPassage], ranking: Sequence[ScoredPassage]) 
         return list(ranking)
     in_head = {p.id for p in head}
     return [*head, *(p for p in ranking if p.id not in in_head)]
+
+
+def _untimed(stage: str, fn: Callable[[], Any]) -> Any:
+    """A timer that records nothing (a step run on its own)."""
+    return fn()
 
 
 def _timer(timings: dict[str, float], turns: int) -> Callable[[str, Callable[[], Any]], Any]:

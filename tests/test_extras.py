@@ -74,3 +74,14 @@ def test_irds(monkeypatch):
             MissingExtraError, match=r"^irds:\.\.\. needs ir_datasets, .*'cast-toolkit\[irds\]'$"
         ):
             read("irds:trec-cast/v1/2019")
+
+
+def test_pyterrier(monkeypatch):
+    import importlib
+
+    hide(monkeypatch, "pyterrier")
+    monkeypatch.delitem(sys.modules, "cast.pyterrier", raising=False)
+    with pytest.raises(
+        MissingExtraError, match=r"^cast.pyterrier needs pyterrier, .*'cast-toolkit\[pyterrier\]'$"
+    ):
+        importlib.import_module("cast.pyterrier")

@@ -123,6 +123,7 @@ class T5Rewriter(Rewriter):
     """
 
     name = "t5"
+    reads_top_passages = True  # p_j: the response, else the top passage
 
     def __init__(
         self,
