@@ -44,6 +44,7 @@ their top passage). Otherwise the rankings and answers are those of ``cast run``
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from cast.extras import require_extra
@@ -123,14 +124,14 @@ def topics_frame(conversations: Iterable[Conversation]) -> pd.DataFrame:
     return pd.DataFrame(list(rows.values()), columns=["qid", "query", *CONTEXT_COLUMNS])
 
 
-def topics(source: str, *, rewrites: str | None = None) -> pd.DataFrame:
+def topics(source: str | Path, *, rewrites: str | Path | None = None) -> pd.DataFrame:
     """The topics frame of a topics file or ``irds:<id>`` (as ``cast run --topics`` and ``--rewrites`` read them)."""
     from cast.topics import load_topics
 
     return topics_frame(load_topics(source, rewrites=rewrites))
 
 
-def qrels(source: str) -> pd.DataFrame:
+def qrels(source: str | Path) -> pd.DataFrame:
     """PyTerrier's qrels frame (``qid``, ``docno``, ``label``) of a qrels file or ``irds:<id>``."""
     from cast.topics import read_qrels
 
