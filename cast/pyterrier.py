@@ -84,6 +84,20 @@ CONTEXT_COLUMNS = (*TURN_COLUMNS, "ptkb", "history")
 RESULT_COLUMNS = ("docno", "text", "title", "score", "rank")
 
 
+class _PipelineStep(pt.Transformer):
+    """A transformer running one step of a pipeline (``kind``: the stage it names; ``verbose``: progress bars
+    over turns, for the steps that walk conversations)."""
+
+    kind = ""
+
+    def __init__(self, pipeline: Pipeline, *, verbose: bool = False):
+        self.pipeline = pipeline
+        self.verbose = verbose
+
+    def __repr__(self) -> str:
+        return f"cast.{type(self).__name__}({getattr(self.pipeline, self.kind).name})"
+
+
 class Stages(NamedTuple):
     """A pipeline's stages as PyTerrier transformers, in the order they compose."""
 
@@ -140,15 +154,10 @@ def qrels(source: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["qid", "docno", "label"])
 
 
-class Rewriter(pt.Transformer):
+class Rewriter(_PipelineStep):
     """The pipeline's rewriter (and PTKB statement selection), turn by turn over each conversation."""
 
-    def __init__(self, pipeline: Pipeline, *, verbose: bool = False):
-        self.pipeline = pipeline
-        self.verbose = verbose
-
-    def __repr__(self) -> str:
-        return f"cast.Rewriter({self.pipeline.rewriter.name})"
+    kind = "rewriter"
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.query_frame(inp, ["topic_id", "turn_id", "utterance", "history"])
@@ -195,14 +204,10 @@ class Rewriter(pt.Transformer):
                 )
 
 
-class Retriever(pt.Transformer):
+class Retriever(_PipelineStep):
     """The pipeline's first stage: a query frame in, its result frame out."""
 
-    def __init__(self, pipeline: Pipeline):
-        self.pipeline = pipeline
-
-    def __repr__(self) -> str:
-        return f"cast.Retriever({self.pipeline.first_stage.name})"
+    kind = "first_stage"
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.query_frame(inp)
@@ -210,14 +215,10 @@ class Retriever(pt.Transformer):
         return _result_frame(inp, [bounded_ranking(ranking, {}) for ranking in rankings])
 
 
-class Reranker(pt.Transformer):
+class Reranker(_PipelineStep):
     """The pipeline's re-ranker over each query's ranking (its head re-scored, the rest below it)."""
 
-    def __init__(self, pipeline: Pipeline):
-        self.pipeline = pipeline
-
-    def __repr__(self) -> str:
-        return f"cast.Reranker({self.pipeline.reranker.name})"
+    kind = "reranker"
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.result_frame(inp, ["text"])
@@ -231,16 +232,11 @@ class Reranker(pt.Transformer):
         return _result_frame(pd.DataFrame(queries, columns=_query_columns(inp)), merged)
 
 
-class Selector(pt.Transformer):
+class Selector(_PipelineStep):
     """The pipeline's linker and passage selector: the passages each turn's answer is written from, chosen among
     the first candidates of its ranking with the entities of the conversation so far."""
 
-    def __init__(self, pipeline: Pipeline, *, verbose: bool = False):
-        self.pipeline = pipeline
-        self.verbose = verbose
-
-    def __repr__(self) -> str:
-        return f"cast.Selector({self.pipeline.selector.name})"
+    kind = "selector"
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.result_frame(inp, ["text", "topic_id", "turn_id", "utterance", "history"])
@@ -281,15 +277,11 @@ class Selector(pt.Transformer):
         return out.assign(selection=[chosen[str(qid)] for qid in out["qid"]])
 
 
-class Answerer(pt.Transformer):
+class Answerer(_PipelineStep):
     """The pipeline's answer generator (and verifier): a row per query with its answer, written from the frame's
     passages (a :class:`Selector`'s, or the head of any ranking, best first)."""
 
-    def __init__(self, pipeline: Pipeline):
-        self.pipeline = pipeline
-
-    def __repr__(self) -> str:
-        return f"cast.Answerer({self.pipeline.summarizer.name})"
+    kind = "summarizer"
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.result_frame(inp, ["text"])

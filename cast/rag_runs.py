@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from cast.atomic import write_lines_atomic
+from cast.ikat_runs import coverage_problems
 from cast.records import Answer
 from cast.runfile import ranked
 
@@ -192,17 +193,7 @@ def validate_rag24_run(
         problems.append(
             f"the lines name {len(run_ids)} run ids ({', '.join(sorted(run_ids)[:3])}); one run has one"
         )
-    repeated = sorted({t for t in answered if answered.count(t) > 1})
-    if repeated:
-        problems.append(f"topics answered more than once: {repeated[:5]}")
-    if topics is not None:
-        missing_topics = [t for t in topics if t not in set(answered)]
-        extra = sorted(set(answered) - set(topics))
-        if missing_topics:
-            problems.append(f"{len(missing_topics)} topics are not answered, e.g. {missing_topics[:3]}")
-        if extra:
-            problems.append(f"{len(extra)} topics are not in the topics, e.g. {extra[:3]}")
-    return problems
+    return problems + coverage_problems(answered, topics, "topic ids")
 
 
 def _check_references(references: Any, where: str, any_ids: bool, problems: list[str]) -> list[str]:

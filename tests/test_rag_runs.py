@@ -94,7 +94,7 @@ def test_the_track_topics_file_is_read_as_id_tab_text(tmp_path, capsys):
     topics = tmp_path / "topics.tsv"
     topics.write_text("".join(f"{qid}\t{text}\n" for qid, text in TOPICS.items()) + "31_3\tAnd then?\n")
     assert cast_main(["validate", "--format", "trec-rag24", str(path), "--topics", str(topics)]) == 1
-    assert "1 topics are not answered, e.g. ['31_3']" in capsys.readouterr().out
+    assert "1 topic ids of the topics are missing, e.g. ['31_3']" in capsys.readouterr().out
 
 
 def test_an_answer_over_400_words_loses_sentences_from_its_end_and_an_abstention_cites_nothing():
@@ -164,7 +164,7 @@ def test_the_run_as_a_whole():
     problems = validate_rag24_run([_valid(), second], TOPICS)
     assert any("2 run ids" in p for p in problems)
     assert any("answered more than once: ['31_1']" in p for p in problems)
-    assert any("1 topics are not answered, e.g. ['31_2']" in p for p in problems)
+    assert any("1 topic ids of the topics are missing, e.g. ['31_2']" in p for p in problems)
     assert validate_rag24_run([]) == ["the file has no lines"]
 
 
