@@ -278,8 +278,9 @@ class Selector(_PipelineStep):
 
 
 class Answerer(_PipelineStep):
-    """The pipeline's answer generator (and verifier): a row per query with its answer, written from the frame's
-    passages (a :class:`Selector`'s, or the head of any ranking, best first)."""
+    """The pipeline's answer generator (and verifier): a row per query with its answer, written from the passages a
+    :class:`Selector` chose (its ``selection``), or else from all the frame's passages of the query, best first (cut
+    a ranking with PyTerrier's ``% k``)."""
 
     kind = "summarizer"
 
