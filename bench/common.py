@@ -58,12 +58,15 @@ def run(main: Callable[[], int]) -> int:
         return 130
 
 
-def run_measured(command: list[str], log: Path, what: str) -> tuple[float, float, int]:
-    """Run ``command`` (output to ``log``): its wall-clock seconds, CPU seconds (user + system) and peak resident
-    memory in bytes. Exits, naming ``what`` and the log, if the command fails."""
+def run_measured(
+    command: list[str], log: Path, what: str, *, cwd: Path = REPO, env: dict[str, str] | None = None
+) -> tuple[float, float, int]:
+    """Run ``command`` in ``cwd`` (output to ``log``): its wall-clock seconds, CPU seconds (user + system, its
+    waited-for child processes included) and peak resident memory in bytes. Exits, naming ``what`` and the log, if
+    the command fails."""
     started = time.perf_counter()
     with open(log, "wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=cwd, env=env)
         _, status, usage = os.wait4(process.pid, 0)
     seconds = time.perf_counter() - started
     code = process.returncode = os.waitstatus_to_exitcode(status)  # reaped by wait4, so tell Popen

@@ -12,6 +12,9 @@ Everything else asks this module for a searcher, an index reader or an indexer. 
   KeyboardInterrupt, no clean-up of partial outputs and no message.
 * numpy's BLAS is limited to one thread once the JVM runs (OpenBLAS threads crash the process beside it).
 * Pyserini builds an OpenAI client at import time, which rejects an empty key; a placeholder is set if unset.
+* ``pyserini.search.lucene`` imports every query encoder of Pyserini's (transformers, scikit-learn: 7 s of CPU, the
+  largest part of a run's start-up) for its impact and dense searchers, which the toolkit does not use: the
+  searcher is imported without them (:func:`_lucene_searcher_class`).
 
 Import no ``pyserini`` module before :func:`start`: pyserini's own import starts the JVM from ``java`` on the
 PATH (Java 17 on Debian 12), and Anserini then fails with ``UnsupportedClassVersionError``.
@@ -138,14 +141,41 @@ def searcher(index_dir: str, stemmer: str = "krovetz") -> Any:
     """A ``LuceneSearcher`` over ``index_dir`` whose query analyzer uses ``stemmer`` (the index's)."""
     path = check_index(index_dir)
     start()
-    from pyserini.search.lucene import LuceneSearcher
-
     try:
-        found = LuceneSearcher(str(path))
+        found = _lucene_searcher_class()(str(path))
     except Exception as e:  # jnius raises JavaException with Lucene's message
         raise corrupt_index(path, e) from e
     found.set_analyzer(analyzer(stemmer))
     return found
+
+
+def _lucene_searcher_class() -> Any:
+    """Pyserini's ``LuceneSearcher``, its package imported with a stand-in for ``pyserini.encode``: the query
+    encoders that the package's impact and dense searchers import (never used here; each raises if called)."""
+    import sys
+    import types
+
+    if "pyserini.search.lucene" not in sys.modules and "pyserini.encode" not in sys.modules:
+        stand_in = types.ModuleType("pyserini.encode")
+        stand_in.__getattr__ = _encoder_not_loaded  # type: ignore[method-assign]
+        sys.modules["pyserini.encode"] = stand_in
+        try:
+            from pyserini.search.lucene import LuceneSearcher
+        finally:
+            del sys.modules["pyserini.encode"]  # a later import of it gets the real one
+        return LuceneSearcher
+    from pyserini.search.lucene import LuceneSearcher
+
+    return LuceneSearcher
+
+
+def _encoder_not_loaded(name: str) -> Any:
+    def unavailable(*args: Any, **kwargs: Any) -> Any:
+        raise CastError(
+            f"pyserini.encode.{name} is not loaded in this process (cast.jvm imports Lucene search alone)"
+        )
+
+    return unavailable
 
 
 @lru_cache(maxsize=8)

@@ -62,7 +62,8 @@ class TurnResult:
         ranking: the re-ranked head followed by the rest of the first-stage ranking.
         passage_entities: the entities of each candidate passage, by passage id.
         unlinked_texts: the texts the linker could not link (its service failed): ``"query"`` and passage ids.
-        timings: wall-clock seconds per stage.
+        timings: wall-clock seconds per stage, and ``other``: the rest of the turn's share of its batch's time
+            (bounds, merging, the selection's inputs), so that they add up to the turn.
         input_limits: the bounds of :mod:`cast.limits` applied to this turn's inputs: ``{what: original size}``
             (e.g. ``{"utterance": 1000000}``); empty when none was.
         ptkb: the PTKB statements chosen for the turn and every statement's score (iKAT topics), if any.
@@ -226,14 +227,27 @@ class Pipeline:
         self.answers_as_responses = history_responses == "answers"
 
     @classmethod
-    def from_config(cls, config: dict[str, Any], resources: Resources | None = None) -> Pipeline:
-        """Build every stage named in ``config`` (models load now, so a bad name fails before any turn)."""
+    def from_config(
+        cls, config: dict[str, Any], resources: Resources | None = None, *, progress: bool = False
+    ) -> Pipeline:
+        """Build every stage named in ``config`` (models load now, so a bad name fails before any turn);
+        ``progress``: a progress bar over the stages (seconds on a first use)."""
+        from tqdm import tqdm
+
         resources = resources or Resources(config)
         check_config(config, resources)
-        stages = {kind: resources.stage(kind) for kind in STAGE_KINDS}
+        kinds = tqdm(
+            STAGE_KINDS, desc="loading the pipeline", unit=" stages", disable=not progress, leave=False
+        )
+        stages = {kind: resources.stage(kind) for kind in kinds}
         # Optional: only iKAT topics carry a PTKB.
         ptkb = resources.stage("ptkb") if "ptkb" in config else None
-        return cls(**stages, config=config, ptkb=ptkb, verifier=configured_verifier(config, resources))
+        pipeline = cls(**stages, config=config, ptkb=ptkb, verifier=configured_verifier(config, resources))
+        if pipeline.selector.needs_entities:
+            # Its helpers load (seconds) on the other core while this process loads the rest and runs the first
+            # stages, not when the first turn's passages wait for them.
+            pipeline.linker.start_helpers()
+        return pipeline
 
     @property
     def candidates(self) -> int:
@@ -283,6 +297,7 @@ class Pipeline:
         check_stop_point(stop_after)
         if not items:
             return []
+        started = time.perf_counter()
         timings: dict[str, float] = {}
         timed = _timer(timings, len(items))
         rewritten = self.rewrite_batch(items, ptkbs, timed=timed)
@@ -302,6 +317,7 @@ class Pipeline:
         if stop_after == "link":
             histories = [bounded_history(list(history), {}) for history, _ in items]
             links = list(timed("link", lambda: self._link(queries, rankings, histories)))
+        _rest_as_other(timings, started, len(items))
         return [
             replace(p, ranking=ranking, links=turn_links, timings=timings)
             for p, ranking, turn_links in zip(rewritten, rankings, links, strict=True)
@@ -357,6 +373,7 @@ class Pipeline:
         the candidates (unless prepared with their links), select passages, answer."""
         if not items:
             return []
+        started = time.perf_counter()
         timings: dict[str, float] = {}
         timed = _timer(timings, len(items))
         prepared = [p for _, p in items]
@@ -368,6 +385,7 @@ class Pipeline:
             ],
             timed=timed,
         )
+        _rest_as_other(timings, started, len(items))
         return [
             TurnResult(
                 turn=p.turn,
@@ -378,7 +396,7 @@ class Pipeline:
                 query_entities=turn_links.query_entities,
                 passage_entities=turn_links.passage_entities,
                 unlinked_texts=turn_links.unlinked_texts,
-                timings={**p.timings, **timings},
+                timings={**p.timings, **timings, "other": p.timings.get("other", 0.0) + timings["other"]},
                 input_limits=p.input_limits,
                 ptkb=p.ptkb,
                 verification=verification,
@@ -579,6 +597,11 @@ def merge_head(head: Sequence[ScoredPassage], ranking: Sequence[ScoredPassage]) 
 def _untimed(stage: str, fn: Callable[[], Any]) -> Any:
     """A timer that records nothing (a step run on its own)."""
     return fn()
+
+
+def _rest_as_other(timings: dict[str, float], started: float, turns: int) -> None:
+    """Record as ``other`` a batch's seconds per turn since ``started`` outside its timed stages."""
+    timings["other"] = max(0.0, (time.perf_counter() - started) / turns - sum(timings.values()))
 
 
 def _timer(timings: dict[str, float], turns: int) -> Callable[[str, Callable[[], Any]], Any]:

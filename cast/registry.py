@@ -63,6 +63,7 @@ STAGES: dict[str, dict[str, str]] = {
     "summarizer": {
         "topk_trim": "summarize.extractive:TopKTrimSummarizer",
         "entity_extractive": "summarize.entity_extractive:EntityExtractiveSummarizer",
+        "learnt_extractive": "summarize.learnt_extractive:LearntExtractiveSummarizer",
         "seq2seq": "summarize.seq2seq:Seq2SeqSummarizer",
         "llm": "summarize.llm:LLMSummarizer",
     },

@@ -205,6 +205,10 @@ class EntityLinker(Stage):
         """A line for the end of a run (e.g. how many texts were left unlinked), or None."""
         return None
 
+    def start_helpers(self) -> None:
+        """Start now the helper processes the first large batch would start, so that they load while the rest of
+        the pipeline does (linkers without helpers do nothing)."""
+
 
 class KnowledgeBase(Stage):
     """Gives entity relatedness (Milne-Witten over in-link sets)."""

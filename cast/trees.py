@@ -1,5 +1,5 @@
-"""Gradient-boosted tree classifiers kept as JSON in the repository (the Wikipedia linker's decision, the term
-selection rewriter): scikit-learn trains them, :func:`export` writes their arrays, :func:`load_tree_model` reads
+"""Gradient-boosted tree ensembles kept as JSON in the repository (the Wikipedia linker's decision, the term
+selection rewriter, the learnt sentence scorer): scikit-learn trains them, :func:`export` writes their arrays, :func:`load_tree_model` reads
 a model file and :class:`TreeEnsemble` scores without scikit-learn."""
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ Model = TypeVar("Model")
 
 
 class TreeEnsemble:
-    """A gradient-boosted binary classifier read from JSON (scikit-learn's trees, exported as arrays).
+    """A gradient-boosted binary classifier or regressor read from JSON (scikit-learn's trees, exported as arrays).
 
     Args:
         trees: each ``{"left": [...], "right": [...], "feature": [...], "threshold": [...], "value": [...]}``
             (a leaf has ``left == -1``).
-        init: the ensemble's initial log-odds.
+        init: the ensemble's initial log-odds (a classifier) or prediction (a regressor).
         rate: the learning rate the trees' values are scaled by.
     """
 
@@ -54,7 +54,11 @@ class TreeEnsemble:
         self._lay_out(number, tree, tree["right"][node], 2 * position + 2, level + 1)
 
     def probabilities(self, rows: np.ndarray) -> np.ndarray:
-        """P(link) for each row of features."""
+        """P(positive) for each row of features, a classifier's margins through the logistic function."""
+        return 1.0 / (1.0 + np.exp(-self.margins(rows)))
+
+    def margins(self, rows: np.ndarray) -> np.ndarray:
+        """The ensemble's raw output for each row: a classifier's log-odds, a regressor's prediction."""
         rows = np.asarray(rows, dtype=np.float64)
         count, width = rows.shape
         trees, internal = self.feature.shape
@@ -66,8 +70,7 @@ class TreeEnsemble:
             node = tree_start + position
             position = 2 * position + 1 + (flat.take(row_start + features.take(node)) > thresholds.take(node))
         leaves = position - (2**self.depth - 1)
-        raw = self.init + self.rate * self.value[np.arange(trees)[None, :], leaves].sum(axis=1)
-        return 1.0 / (1.0 + np.exp(-raw))
+        return self.init + self.rate * self.value[np.arange(trees)[None, :], leaves].sum(axis=1)
 
 
 def _depth(tree: dict[str, list], node: int) -> int:
@@ -77,7 +80,8 @@ def _depth(tree: dict[str, list], node: int) -> int:
 
 
 def export(model: Any) -> dict[str, Any]:
-    """A fitted scikit-learn ``GradientBoostingClassifier`` as the arrays :class:`TreeEnsemble` reads."""
+    """A fitted scikit-learn ``GradientBoostingClassifier`` (binary) or ``GradientBoostingRegressor`` (squared
+    error) as the arrays :class:`TreeEnsemble` reads."""
     trees = []
     for estimator in model.estimators_[:, 0]:
         tree = estimator.tree_
@@ -90,8 +94,12 @@ def export(model: Any) -> dict[str, Any]:
                 "value": [round(float(v), 6) for v in tree.value[:, 0, 0]],
             }
         )
-    prior = model.init_.class_prior_[1]
-    return {"trees": trees, "init": float(np.log(prior / (1 - prior))), "rate": model.learning_rate}
+    if hasattr(model.init_, "class_prior_"):  # a classifier starts from the prior's log-odds
+        prior = model.init_.class_prior_[1]
+        init = float(np.log(prior / (1 - prior)))
+    else:  # a regressor from the training targets' mean
+        init = float(np.ravel(model.init_.constant_)[0])
+    return {"trees": trees, "init": init, "rate": model.learning_rate}
 
 
 def load_tree_model(

@@ -6,15 +6,16 @@ capitals inside sentences in most of its occurrences ("... ordered a Big Mac and
 identifier takes that casing ("Big_Mac"). "Prime Minister", capitalised in 68% of its occurrences in Wikipedia
 (before a name, as a title), keeps sentence case.
 
-Counting is two passes over the passages, in the entity resources' scan (:mod:`entity.collection_entities`):
-:func:`cased_names` collects the capitalised sequences of one to :data:`MAX_WORDS` words whose casing differs from
-sentence case; every occurrence of the frequent ones is then counted whatever its casing
-(:class:`entity.collection_entities.NameOccurrences`); :func:`casing_table` keeps the names written with their
+Counting takes both passes of the entity resources' scan (:mod:`entity.collection_entities`): the first collects,
+with :func:`cased_names`, the capitalised sequences of one to :data:`MAX_WORDS` words whose casing differs from
+sentence case; the second counts every occurrence of the frequent ones whatever its casing
+(:class:`entity.collection_entities.MentionScanner`); :func:`casing_table` keeps the names written with their
 casing in at least :data:`LEAST_SHARE` of their occurrences.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -30,20 +31,17 @@ LEAST_SHARE = 0.75
 CONNECTORS = frozenset(
     {"of", "the", "and", "de", "da", "del", "der", "di", "du", "la", "le", "van", "von", "y"}
 )
-_TOKEN = re.compile(r"\S+")
 _EDGE = "\"'()[]{},;:!?.“”‘’«»"
 _SENTENCE_END = re.compile(r"[.!?:;][\"')\]”’]*$")
-
-
-def _has_capital_inside(name: str) -> bool:
-    """Whether a name's casing is other than sentence case: a capital after its first letter."""
-    return any(c.isupper() for c in name[1:])
 
 
 def cased_names(text: str) -> Iterator[str]:
     """The capitalised word sequences of a text that do not start a sentence and are not in sentence case.
 
-    Sequences end at punctuation; connectors (:data:`CONNECTORS`) may stand inside one, not at its ends.
+    Words are the text's whitespace-separated tokens stripped of punctuation at their edges (a token of
+    punctuation alone is skipped). Sequences end at punctuation; connectors (:data:`CONNECTORS`) may stand inside
+    one, not at its ends. A sequence of several words always has a capital inside; one word needs one after its
+    first letter.
 
     Example:
         >>> list(cased_names('He ate a Big Mac. Burger King sells the Whopper in New York City.'))
@@ -51,26 +49,32 @@ def cased_names(text: str) -> Iterator[str]:
         >>> list(cased_names('the "Harry Potter" films, the Bank of America (USA)'))
         ['Harry Potter', 'Bank of America', 'USA']
     """
-    tokens = []  # (word, starts a sentence, punctuation before it, punctuation after it)
-    sentence_start = True
-    for match in _TOKEN.finditer(text):
-        raw = match.group()
-        word = raw.strip(_EDGE)
-        if word:
-            tokens.append((word, sentence_start, raw[0] in _EDGE, raw[-1] in _EDGE))
-        sentence_start = bool(_SENTENCE_END.search(raw))
-    for i, (word, starts_sentence, _, _) in enumerate(tokens):
-        if starts_sentence or not word[0].isupper():
+    # Only a token whose first character is not lower case can start a name: the loop skips the others at once.
+    tokens = text.split()
+    sentence_end = _SENTENCE_END.search
+    for i, raw in enumerate(tokens):
+        if raw[0].islower():
             continue
-        for j in range(i, min(i + MAX_WORDS, len(tokens))):
-            last, _, opens, closes = tokens[j]
-            if j > i and (opens or not (last[0].isupper() or last in CONNECTORS)):
+        word = raw.strip(_EDGE)
+        if not word or not word[0].isupper() or i == 0 or sentence_end(tokens[i - 1]):
+            continue
+        rest = word[1:]
+        if not rest.islower() and any(map(str.isupper, rest)):
+            yield word
+        if raw[-1] in _EDGE:
+            continue
+        name, taken = word, 1
+        for following in itertools.islice(tokens, i + 1, None):
+            last = following.strip(_EDGE)
+            if not last:
+                continue
+            if following[0] in _EDGE or not (last[0].isupper() or last in CONNECTORS):
                 break
+            name = f"{name} {last}"
             if last[0].isupper():
-                name = " ".join(t[0] for t in tokens[i : j + 1])
-                if _has_capital_inside(name):
-                    yield name
-            if closes:
+                yield name
+            taken += 1
+            if taken == MAX_WORDS or following[-1] in _EDGE:
                 break
 
 

@@ -12,17 +12,21 @@
   unless that is another title's form. Surface forms are compared as lower-cased word sequences;
   forms made only of stop words or digits are left out.
   It also holds a casing table (``casing``): how the collection's text writes the names it capitalises other
-  than in sentence case (:mod:`entity.casing`; a second pass over the passages), which the ``wikipedia`` linker
-  uses for titles the collection has no article for.
+  than in sentence case (:mod:`entity.casing`), which the ``wikipedia`` linker uses for titles the collection has
+  no article for.
 * ``postings.offsets.npy`` / ``postings.passages.npy``: for every entity, the sorted numbers of the passages that
   mention it (the collection knowledge base's in-link sets, :class:`entity.relatedness.CollectionKnowledgeBase`).
 
+**Two passes over the collection**, no NLP (about the time the index build takes): the first numbers the article
+titles and collects the names the text capitalises (:func:`entity.casing.cased_names`); the second finds the
+mentions, and every occurrence of the frequent capitalised names whatever their casing, each with an Aho-Corasick
+automaton (:class:`entity.surfaces.SurfaceMatcher`).
+
 **Counting mentions in the collection** is exact phrase matching of the surface forms over every passage's
-words, left to right, longest form first (one pass, no NLP: minutes for the 820k-passage collection). Every
-passage also mentions its own article. This gives each sense of an ambiguous form a **commonness**: how often
-the form occurs in that entity's own article (plus one), as a share of all its senses' counts; a mention of an
-ambiguous form elsewhere counts for its most common sense, or for the passage's own article where that is one
-of the senses.
+words, left to right, longest form first. Every passage also mentions its own article. This gives each sense of
+an ambiguous form a **commonness**: how often the form occurs in that entity's own article (plus one), as a share
+of all its senses' counts; a mention of an ambiguous form elsewhere counts for its most common sense, or for the
+passage's own article where that is one of the senses.
 
 **Specificity** (:func:`specificity`, the linker's ``min_specificity``): commonness cannot tell a name from a
 common word, since most forms have one sense ("world" -> World, "day" -> Doris Day). Without anchor texts the
@@ -56,7 +60,15 @@ from cast.errors import CastError, ConfigError, DataFormatError, IndexUnavailabl
 from cast.records import Passage
 from entity import casing
 from entity.linkers import entity_uri
-from entity.surfaces import SurfaceMatcher, name_alias, plural_form, title_aliases, usable_surface, words
+from entity.surfaces import (
+    SurfaceMatcher,
+    name_alias,
+    plural_form,
+    surface_line,
+    title_aliases,
+    usable_surface,
+    words,
+)
 from index.collections import read_passages
 
 if TYPE_CHECKING:
@@ -231,6 +243,7 @@ def build_entity_resources(
     fmt: str | None = None,
     progress: bool = True,
     ray: RayOptions | None = None,
+    processes: int = 1,
 ) -> Path:
     """Build the entity dictionary and the passage postings of a collection; return their folder.
 
@@ -244,6 +257,8 @@ def build_entity_resources(
         progress: show progress bars.
         ray: scan the collection's passages for mentions on Ray workers (the titles are read here); the files
             written are the same.
+        processes: scan the passages in this many processes of this machine (spawned, each with the scanner;
+            this one reads the collection and merges); the files written are the same.
 
     Raises:
         IndexUnavailableError: there is no index at ``index_dir``.
@@ -269,7 +284,15 @@ def build_entity_resources(
     def passages() -> Iterator[Passage]:
         return read_passages(inputs, fmt)
 
-    titles, article_of = _read_titles(passages(), progress)
+    # The first pass: the titles, and the names the text capitalises.
+    numbers = _ArticleNumbers()
+    cased_names: Counter = Counter()
+    for part in _scan(
+        _chunks(passages(), numbers), CasedNames(), None, ray, processes, progress, "entity titles and names"
+    ):
+        cased_names.update(part)
+    titles, article_of = list(numbers.numbers), np.asarray(numbers.article_of, dtype=np.int32)
+    del numbers
     if not titles:
         raise CastError(
             f"none of the {len(article_of):,} passages of {', '.join(map(str, inputs))} has an article title; the "
@@ -283,19 +306,23 @@ def build_entity_resources(
     for key, entity in tentative:
         pattern = re.compile(rf"\b{re.escape(key)}\b")  # the name in lower case, as a common word
         lower_case_checks.setdefault(entity, []).append((form_ids[key], pattern))
+    # The second pass: the mentions, and every occurrence, whatever its casing, of the names seen capitalised
+    # often enough.
+    frequent = Counter({name: count for name, count in cased_names.items() if count >= casing.LEAST_USES})
+    del cased_names
+    scanner = MentionScanner(keys, senses, lower_case_checks, frequent)
     found = MentionCounts.merge(
-        _scan(passages(), MentionScanner(keys, senses, lower_case_checks), article_of, ray, progress)
+        _scan(
+            _chunks(passages(), lambda numbers, _: article_of[numbers]),
+            scanner,
+            len(article_of),
+            ray,
+            processes,
+            progress,
+        )
     )
     mentions_passage, mentions_form = found.passages, found.forms
     self_counts, lower_case_uses = found.self_counts, found.lower_case_uses
-
-    # The second pass: every occurrence, whatever its casing, of the names seen capitalised often enough.
-    frequent = Counter(
-        {name: count for name, count in found.cased_names.items() if count >= casing.LEAST_USES}
-    )
-    occurrences: Counter = Counter()
-    for part in _scan(passages(), NameOccurrences(frequent), article_of, ray, progress, "name casing"):
-        occurrences.update(part)
 
     # A name-derived alias ("Curie" for "Marie Curie") is kept only where the article itself uses it often, and
     # as a name: seldom in lower case ("conference" of "Wannsee Conference" is a common word).
@@ -311,10 +338,9 @@ def build_entity_resources(
     for form, key in enumerate(keys):
         senses[form] = [e for e in senses[form] if (key, e) not in tentative or evidence(form, e)]
     kept = np.fromiter((bool(s) for s in senses), bool, len(senses))
-    mentions_passage, mentions_form = (
-        mentions_passage[kept[mentions_form]],
-        mentions_form[kept[mentions_form]],
-    )
+    kept_mentions = kept[mentions_form]
+    mentions_passage, mentions_form = mentions_passage[kept_mentions], mentions_form[kept_mentions]
+    del kept_mentions
 
     # Commonness counts: one plus the passages of the sense's own article that use the form.
     surfaces = {}
@@ -330,10 +356,15 @@ def build_entity_resources(
     # Each mention counts for the most common sense, or for the passage's own article where it is a sense.
     owners = best[mentions_form]
     ambiguous = np.flatnonzero(np.fromiter((len(s) > 1 for s in senses), bool, len(senses))[mentions_form])
-    for k in ambiguous:
-        article = int(article_of[mentions_passage[k]])
-        if article in senses[mentions_form[k]]:
-            owners[k] = article
+    # (form, entity) pairs as one number each: a mention's own article is a sense of its form where its pair is one.
+    sense_pairs = np.fromiter(
+        (form * len(titles) + e for form, s in enumerate(senses) if len(s) > 1 for e in s), np.int64
+    )
+    articles = article_of[mentions_passage[ambiguous]]
+    own = (articles >= 0) & np.isin(
+        mentions_form[ambiguous].astype(np.int64) * len(titles) + articles, sense_pairs
+    )
+    owners[ambiguous[own]] = articles[own]
     titled = np.flatnonzero(article_of >= 0).astype(np.int32)
     owners = np.concatenate([owners, article_of[titled]])
     owner_passages = np.concatenate([mentions_passage, titled])
@@ -347,7 +378,7 @@ def build_entity_resources(
         "inputs": [str(p) for p in inputs],
         "titles": titles,
         "surfaces": surfaces,
-        "casing": casing.casing_table(frequent, occurrences),
+        "casing": casing.casing_table(frequent, found.name_occurrences),
     }
     _write_folder(folder, data, arrays)
     log.info(
@@ -361,19 +392,23 @@ def build_entity_resources(
     return folder
 
 
-def _read_titles(passages: Iterable[Passage], progress: bool) -> tuple[list[str], np.ndarray]:
-    """The distinct article titles (entity numbers by first appearance) and each passage's entity (-1: none)."""
-    from tqdm import tqdm
+class _ArticleNumbers:
+    """Numbers the distinct article titles by first appearance as the first pass reads the passages, and records
+    each passage's entity (-1: none). Called with a chunk's passages, it gives their entity numbers."""
 
-    numbers: dict[str, int] = {}
-    article_of = []
-    for passage in tqdm(passages, desc="entity titles", unit=" passages", disable=not progress):
-        title = passage.title
-        if title is None or title.startswith(_NOT_ENTITIES) or title.endswith("(disambiguation)"):
-            article_of.append(-1)
-            continue
-        article_of.append(numbers.setdefault(title, len(numbers)))
-    return list(numbers), np.asarray(article_of, dtype=np.int32)
+    def __init__(self) -> None:
+        self.numbers: dict[str, int] = {}
+        self.article_of = array("i")
+
+    def __call__(self, chunk: slice, passages: Sequence[Passage]) -> np.ndarray:
+        numbers = self.numbers
+        for passage in passages:
+            title = passage.title
+            if title is None or title.startswith(_NOT_ENTITIES) or title.endswith("(disambiguation)"):
+                self.article_of.append(-1)
+            else:
+                self.article_of.append(numbers.setdefault(title, len(numbers)))
+        return np.asarray(self.article_of[chunk], dtype=np.int32)
 
 
 def _surface_forms(titles: Sequence[str]) -> tuple[dict[str, list[int]], set[tuple[str, int]]]:
@@ -437,15 +472,15 @@ class MentionCounts:
         self_counts: per (form, entity), the passages of the entity's own article that use the form.
         lower_case_uses: per (form, entity) of the lower-case checks, the passages of the article where the form
             is written in lower case (a name used as a common word).
-        cased_names: the capitalised names written other than in sentence case, and how often
-            (:func:`entity.casing.cased_names`).
+        name_occurrences: per lower-cased word sequence of the frequent capitalised names, its occurrences in any
+            casing.
     """
 
     passages: np.ndarray
     forms: np.ndarray
     self_counts: Counter
     lower_case_uses: Counter
-    cased_names: Counter
+    name_occurrences: Counter
 
     @classmethod
     def merge(cls, parts: Iterable[MentionCounts]) -> MentionCounts:
@@ -458,21 +493,23 @@ class MentionCounts:
             forms.append(part.forms)
             merged.self_counts.update(part.self_counts)
             merged.lower_case_uses.update(part.lower_case_uses)
-            merged.cased_names.update(part.cased_names)
+            merged.name_occurrences.update(part.name_occurrences)
         merged.passages, merged.forms = np.concatenate(passages), np.concatenate(forms)
         return merged
 
 
 class MentionScanner:
-    """Finds every surface form in a :class:`PassageChunk` (one worker's share of the collection scan).
+    """Finds every surface form in a :class:`PassageChunk`, and counts the occurrences of the frequent capitalised
+    names in any casing (one worker's share of the second pass).
 
-    Picklable and small (its matcher is built on first use), so Ray ships it to each worker once.
+    Picklable and small (its matchers are built on first use), so Ray ships it to each worker once.
 
     Args:
         keys: the surface keys, by form id.
         senses: per form id, the entity numbers it may name.
         lower_case_checks: per article (entity number), ``(form id, pattern)`` of its names to look for in lower
             case.
+        names: the names whose occurrences to count (any casing); they are counted as lower-cased word sequences.
     """
 
     def __init__(
@@ -480,25 +517,29 @@ class MentionScanner:
         keys: Sequence[str],
         senses: Sequence[Sequence[int]],
         lower_case_checks: dict[int, list[tuple[int, re.Pattern]]],
+        names: Iterable[str],
     ):
         self.keys = list(keys)
         self.senses = [frozenset(s) for s in senses]
         self.lower_case_checks = lower_case_checks
-        self._matcher: SurfaceMatcher | None = None
+        self.name_keys = sorted({" ".join(words(name)) for name in names})
+        self._matchers: tuple[SurfaceMatcher, SurfaceMatcher] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_matcher": None}
+        return {**self.__dict__, "_matchers": None}
 
     def __call__(self, chunk: PassageChunk) -> MentionCounts:
-        if self._matcher is None:
-            self._matcher = SurfaceMatcher(self.keys)
+        if self._matchers is None:
+            self._matchers = SurfaceMatcher(self.keys), SurfaceMatcher(self.name_keys)
+        forms, names = self._matchers
         mention_passages = array("i")
         mention_forms = array("i")
         self_counts: Counter = Counter()
         lower_case_uses: Counter = Counter()
-        names: Counter = Counter()
+        occurrences: Counter = Counter()
         for number, (text, article) in enumerate(zip(chunk.texts, chunk.articles.tolist(), strict=True)):
-            found = {form for _, _, form in self._matcher.matches(words(text))}
+            line = surface_line(words(text))
+            found = {form for _, _, form in forms.longest(line)}
             for form in found:
                 mention_passages.append(chunk.first + number)
                 mention_forms.append(form)
@@ -507,65 +548,99 @@ class MentionScanner:
             for form, pattern in self.lower_case_checks.get(article, ()):
                 if pattern.search(text):
                     lower_case_uses[(form, article)] += 1
-            names.update(casing.cased_names(text))
+            occurrences.update(names.every_match(line))
         return MentionCounts(
             np.frombuffer(mention_passages, dtype=np.int32),
             np.frombuffer(mention_forms, dtype=np.int32),
             self_counts,
             lower_case_uses,
-            names,
+            Counter({self.name_keys[name]: count for name, count in occurrences.items()}),
         )
 
 
-class NameOccurrences:
-    """Counts every occurrence, in any casing, of the given names in a :class:`PassageChunk` (the casing scan).
-
-    Args:
-        names: the names (any casing); they are counted as lower-cased word sequences.
-    """
-
-    def __init__(self, names: Iterable[str]):
-        self.keys = sorted({" ".join(words(name)) for name in names})
-        self._matcher: SurfaceMatcher | None = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_matcher": None}
+class CasedNames:
+    """The capitalised names a :class:`PassageChunk` writes other than in sentence case, and how often
+    (:func:`entity.casing.cased_names`; one worker's share of the first pass)."""
 
     def __call__(self, chunk: PassageChunk) -> Counter:
-        if self._matcher is None:
-            self._matcher = SurfaceMatcher(self.keys)
-        counts: Counter = Counter()
+        names: Counter = Counter()
         for text in chunk.texts:
-            counts.update(self._matcher.every_match(words(text)))
-        return Counter({self.keys[form]: count for form, count in counts.items()})
+            names.update(casing.cased_names(text))
+        return names
+
+
+def _chunks(
+    passages: Iterable[Passage], articles: Callable[[slice, Sequence[Passage]], np.ndarray]
+) -> Iterator[PassageChunk]:
+    """The collection in chunks of :data:`SCAN_CHUNK` passages; ``articles(numbers, passages)`` gives the entity
+    numbers of a chunk's passages (numbers: the slice of passage numbers it covers)."""
+    passage_iter = iter(passages)
+    for first in itertools.count(0, SCAN_CHUNK):
+        batch = list(itertools.islice(passage_iter, SCAN_CHUNK))
+        if not batch:
+            return
+        numbers = slice(first, first + len(batch))
+        yield PassageChunk(first, tuple(p.text for p in batch), articles(numbers, batch))
 
 
 def _scan(
-    passages: Iterable[Passage],
+    chunks: Iterable[PassageChunk],
     scanner: Callable[[PassageChunk], T],
-    article_of: np.ndarray,
+    total: int | None,
     ray: RayOptions | None,
+    processes: int,
     progress: bool,
     description: str = "entity mentions",
 ) -> Iterator[T]:
-    """What ``scanner`` finds in each chunk of the collection, in collection order (scanned here, or on Ray
-    workers)."""
+    """What ``scanner`` finds in each chunk of the collection (``total`` passages, if known), in collection order
+    (scanned here, in ``processes`` local processes, or on Ray workers)."""
     from tqdm import tqdm
 
     from cast.cluster import map_in_order
 
-    def chunks() -> Iterator[PassageChunk]:
-        passage_iter = iter(passages)
-        for first in itertools.count(0, SCAN_CHUNK):
-            texts = tuple(p.text for p in itertools.islice(passage_iter, SCAN_CHUNK))
-            if not texts:
-                return
-            yield PassageChunk(first, texts, article_of[first : first + len(texts)])
-
-    with tqdm(desc=description, unit=" passages", total=len(article_of), disable=not progress) as bar:
-        for chunk, counts in map_in_order(scanner, chunks(), ray):
+    if ray is None and processes > 1:
+        found = _in_processes(scanner, chunks, processes)
+    else:
+        found = map_in_order(scanner, chunks, ray)
+    with tqdm(desc=description, unit=" passages", total=total, disable=not progress) as bar:
+        for chunk, counts in found:
             bar.update(len(chunk.texts))
             yield counts
+
+
+_worker_scanner: Callable[[PassageChunk], Any] | None = None
+
+
+def _set_worker_scanner(scanner: Callable[[PassageChunk], Any]) -> None:
+    global _worker_scanner
+    _worker_scanner = scanner
+
+
+def _scan_in_worker(chunk: PassageChunk) -> Any:
+    assert _worker_scanner is not None, "a scan worker without its scanner"
+    return _worker_scanner(chunk)
+
+
+def _in_processes(
+    scanner: Callable[[PassageChunk], T], chunks: Iterable[PassageChunk], processes: int
+) -> Iterator[tuple[PassageChunk, T]]:
+    """``(chunk, scanner(chunk))`` in order, scanned by ``processes`` spawned processes (never forked: the
+    caller may run a JVM), each given the scanner once; a few chunks per process are in flight at a time."""
+    import multiprocessing
+    from collections import deque
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(processes, context, _set_worker_scanner, (scanner,)) as pool:
+        pending: deque = deque()
+        for chunk in chunks:
+            pending.append((chunk, pool.submit(_scan_in_worker, chunk)))
+            if len(pending) > 2 * processes:
+                done, future = pending.popleft()
+                yield done, future.result()
+        while pending:
+            done, future = pending.popleft()
+            yield done, future.result()
 
 
 def _write_folder(folder: Path, data: dict[str, Any], arrays: InLinkArrays) -> None:

@@ -83,7 +83,7 @@ class DictionaryLinker(SpanLinker):
         }
         # Matching without spaCy is fast: nothing to share.
         shared = processes if mentions == "spacy" else 1
-        self.helpers = HelperProcesses(
+        self.helpers: HelperProcesses = HelperProcesses(
             Rebuild("entity.dictionary:DictionaryLinker", settings, "find_here"), shared
         )
 

@@ -94,6 +94,10 @@ class HelperProcesses:
             answers.update(zip(share, answer, strict=True))
         return [answers[n] for n in range(len(items))]
 
+    def start(self) -> None:
+        """Start the helpers now rather than on the first shared batch (each builds its linker meanwhile)."""
+        self._started()
+
     def _started(self) -> list[Helper]:
         while len(self._helpers) < self.processes - 1:
             self._helpers.append(Helper.start(self.rebuild))

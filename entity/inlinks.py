@@ -36,9 +36,16 @@ class InLinkArrays:
     def from_pairs(cls, entities: Sequence[str], owners: np.ndarray, members: np.ndarray) -> InLinkArrays:
         """Build from parallel arrays: ``members[k]`` belongs to the set of entity number ``owners[k]``."""
         width = int(members.max(initial=0)) + 1
-        keys = np.unique(
-            owners.astype(np.int64) * width + members
-        )  # sorted by owner, then member; no repeats
-        offsets = np.zeros(len(entities) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(keys // width, minlength=len(entities)), out=offsets[1:])
-        return cls(entities, offsets, (keys % width).astype(np.int32))
+        # One int64 key per pair, sorted by owner, then member, repeats dropped; worked in place, since a
+        # collection's postings hold tens of millions of pairs.
+        keys = owners.astype(np.int64)
+        keys *= width
+        keys += members
+        keys.sort()
+        distinct = np.ones(len(keys), dtype=bool)
+        np.not_equal(keys[1:], keys[:-1], out=distinct[1:])
+        keys = keys[distinct]
+        del distinct
+        offsets = np.searchsorted(keys, np.arange(len(entities) + 1, dtype=np.int64) * width)
+        np.remainder(keys, width, out=keys)
+        return cls(entities, offsets.astype(np.int64, copy=False), keys.astype(np.int32))

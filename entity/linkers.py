@@ -29,6 +29,7 @@ from cast.stages import EntityLinker
 
 if TYPE_CHECKING:
     from cast.resources import Resources
+    from entity.helpers import HelperProcesses
 
 log = logging.getLogger(__name__)
 
@@ -191,6 +192,8 @@ class SpanLinker(EntityLinker):
     # Services that take the confidence as a request parameter filter by it themselves; their answers' scores
     # are on another scale and must not be filtered again.
     confidence_sent_to_service: ClassVar[bool] = False
+    # Processes that share large batches (entity.helpers), where a subclass keeps them.
+    helpers: HelperProcesses | None = None
 
     def __init__(self, query_confidence: float, passage_confidence: float, max_chars: int):
         self.confidence = {"query": float(query_confidence), "passage": float(passage_confidence)}
@@ -207,6 +210,10 @@ class SpanLinker(EntityLinker):
         linked (its text then counts as unlinked). Pieces are non-empty; ``contexts`` are their texts' contexts
         ("" for none; see :meth:`EntityLinker.link_batch`)."""
         raise NotImplementedError
+
+    def start_helpers(self) -> None:
+        if self.helpers is not None:
+            self.helpers.start()
 
     def link(self, text: str, *, kind: str = "passage") -> list[EntityMention]:
         return self.link_batch([text], kind=kind)[0]

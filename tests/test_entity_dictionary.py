@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import random
+import re
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,7 @@ import pytest
 from cast.cache import Cache
 from cast.errors import CastError, ConfigError, IndexUnavailableError
 from cast.text import entity_label
+from entity import casing
 from entity.collection_entities import (
     DICTIONARY_FILE,
     EntityDictionary,
@@ -20,7 +23,14 @@ from entity.collection_entities import (
 )
 from entity.dictionary import DictionaryLinker
 from entity.linkers import chunk_spans, clean_html, entity_uri, locate, normalise_entity
-from entity.surfaces import SurfaceMatcher, name_alias, plural_form, title_aliases, usable_surface
+from entity.surfaces import (
+    SurfaceMatcher,
+    name_alias,
+    plural_form,
+    surface_line,
+    title_aliases,
+    usable_surface,
+)
 
 # --- shared helpers -------------------------------------------------------------------------------------------
 
@@ -88,7 +98,76 @@ def test_surface_matcher_prefers_the_longest_form():
     found = [(" ".join(tokens[a:b]), form) for a, b, form in matcher.matches(tokens)]
     assert found == [("new york city", 1), ("york", 2)]
     # Every occurrence, overlapping ones included, as the casing scan counts them.
-    assert sorted(matcher.every_match(tokens)) == [0, 1, 2, 2, 3]
+    assert sorted(matcher.every_match(surface_line(tokens))) == [0, 1, 2, 2, 3]
+
+
+def _longest_first(keys: list[str], tokens: list[str]) -> list[tuple[int, int, int]]:
+    """The matching rule spelt out: at each word the longest form starting there, else the next word."""
+    ids = {key: number for number, key in enumerate(keys)}
+    found, i = [], 0
+    while i < len(tokens):
+        for end in range(len(tokens), i, -1):
+            if " ".join(tokens[i:end]) in ids:
+                found.append((i, end, ids[" ".join(tokens[i:end])]))
+                i = end
+                break
+        else:
+            i += 1
+    return found
+
+
+def test_surface_matcher_follows_the_longest_first_rule_on_random_texts():
+    rng = random.Random(7)
+    vocabulary = ["a", "b", "c", "ab", "b c"]
+    for _ in range(300):
+        keys = list(dict.fromkeys(" ".join(rng.choices(vocabulary, k=rng.randint(1, 3))) for _ in range(4)))
+        tokens = " ".join(rng.choices(vocabulary, k=rng.randint(0, 9))).split()
+        matcher = SurfaceMatcher(keys)
+        assert matcher.matches(tokens) == _longest_first(keys, tokens), (keys, tokens)
+        every = sorted(
+            form
+            for form, key in enumerate(keys)
+            for i in range(len(tokens))
+            if tokens[i : i + len(key.split())] == key.split()
+        )
+        assert sorted(matcher.every_match(surface_line(tokens))) == every, (keys, tokens)
+    # An empty key names nothing, not even in an empty text.
+    assert list(SurfaceMatcher(["", "a"]).every_match(surface_line([]))) == []
+    assert SurfaceMatcher([]).matches(["a"]) == []
+
+
+def _cased_names_by_tokens(text: str) -> list[str]:
+    """entity.casing.cased_names's rule spelt out over a token list (its former implementation)."""
+    tokens, sentence_start = [], True
+    for raw in re.findall(r"\S+", text):
+        word = raw.strip(casing._EDGE)
+        if word:
+            tokens.append((word, sentence_start, raw[0] in casing._EDGE, raw[-1] in casing._EDGE))
+        sentence_start = bool(casing._SENTENCE_END.search(raw))
+    names = []
+    for i, (word, starts_sentence, _, _) in enumerate(tokens):
+        if starts_sentence or not word[0].isupper():
+            continue
+        for j in range(i, min(i + casing.MAX_WORDS, len(tokens))):
+            last, _, opens, closes = tokens[j]
+            if j > i and (opens or not (last[0].isupper() or last in casing.CONNECTORS)):
+                break
+            if last[0].isupper():
+                name = " ".join(t[0] for t in tokens[i : j + 1])
+                if any(c.isupper() for c in name[1:]):
+                    names.append(name)
+            if closes:
+                break
+    return names
+
+
+def test_cased_names_follow_their_rule_on_random_texts():
+    rng = random.Random(11)
+    pieces = ["Big", "Mac", "of", "the", "(", "(USA)", "he.", '"', "McDonald", "ate", ",", "New", "York:",
+              "iPhone", "ÉCOLE", "Ǆx", "da", "Vinci!", "’", "x", "A.", "ΣΑΣ", "«Le", "Monde»"]  # fmt: skip
+    for _ in range(2000):
+        text = "".join(rng.choice(pieces) + rng.choice([" ", " ", "\n", "\t", "\u00a0"]) for _ in range(12))
+        assert list(casing.cased_names(text)) == _cased_names_by_tokens(text), text
 
 
 @pytest.fixture(scope="module")
@@ -238,8 +317,12 @@ def test_a_helper_process_links_as_this_process_does(built: Path):
         for n in (1, 2)
     )
     try:
+        shared.start_helpers()  # as a pipeline does when it is built: the helper loads meanwhile
+        started = list(shared.helpers._helpers)
+        alone.start_helpers()  # one process: nothing to start
+        assert len(started) == 1 and alone.helpers._helpers == []
         assert shared.link_batch(texts, kind="passage") == alone.link_batch(texts, kind="passage")
-        assert len(shared.helpers._helpers) == 1
+        assert shared.helpers._helpers == started  # the same helper answered
     finally:
         shared.helpers.close()
     with pytest.raises(ConfigError, match="processes must be at least 1"):
@@ -335,3 +418,14 @@ def test_output_folder_with_other_files_is_not_replaced(fixtures: Path, tmp_path
             None, [fixtures / "entity" / "collection.jsonl"], output=tmp_path, progress=False
         )
     assert (tmp_path / "notes.txt").read_text() == "keep me"
+
+
+def test_resources_scanned_in_several_processes_are_the_same(fixtures: Path, tmp_path: Path, monkeypatch):
+    from entity import collection_entities
+
+    collection = [fixtures / "entity" / "collection.jsonl"]
+    alone = build_entity_resources(None, collection, output=tmp_path / "alone", progress=False)
+    monkeypatch.setattr(collection_entities, "SCAN_CHUNK", 3)  # several chunks in flight in each process
+    shared = build_entity_resources(None, collection, output=tmp_path / "shared", progress=False, processes=2)
+    for name in (DICTIONARY_FILE, "postings.offsets.npy", "postings.passages.npy"):
+        assert (shared / name).read_bytes() == (alone / name).read_bytes(), name

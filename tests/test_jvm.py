@@ -61,3 +61,21 @@ def test_java_21_or_newer_is_used():
     from cast import jvm
 
     assert (jvm._java_major(jvm.java_home()) or 0) >= 21
+
+
+def test_searching_loads_none_of_pyserinis_query_encoders(core_index):
+    # pyserini.search.lucene imports them all (transformers, scikit-learn): seconds of every run's start-up.
+    code = (
+        "import sys\nfrom cast.resources import Resources\nfrom cast.rank.first_stage import LMDFirstStage\n"
+        "hits = LMDFirstStage(Resources({'index': sys.argv[1]})).search('glasgow')\n"
+        "print(len(hits), 'pyserini.encode' in sys.modules, 'transformers' in sys.modules)\n"
+        "import pyserini.encode\n"  # still importable, for whoever needs it
+        "print(hasattr(pyserini.encode, 'QueryEncoder'))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(core_index)], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    found, encoders, transformers = proc.stdout.split("\n")[0].split()
+    assert int(found) > 0 and (encoders, transformers) == ("False", "False")
+    assert proc.stdout.split("\n")[1] == "True"

@@ -34,3 +34,16 @@ def test_an_exported_scikit_learn_model_scores_as_scikit_learn_does():
     data = export(model)
     ensemble = TreeEnsemble(data["trees"], data["init"], data["rate"])
     assert ensemble.probabilities(rows) == pytest.approx(model.predict_proba(rows)[:, 1], abs=1e-5)
+
+
+def test_an_exported_scikit_learn_regressor_predicts_as_scikit_learn_does():
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    rng = np.random.default_rng(1)
+    rows = rng.normal(size=(300, 3))
+    targets = rows[:, 0] - rows[:, 1] * rows[:, 2]
+    model = GradientBoostingRegressor(n_estimators=20, max_depth=3, random_state=0).fit(rows, targets)
+    data = export(model)
+    ensemble = TreeEnsemble(data["trees"], data["init"], data["rate"])
+    assert data["init"] == pytest.approx(targets.mean())
+    assert ensemble.margins(rows) == pytest.approx(model.predict(rows), abs=1e-4)

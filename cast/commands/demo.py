@@ -51,14 +51,14 @@ def demo_index(cache_dir: Path, rebuild: bool = False) -> Path:
 
 
 def demo_kb(linker: dict) -> None:
-    """The Wikipedia knowledge base the configured linker reads, built on first use (a couple of minutes)."""
+    """The Wikipedia knowledge base the configured linker reads, built on first use (about 20 s)."""
     from entity.kb import DEFAULT_KB, build_kb
 
     if linker.get("name") != "wikipedia":
         return
     path = Path(linker.get("kb_path") or DEFAULT_KB).expanduser()
     if not path.is_file():
-        print(f"building the Wikipedia knowledge base at {path} (first use only, a couple of minutes)")
+        print(f"building the Wikipedia knowledge base at {path} (first use only, about 20 s)")
         build_kb(path)
 
 
@@ -73,7 +73,7 @@ def main(args: argparse.Namespace) -> int:
     index_dir = demo_index(Path(config.get("cache_dir", "~/.cache/cast-toolkit")).expanduser(), args.rebuild)
     config["index"] = str(index_dir)
     demo_kb(config["linker"])
-    pipeline = Pipeline.from_config(config)
+    pipeline = Pipeline.from_config(config, progress=True)
     print(
         f"rewriter: {config['rewriter']['name']}, re-ranker: {config['reranker']['name']}, "
         f"selector: {config['selector']['name']}, answers: {config['summarizer']['name']}"
