@@ -18,6 +18,7 @@ from collections.abc import Collection
 
 from cast import __version__
 from cast.errors import CastError
+from cast.infra.extras import MissingExtraError, require_extra
 
 # Each top-level command: its module and its one-line summary, in the order `cast --help` lists them.
 COMMANDS = {
@@ -38,13 +39,19 @@ COMMANDS = {
         "cast.commands.summarize",
         "calibrate a seq2seq summarizer's min_length to a target answer length",
     ),
-    "validate": ("cast.commands.validate", "check a TREC iKAT run file (2023, 2024, 2025 formats)"),
+    "validate": (
+        "cast.commands.validate",
+        "check a TREC iKAT run file (2023, 2024, 2025) or a TREC RAG 2024 answer file",
+    ),
     "train": (
         "cast.commands.train",
         "train the models the toolkit ships (term selector, linker, sentence scorer)",
     ),
 }
 
+
+# The commands that need an optional part of the install (pyproject.toml's extras).
+EXTRA_OF_COMMAND = {"explore": "explorer"}
 
 # Write errors that name no file but need no traceback: the disk (or the user's quota or file-size limit) is full.
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
@@ -89,7 +96,14 @@ def _accept_verbose_anywhere(parser: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     # The command is the first word that is not an option (`cast -v run ...`): only its module is loaded.
-    parser = build_parser([next((word for word in argv if not word.startswith("-")), "")])
+    command = next((word for word in argv if not word.startswith("-")), "")
+    if command in EXTRA_OF_COMMAND:  # before its module is loaded: it imports the extra's modules
+        try:
+            require_extra(EXTRA_OF_COMMAND[command], f"cast {command}")
+        except MissingExtraError as e:
+            print(f"cast {command}: error: {e}", file=sys.stderr)
+            return 1
+    parser = build_parser([command])
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"

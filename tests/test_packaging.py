@@ -2,40 +2,22 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parent.parent
-# What a build reads: the packages, the build files and the profiles (not runs, caches or the venv).
-SOURCES = ("cast", "entity", "index", "summarize", "configs", "pyproject.toml", "setup.py", "README.md")
+from built_wheel import REPO, build_wheel
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """The wheel built from a copy of the sources, and the folder it was unpacked into (as installed)."""
-    tmp_path = tmp_path_factory.mktemp("wheel")
-    source = tmp_path / "source"
-    for name in SOURCES:
-        path = REPO / name
-        if path.is_dir():
-            shutil.copytree(path, source / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(path, source / name)
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q"]
-        + ["-w", str(tmp_path / "dist"), str(source)],
-        check=True,
-        capture_output=True,
-    )
-    (wheel,) = (tmp_path / "dist").glob("cast_toolkit-*.whl")
+    folder = tmp_path_factory.mktemp("wheel")
+    wheel = build_wheel(folder)
     with zipfile.ZipFile(wheel) as archive:
-        archive.extractall(tmp_path / "site")
-    return wheel, tmp_path / "site"
+        archive.extractall(folder / "site")
+    return wheel, folder / "site"
 
 
 def test_wheel_ships_the_profiles_and_an_install_loads_them(built, tmp_path):
@@ -47,6 +29,13 @@ def test_wheel_ships_the_profiles_and_an_install_loads_them(built, tmp_path):
             assert archive.read(f"cast/configs/{name}") == (REPO / "configs" / name).read_bytes()
         for template in (REPO / "configs" / "prompts").glob("*.txt"):
             assert archive.read(f"cast/configs/prompts/{template.name}") == template.read_bytes()
+        # Every data file of the packages (models, the sample, the explorer's page), not only their code.
+        shipped = set(archive.namelist())
+        for package in ("cast", "entity", "index", "summarize"):
+            for path in (REPO / package).rglob("*"):
+                if path.is_file() and path.suffix not in (".py", ".pyc"):
+                    name = path.relative_to(REPO).as_posix()
+                    assert (name if package == "cast" else f"cast/{name}") in shipped
     # As installed: the package alone on the path, outside any checkout.
     code = (
         "import cast, cast.core.config as c; c.load_config('offline'); c.load_config('paper'); "

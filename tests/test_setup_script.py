@@ -1,4 +1,5 @@
-"""scripts/setup.sh re-runs exactly when one of its inputs changes (pyproject.toml, setup.py, scripts/*.sh)."""
+"""scripts/setup.sh re-runs exactly when one of its inputs changes (pyproject.toml, setup.py, the lock
+constraints.txt, scripts/*.sh and scripts/*.txt)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ import subprocess
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+INPUTS = ("pyproject.toml", "setup.py", "constraints.txt", "scripts/setup.sh", "scripts/older-deps.txt")
 
 
 def test_setup_reruns_when_any_input_changes(tmp_path: Path) -> None:
     (tmp_path / "scripts").mkdir()
-    for name in ("pyproject.toml", "setup.py", "scripts/setup.sh"):
+    for name in INPUTS:
         shutil.copy2(REPO / name, tmp_path / name)
     # Stand-ins for the helpers and the venv's python: they only say that they ran.
     for helper in ("setup_wordnet.sh", "setup_browser.sh"):
@@ -30,7 +32,7 @@ def test_setup_reruns_when_any_input_changes(tmp_path: Path) -> None:
 
     assert set_up()
     assert not set_up()  # nothing changed
-    for name in ("scripts/setup_wordnet.sh", "setup.py", "pyproject.toml", "scripts/setup.sh"):
+    for name in ("scripts/setup_wordnet.sh", *INPUTS):
         with (tmp_path / name).open("a") as f:
             f.write("\n# changed\n")
         assert set_up(), f"a change to {name} did not run the set-up again"

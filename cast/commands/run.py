@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from cast.commands.common import add_config_arguments, config_from_args
@@ -14,8 +15,10 @@ from cast.core.limits import bounded_turn
 from cast.core.pipeline import STOP_POINTS
 from cast.core.records import Conversation, TurnResult
 from cast.errors import CastError
-from cast.formats.ikat_runs import ikat_run_path, write_ikat_run
+from cast.formats.ikat_runs import RUN_FORMATS, ikat_run_path, write_ikat_run
 from cast.formats.outputs import RunOutputs, resume_conflict
+from cast.formats.rag_runs import FORMAT as RAG_FORMAT
+from cast.formats.rag_runs import MSMARCO_SEGMENT_ID, rag24_run_path, read_rag24_run, write_rag24_run
 from cast.formats.topics import load_topics, topics_digest
 from cast.infra.atomic import check_writable
 from cast.infra.cluster import add_ray_arguments, ray_options
@@ -53,11 +56,12 @@ def add_parser(subparsers: argparse._SubParsersAction, summary: str | None = Non
         help="with --stop-after: where to write the prepared turns; without: prepared turns to finish (the "
         "config's stages up to where they stopped must be those that prepared them)",
     )
-    ikat = parser.add_argument_group("TREC iKAT run files")
+    ikat = parser.add_argument_group("TREC run files: iKAT, RAG")
     ikat.add_argument(
         "--format",
-        choices=("ikat2023", "ikat2024", "ikat2025"),
-        help="also write OUTPUT.FORMAT.json (2025: .jsonl), the iKAT run file of that year",
+        choices=(*RUN_FORMATS, RAG_FORMAT),
+        help="also write the iKAT run file of that year (OUTPUT.ikat2023.json, ...; 2025: .jsonl), or the TREC RAG "
+        "2024 answer file (OUTPUT.trec-rag24.jsonl: a line per turn, its answer's sentences citing its ranking)",
     )
     ikat.add_argument("--run-type", default="automatic", help="the iKAT run type (default: automatic)")
     ikat.add_argument("--team-id", default="", help="the team id (iKAT 2025 metadata)")
@@ -76,7 +80,7 @@ def main(args: argparse.Namespace) -> int:
         check_writable(args.prepared, "--prepared")  # now, not after every turn is prepared
     config = config_from_args(args)
     conversations = load_topics(args.topics, rewrites=args.rewrites)
-    if args.format and not any(c.ptkb for c in conversations):
+    if args.format in RUN_FORMATS and not any(c.ptkb for c in conversations):
         # Its passage ids would not be ClueWeb22's: a submission file that the organisers would refuse.
         raise CastError(
             f"--format {args.format} writes a TREC iKAT run, but {args.topics} are not iKAT topics (no PTKB); "
@@ -117,8 +121,10 @@ def _run(
     if linker_report:
         print(linker_report, file=sys.stderr)
     print(f"wrote {outputs.run_path} and {outputs.answers_path} ({len(qids)} turns)")
-    if args.format:
+    if args.format in RUN_FORMATS:
         _write_ikat(args, outputs, args.tag or config["tag"])
+    elif args.format == RAG_FORMAT:
+        _write_rag24(args, outputs, args.tag or config["tag"])
     return 0
 
 
@@ -184,11 +190,35 @@ def _write_ikat(args: argparse.Namespace, outputs: RunOutputs, run_name: str) ->
     problems = write_ikat_run(
         path, outputs.run_path, outputs.answers_path, args.format, run_name, args.run_type, args.team_id
     )
-    if problems:  # e.g. a turn that retrieved nothing: no file that looks like a submission
+    _report_written(path, problems, args.format, outputs)
+
+
+def _write_rag24(args: argparse.Namespace, outputs: RunOutputs, run_id: str) -> None:
+    path = rag24_run_path(args.output)
+    problems = write_rag24_run(path, outputs.run_path, outputs.answers_path, run_id)
+    _report_written(path, problems, args.format, outputs)
+    other = {
+        r
+        for entry in read_rag24_run(path)
+        for r in entry["references"]
+        if not MSMARCO_SEGMENT_ID.fullmatch(r)
+    }
+    if other:
+        print(
+            f"note: {len(other)} passage ids of {path} are not MS MARCO v2.1 segment ids (e.g. {min(other)}): fine "
+            "for tools that read the format, not a TREC RAG 2024 submission",
+            file=sys.stderr,
+        )
+
+
+def _report_written(path: Path, problems: list[str], fmt: str, outputs: RunOutputs) -> None:
+    """Say that ``path`` was written, or (with ``problems``) why it was not: no file that looks like a
+    submission (e.g. a turn that retrieved nothing)."""
+    if problems:
         for problem in problems[:5]:
             print(f"{path}: {problem}", file=sys.stderr)
         raise CastError(
-            f"not writing {path}: it would not be a valid {args.format} submission ({len(problems)} problem(s), "
-            f"above); {outputs.run_path} and {outputs.answers_path} are complete"
+            f"not writing {path}: it would not be a valid {fmt} file ({len(problems)} problem(s), above); "
+            f"{outputs.run_path} and {outputs.answers_path} are complete"
         )
     print(f"wrote {path}")

@@ -19,11 +19,13 @@ from tqdm import tqdm
 from cast.core.config_keys import ConfigKeys
 from cast.core.limits import bounded_history, bounded_ranking, bounded_turn
 from cast.core.records import (
+    Answer,
     PastTurn,
     PreparedTurn,
     PTKBSelection,
     PTKBStatement,
     ScoredPassage,
+    Selection,
     Turn,
     TurnLinks,
     TurnResult,
@@ -260,6 +262,41 @@ class Pipeline:
         started = time.perf_counter()
         timings: dict[str, float] = {}
         timed = step_timer(timings, len(items), self.on_stage)
+        prepared = [p for _, p in items]
+        selected = self.select_batch(items, timed=timed)
+        answered = self.write_answers(
+            [
+                (p.rewrite.answer_question, selection)
+                for p, (_, selection) in zip(prepared, selected, strict=True)
+            ],
+            timed=timed,
+        )
+        _rest_as_other(timings, started, len(items))
+        return [
+            TurnResult(
+                turn=p.turn,
+                rewrite=p.rewrite,
+                ranking=p.ranking,
+                links=turn_links,
+                timings={**p.timings, **timings, "other": p.timings.get("other", 0.0) + timings["other"]},
+                input_limits=p.input_limits,
+                ptkb=p.ptkb,
+                selection=selection,
+                answer=answer,
+                verification=verification,
+            )
+            for p, (turn_links, selection), (answer, verification) in zip(
+                prepared, selected, answered, strict=True
+            )
+        ]
+
+    def select_batch(
+        self, items: Sequence[tuple[Sequence[PastTurn], PreparedTurn]], *, timed: Timer | None = None
+    ) -> list[tuple[TurnLinks, Selection]]:
+        """The selection step of :meth:`finish_batch`: each turn's entities (unless prepared with them, or the
+        selector reads none) and the passages its selector chooses among the first :attr:`candidates` of its
+        ranking."""
+        timed = timed or step_timer({}, max(len(items), 1), self.on_stage)
         histories = [bounded_history(list(history), {}) for history, _ in items]
         prepared = [p for _, p in items]
         candidates = [p.ranking[: self.candidates] for p in prepared]
@@ -284,44 +321,29 @@ class Pipeline:
             for history, p, cands, turn_links in zip(histories, prepared, candidates, links, strict=True)
         ]
         selections = timed("select", lambda: [self.selector.select(s) for s in selection_inputs])
-        answers = timed(
-            "summarize",
-            lambda: self.summarizer.summarize_batch(
-                [(p.rewrite.answer_question, sel) for p, sel in zip(prepared, selections, strict=True)]
+        return list(zip(links, selections, strict=True))
+
+    def write_answers(
+        self, items: Sequence[tuple[str, Selection]], *, timed: Timer | None = None
+    ) -> list[tuple[Answer, Verification | None]]:
+        """The answer step of :meth:`finish_batch`: each question's answer written from its selection (and
+        checked, where the config has a verifier)."""
+        timed = timed or step_timer({}, max(len(items), 1), self.on_stage)
+        answers = timed("summarize", lambda: self.summarizer.summarize_batch(list(items)))
+        verifier = self.verifier
+        if verifier is None:
+            return [(answer, None) for answer in answers]
+        # Timed only where configured: other runs' timings stay as they were.
+        checked = timed(
+            "verify",
+            lambda: verifier.verify_batch(
+                [
+                    (question, selection, answer)
+                    for (question, selection), answer in zip(items, answers, strict=True)
+                ]
             ),
         )
-        verifications: list[Verification | None] = [None] * len(prepared)
-        verifier = self.verifier
-        if verifier is not None:  # timed only where configured: other runs' timings stay as they were
-            checked = timed(
-                "verify",
-                lambda: verifier.verify_batch(
-                    [
-                        (p.rewrite.answer_question, sel, answer)
-                        for p, sel, answer in zip(prepared, selections, answers, strict=True)
-                    ]
-                ),
-            )
-            answers = [answer for answer, _ in checked]
-            verifications = [verification for _, verification in checked]
-        _rest_as_other(timings, started, len(items))
-        return [
-            TurnResult(
-                turn=p.turn,
-                rewrite=p.rewrite,
-                ranking=p.ranking,
-                links=turn_links,
-                timings={**p.timings, **timings, "other": p.timings.get("other", 0.0) + timings["other"]},
-                input_limits=p.input_limits,
-                ptkb=p.ptkb,
-                selection=selection,
-                answer=answer,
-                verification=verification,
-            )
-            for p, selection, answer, turn_links, verification in zip(
-                prepared, selections, answers, links, verifications, strict=True
-            )
-        ]
+        return [(answer, verification) for answer, verification in checked]
 
     def with_stages(self, config: dict[str, Any], **stages: Stage | None) -> Pipeline:
         """This pipeline with some stages replaced (the others shared, not rebuilt), under ``config``
@@ -403,9 +425,13 @@ def _rest_as_other(timings: dict[str, float], started: float, turns: int) -> Non
     timings["other"] = max(0.0, (time.perf_counter() - started) / turns - sum(timings.values()))
 
 
+# ``timed(step, fn)``: ``fn()``, its seconds recorded under ``step`` (:func:`step_timer`).
+Timer = Callable[[str, Callable[[], Any]], Any]
+
+
 def step_timer(
     timings: dict[str, float], turns: int, on_stage: Callable[[str], object] | None = None
-) -> Callable[[str, Callable[[], Any]], Any]:
+) -> Timer:
     """``timed(step, fn)``: ``fn()`` once the step's stage kind is told to ``on_stage``, its wall-clock seconds per
     turn recorded in ``timings[step]``."""
 

@@ -137,6 +137,9 @@ class Rewriter(Stage):
     """Turns an utterance into a context-independent query."""
 
     kind = "rewriter"
+    # Whether it reads an earlier turn's top passage (where the topics give no response), which only a walk that
+    # retrieves each turn before rewriting the next has (not cast.pyterrier's).
+    reads_top_passages: ClassVar[bool] = False
 
     @abstractmethod
     def rewrite(self, history: Sequence[PastTurn], turn: Turn) -> Rewrite:

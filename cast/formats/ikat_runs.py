@@ -226,16 +226,26 @@ def validate_ikat_run(run: Any, fmt: str, qids: Sequence[str] | None = None) -> 
         turn_ids = _validate_2025(run, problems)
     else:
         turn_ids = _validate_2023_2024(run, fmt, problems)
-    repeated = sorted({qid for qid in turn_ids if turn_ids.count(qid) > 1})
+    return problems + coverage_problems(turn_ids, qids)
+
+
+def coverage_problems(
+    answered: Sequence[str], expected: Iterable[str] | None, what: str = "turns"
+) -> list[str]:
+    """The problems of which ``what`` (turns, topics) a run answers: one answered twice, and with ``expected`` (the
+    topics' ids, if known) one of them missing or one answered that is not among them."""
+    problems = []
+    repeated = sorted({qid for qid in answered if answered.count(qid) > 1})
     if repeated:
-        problems.append(f"turns answered more than once: {repeated[:5]}")
-    if qids is not None:
-        missing = [qid for qid in qids if qid not in set(turn_ids)]
-        extra = sorted(set(turn_ids) - set(qids))
+        problems.append(f"{what} answered more than once: {repeated[:5]}")
+    if expected is not None:
+        expected = list(expected)
+        missing = [qid for qid in expected if qid not in set(answered)]
+        extra = sorted(set(answered) - set(expected))
         if missing:
-            problems.append(f"{len(missing)} turns of the topics are missing, e.g. {missing[:3]}")
+            problems.append(f"{len(missing)} {what} of the topics are missing, e.g. {missing[:3]}")
         if extra:
-            problems.append(f"{len(extra)} turns are not in the topics, e.g. {extra[:3]}")
+            problems.append(f"{len(extra)} {what} are not in the topics, e.g. {extra[:3]}")
     return problems
 
 

@@ -44,6 +44,9 @@ unnoticed.
 
 ``"ikat"``: the TREC iKAT 2023-2025 topic files, with each conversation's PTKB; see :mod:`cast.formats.ikat`.
 
+``irds:<id>`` in place of a path reads the conversations (or, for :func:`read_qrels`, the qrels) of an ir_datasets
+dataset, e.g. ``irds:trec-cast/v1/2020``; see :mod:`cast.formats.irds`.
+
 ``rewrites=`` takes a TSV file of ``qid TAB rewrite`` lines (or a ``{qid: rewrite}`` mapping); its rewrites
 become the turns' ``manual_rewrite``, replacing any in the topic file; ``automatic_rewrites=`` does the same
 for ``automatic_rewrite``. Rewrites of topics the file does not hold are ignored (so that a topics file cut
@@ -72,6 +75,7 @@ from typing import Any
 from cast.core.records import Conversation, Turn, to_dict
 from cast.errors import DataFormatError, EmptyUtteranceError, excerpt
 from cast.formats.ikat import is_ikat, read_ikat_topics
+from cast.formats.irds import is_irds, read_irds_qrels, read_irds_topics
 from cast.formats.textfiles import TABLE_BYTES, TOPICS_BYTES, read_json, read_text
 
 FORMATS = ("cast", "sample", "ikat")
@@ -96,7 +100,7 @@ def load_topics(
 
     Args:
         path: a CAsT topics JSON file (2019-2022) or a sample-conversation JSON file (see the module
-            docstring).
+            docstring), or ``irds:<id>``: an ir_datasets dataset's conversations (:mod:`cast.formats.irds`).
         rewrites: a ``qid TAB rewrite`` TSV file, or a ``{qid: rewrite}`` mapping, whose rewrites become the
             turns' ``manual_rewrite`` (e.g. 2019's ``evaluation_topics_annotated_resolved_v1.0.tsv``).
         automatic_rewrites: the same, for the turns' ``automatic_rewrite``.
@@ -119,10 +123,13 @@ def load_topics(
     """
     if fmt is not None and fmt not in FORMATS:
         raise ValueError(f"unknown topics format {fmt!r}; expected one of {', '.join(FORMATS)}")
-    data = read_json(path, TOPICS_BYTES, "topics file")
-    fmt = fmt or _detect_format(path, data)
-    readers = {"cast": _read_cast, "sample": _read_sample, "ikat": read_ikat_topics}
-    conversations = readers[fmt](path, data)
+    if is_irds(path):
+        conversations = read_irds_topics(str(path))
+    else:
+        data = read_json(path, TOPICS_BYTES, "topics file")
+        fmt = fmt or _detect_format(path, data)
+        readers = {"cast": _read_cast, "sample": _read_sample, "ikat": read_ikat_topics}
+        conversations = readers[fmt](path, data)
     for field_name, given in (("manual_rewrite", rewrites), ("automatic_rewrite", automatic_rewrites)):
         if given is not None:
             conversations = _with_rewrites(conversations, given, field_name)
@@ -172,10 +179,13 @@ def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     relevance}}``.
 
     Blank lines are skipped. A (qid, docid) pair judged twice keeps its last grade, as trec_eval does.
+    ``irds:<id>`` reads the qrels of an ir_datasets dataset (:mod:`cast.formats.irds`).
 
     Raises:
         DataFormatError: the file is missing or empty, or a line has not four fields or an integer relevance.
     """
+    if is_irds(path):
+        return read_irds_qrels(str(path))
     qrels: dict[str, dict[str, int]] = {}
     for line_number, line in _read_lines(path):
         parts = line.split()

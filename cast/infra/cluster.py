@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from cast.errors import CastError
+from cast.infra.extras import require_extra
 
 Item = TypeVar("Item")
 
@@ -89,6 +90,7 @@ def ray_options(args: argparse.Namespace, device: str | None = None) -> RayOptio
     """The options of :func:`add_ray_arguments`, or None without ``--ray``; ``device``: the config's."""
     if args.ray is None:
         return None
+    require_extra("ray", "--ray")
     gpus = args.ray_gpus_per_worker
     if gpus is None:
         gpus = 1.0 if str(device or "").startswith("cuda") else 0.0

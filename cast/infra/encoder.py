@@ -29,6 +29,7 @@ from pydantic import Field
 from cast.core.settings import Settings
 from cast.errors import ConfigError, ModelUnavailableError
 from cast.infra.cache import Cache
+from cast.infra.extras import require_extra
 from cast.infra.models import load_sentence_transformer
 
 # How the bundled model is named in cache keys, store manifests and run descriptions (its folder varies).
@@ -77,7 +78,10 @@ class EncoderSettings(Settings):
             return cls()
         if not isinstance(section, dict):
             raise ConfigError(f"encoder: expected a section (backend, quantize, threads), got {section!r}")
-        return cls.of(section)
+        settings = cls.of(section)
+        if settings.backend == "openvino":
+            require_extra("openvino", "encoder.backend openvino")
+        return settings
 
     @classmethod
     def check(cls, key: str, value: Any, section: str | None = None) -> None:

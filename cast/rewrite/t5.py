@@ -111,6 +111,7 @@ class T5Rewriter(Rewriter):
     The model is loaded when the stage is built, so a missing model stops the run before the first turn."""
 
     name = "t5"
+    reads_top_passages = True  # p_j: the response, else the top passage
 
     class Settings(Rewriter.Settings):
         model: Annotated[
