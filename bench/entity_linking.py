@@ -9,8 +9,8 @@ shared machine wall-clock figures rise with the load).
 Scores follow the dataset's published way (entity/conel.py): a link counts when dialogue, turn, mention without
 a leading article and entity all match. Each user turn is linked with the dialogue's earlier turns as context.
 
-    python bench/entity_linking.py --linkers wikipedia dictionary --index /work/cache/indexes/cast2022-dev
-    python bench/entity_linking.py --train --index /work/cache/indexes/cast2022-dev   # rewrites the model file
+    python bench/entity_linking.py --linkers wikipedia dictionary --index indexes/cast2022-dev
+    python bench/entity_linking.py --train --index indexes/cast2022-dev   # rewrites the model file
 
 ``--train`` learns the wikipedia linker's decision on ConEL-2 train, chooses the threshold for F1 on val (with
 precision at least ``--min-precision``) and writes ``entity/data/wikipedia-linker.json`` with the val figures it

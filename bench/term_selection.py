@@ -31,11 +31,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.common import DATA, existing_path, run  # noqa: E402
+from bench.common import DATA, IKAT_INDEX, existing_path, run  # noqa: E402
 
 CAST = DATA / "cast"
 IKAT_TRAIN = DATA / "ikat" / "2023_train_topics.json"
-IKAT_INDEX = "/work/cache/indexes/ikat2023-dev"
 THRESHOLDS = [round(0.05 * i, 2) for i in range(2, 15)]
 
 
@@ -235,7 +234,12 @@ def retrieval_mrr(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--index", type=existing_path, default=IKAT_INDEX, help="idf and retrieval index")
+    parser.add_argument(
+        "--index",
+        type=existing_path,
+        default=IKAT_INDEX,
+        help="idf and retrieval index: the iKAT 2023 dev index (default: %(default)s)",
+    )
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--trees", type=int, default=150)
     parser.add_argument("--depth", type=int, default=4)
