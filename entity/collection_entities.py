@@ -79,7 +79,10 @@ if TYPE_CHECKING:
 FORMAT = 1
 
 
+ENTITIES_SUFFIX = ".entities"  # an index's entity resources lie in INDEX.entities/
 DICTIONARY_FILE = "dictionary.json"
+# A whole dictionary is read at once: 10 MB for 820k passages; refused beyond this, before reading.
+DICTIONARY_BYTES = 1024 * 1024 * 1024
 
 
 OFFSETS_FILE = "postings.offsets.npy"
@@ -103,7 +106,7 @@ T = TypeVar("T")
 def entities_dir(index_dir: str | Path) -> Path:
     """The folder of an index's entity resources: ``<index_dir>.entities``, beside the index."""
     index = Path(index_dir).expanduser()
-    return index.with_name(index.name + ".entities")
+    return index.with_name(index.name + ENTITIES_SUFFIX)
 
 
 def dictionary_path(index_dir: str | Path) -> Path:
@@ -173,29 +176,62 @@ class EntityDictionary:
 
     @classmethod
     def load(cls, folder: Path) -> EntityDictionary:
-        raw = (folder / DICTIONARY_FILE).read_bytes()
+        """The dictionary file in ``folder`` (read whole, strictly: a damaged one is one line naming the
+        command that rebuilds it)."""
+        from cast.textfiles import parse_json, read_bytes
+
+        path = folder / DICTIONARY_FILE
+        rebuild = rebuild_advice(folder)
+        raw = read_bytes(path, DICTIONARY_BYTES, "entity dictionary")
+        data = parse_json(raw, path, what=f"JSON ({rebuild})")
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            found = data.get("format") if isinstance(data, dict) else type(data).__name__
+            raise DataFormatError(path, f"format {found} is not {FORMAT}; {rebuild}")
         try:
-            data = json.loads(raw)
-        except ValueError as e:
-            raise DataFormatError(folder / DICTIONARY_FILE, f"not JSON ({e}); rebuild it") from e
-        if data.get("format") != FORMAT:
+            surfaces = {
+                str(key): [(int(e), int(n)) for e, n in counts] for key, counts in data["surfaces"].items()
+            }
+            titles = [str(t) for t in data["titles"]]
+            passages = int(data["passages"])
+            casing = {str(k): str(v) for k, v in data.get("casing", {}).items()}
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise DataFormatError(
-                folder / DICTIONARY_FILE, f"format {data.get('format')} is not {FORMAT}; rebuild it"
-            )
+                path, f"not an entity dictionary ({type(e).__name__}: {e}); {rebuild}"
+            ) from None
         senses = {}
-        for key, counts in data["surfaces"].items():
+        for key, counts in surfaces.items():
             total = sum(count for _, count in counts)
+            if not counts or total <= 0:
+                raise DataFormatError(path, f"surface form {key!r} has no counts; {rebuild}")
             senses[key] = [(entity, count / total) for entity, count in counts]
         version = hashlib.sha256(raw).hexdigest()[:16]
-        article_uses = {key: counts[0][1] for key, counts in data["surfaces"].items()}
-        return cls(
-            [entity_uri(t) for t in data["titles"]],
-            senses,
-            version,
-            data["passages"],
-            article_uses,
-            data.get("casing", {}),
-        )
+        article_uses = {key: counts[0][1] for key, counts in surfaces.items()}
+        return cls([entity_uri(t) for t in titles], senses, version, passages, article_uses, casing)
+
+
+def rebuild_advice(folder: Path) -> str:
+    """The command that rebuilds the entity resources in ``folder`` from the collection files its index's build
+    recorded (``FILES...`` where they cannot be read), to give as advice that works when followed literally."""
+    import shlex
+
+    from index.build import build_record
+
+    index = (
+        folder.with_name(folder.name.removesuffix(ENTITIES_SUFFIX))
+        if folder.name.endswith(ENTITIES_SUFFIX)
+        else None
+    )
+    try:
+        record = build_record(index) if index is not None else None
+    except DataFormatError:
+        record = None
+    inputs = [shlex.quote(i) for i in record["inputs"]] if record and record["inputs"] else ["FILES..."]
+    where = (
+        f"--index {shlex.quote(str(index))}"
+        if index is not None
+        else f"--index INDEX --output {shlex.quote(str(folder))}"
+    )
+    return f"rebuild it with `cast entity dictionary {where} --input {' '.join(inputs)}`"
 
 
 @lru_cache(maxsize=4)

@@ -106,7 +106,7 @@ def test_missing_base_names_the_referring_file(tmp_path):
     ("override", "message"),
     [
         ("reranker.depth=-1", "reranker.depth must be at least 0, got -1"),
-        ("rewriter.m=-1", "rewriter.m must be at least 0, got -1"),
+        ("rewriter.max_terms=-1", "rewriter.max_terms must be at least 0, got -1"),
         ("stemmer=bogus", "stemmer must be one of krovetz, porter, none, got 'bogus'"),
         ("knowledge_base.bogus=1", "knowledge_base collection: unknown setting(s) bogus"),
         ("knowledge_base.name=nonexistent", "unknown knowledge_base 'nonexistent'"),

@@ -374,6 +374,34 @@ def test_the_knowledge_bases_advice_rebuilds_it_when_run_as_given(capsys, monkey
     assert WikipediaKB(path).meta["titles"] == "11"
 
 
+@pytest.mark.parametrize(
+    "damage",
+    [
+        '{"format": 1, "surf',
+        '{"format": 1, "surfaces": {"a": [[0, "x"]]}, "titles": [], "passages": 1}',
+        "[]",
+    ],
+)
+def test_a_damaged_entity_dictionary_is_one_line_whose_advice_rebuilds_it(capsys, tmp_path, damage):
+    from entity.collection_entities import EntityDictionary, entities_dir
+
+    collection = FIXTURES / "entity" / "collection.jsonl"
+    index = tmp_path / "index"
+    assert cast(capsys, "index", "build", "--input", str(collection), "--index", str(index))[0] == 0
+    folder = entities_dir(index)
+    assert (
+        cast(capsys, *advised_command(f"`cast entity dictionary --index {index} --input {collection}`"))[0]
+        == 0
+    )
+    (folder / "dictionary.json").write_text(damage)
+    with pytest.raises(DataFormatError) as caught:
+        EntityDictionary.load(folder)
+    assert "\n" not in str(caught.value) and str(folder / "dictionary.json") in str(caught.value)
+    code, out, _ = cast(capsys, *advised_command(str(caught.value)))
+    assert code == 0 and "entity resources written" in out
+    assert EntityDictionary.load(folder).passages > 0
+
+
 # --- the explorer -------------------------------------------------------------------------------------------------
 
 
