@@ -10,10 +10,12 @@ setup:
 demo: setup
 	$(VENV)/bin/cast demo
 
+# The docs build is strict (mkdocs.yml): a broken link or anchor in docs/ fails it.
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 # Everything, slow and integration tests included: CI runs this target (.ci/run). The Ray tests run in a pytest
 # process of their own: Ray's driver and the JVM in one process crash.

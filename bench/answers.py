@@ -1,4 +1,4 @@
-"""Passage selection benchmark (issue 5): the paper's Table 1 on the CAsT 2022 dev benchmark.
+"""Passage selection benchmark: the paper's Table 1 on the CAsT 2022 dev benchmark.
 
 For each selection method (O, ER, EG at several gamma, EG+EP, ...) the extractive answer built from the chosen
 passages (``--summarizer``, ``topk_trim`` by default) is scored against each turn's written response: words,

@@ -16,8 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-# The data folder (its README describes it) and the CAsT 2022 dev index built from it, as `cast index build` in
-# the README makes it; each script also takes them as arguments. CAST_DATA / CAST_BENCH_INDEX move the defaults.
+# The data folder (its README describes it) and the indexes built from it, as `cast index build` in the docs makes
+# them; each script also takes them as arguments. CAST_DATA, CAST_BENCH_INDEX (CAsT 2022 dev) and CAST_IKAT_INDEX
+# (iKAT 2023 dev) move the defaults; bench/pooled.py's index is CAST_POOLED_INDEX or its --index.
 DATA = Path(os.environ.get("CAST_DATA") or REPO.parent / "shared" / "data").expanduser()
 WIKI = DATA / "wiki" / "enwiki-2013-core.jsonl.gz"
 DEV_2022 = DATA / "cast" / "2022-dev"
@@ -27,6 +28,7 @@ DEV_2022_PASSAGES = DEV_2022 / "provenance_passages.jsonl"
 DEFAULT_INDEX = str(
     Path(os.environ.get("CAST_BENCH_INDEX") or REPO / "indexes" / "cast2022-dev").expanduser()
 )
+IKAT_INDEX = str(Path(os.environ.get("CAST_IKAT_INDEX") or REPO / "indexes" / "ikat2023-dev").expanduser())
 
 
 def existing_path(value: str) -> Path:

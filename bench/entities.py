@@ -13,7 +13,7 @@ Figures, on a seeded random sample of Wikipedia passages:
 
 Needs the entity resources of the index (``cast entity dictionary --index INDEX --input COLLECTION...``).
 
-    .venv/bin/python bench/entities.py --index /work/cache/indexes/cast2022-dev
+    .venv/bin/python bench/entities.py --index indexes/cast2022-dev
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
-"""Benchmark of the explorer under a burst of requests for uncached turns (issue 20, item 10).
+"""Benchmark of the explorer under a burst of requests for uncached turns.
 
 Serves the explorer on 127.0.0.1 over an index and a topics file, sends ``--burst`` concurrent
 ``POST /api/answer`` requests for distinct uncached turns (the first turns of the conversations, each with its own
 ``words`` setting), and meanwhile asks ``GET /api/health`` every 0.2 s. Prints the health latencies (median and
 largest), the statuses of the burst and its wall-clock time.
 
-    .venv/bin/python bench/explore_load.py --index /work/cache/indexes/cast2022-dev --burst 45
+    .venv/bin/python bench/explore_load.py --index indexes/cast2022-dev --burst 45
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def main() -> int:
     args = parse_args()
     config = load_config("offline", [f"index={args.index}", *args.set])
     explorer = Explorer(config, load_topics(args.topics), time_limit=120)
-    # Before issue 20 the explorer had no bound: the same script measures the old code too.
+    # An explorer without a bound on pending turns (older code) is measured by the same script.
     bounded = "max_pending" in inspect.signature(Explorer).parameters
     explorer.warm_up()
     conversations = explorer.conversations.ids()

@@ -1,4 +1,4 @@
-"""Answer generation latency (issue 6): seconds per answer for the paper's generators, at their real shapes.
+"""Answer generation latency: seconds per answer for the paper's generators, at their real shapes.
 
 Each model is built from its architecture's configuration with random weights (nothing is downloaded): T5-base,
 BART-large and PEGASUS-large. An answer reads ``--input-tokens`` tokens (3 passages: about 512) and writes exactly

@@ -4,7 +4,9 @@ Collection: the 820k Wikipedia passages + the iKAT provenance passages (``ikat/*
 
     cast index build --input ../shared/data/wiki/enwiki-2013-core.jsonl.gz \\
         ../shared/data/ikat/2023_train_topics_psg_text.jsonl ../shared/data/ikat/2023_test_topics_9-14_psg_text.jsonl \\
-        --index /work/cache/indexes/ikat2023-dev
+        --index indexes/ikat2023-dev
+
+(``--index``, or the environment variable ``CAST_IKAT_INDEX``, names another.)
 
 Queries: the turns of ``2023_train_topics.json`` and ``2023_test_topics_9-14.json`` (242); relevant passages: each
 turn's ``response_provenance`` (197 turns have one). The other 2023 test topics are held out.
@@ -23,7 +25,7 @@ bi-encoder re-ranker, and each one's MRR as a share of the manual rewrites'::
 ``files``: both topic files as one (``topics.json``) and the provenance qrels, for ``bench/answers.py`` (O vs
 EG answers) and ``cast eval``::
 
-    .venv/bin/python bench/ikat.py files --out /work/cache/ikat2023-dev
+    .venv/bin/python bench/ikat.py files --out runs/ikat2023-dev
 """
 
 from __future__ import annotations
@@ -36,12 +38,11 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.common import DATA, existing_path, run  # noqa: E402
+from bench.common import DATA, IKAT_INDEX, existing_path, run  # noqa: E402
 
 IKAT = DATA / "ikat"
 DEV_TOPICS = (IKAT / "2023_train_topics.json", IKAT / "2023_test_topics_9-14.json")
 NIST_PTKB_QRELS = IKAT / "2023_test_9-14.ptkb_rel_nist"
-DEFAULT_INDEX = "/work/cache/indexes/ikat2023-dev"
 
 
 def load_dev(topics: Sequence[Path]) -> list:
@@ -185,7 +186,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("files", command_files, "write the dev topics as one file and their provenance qrels"),
     ):
         sub = commands.add_parser(name, help=help_text)
-        sub.add_argument("--index", type=existing_path, default=DEFAULT_INDEX, help="the iKAT 2023 dev index")
+        sub.add_argument(
+            "--index",
+            type=existing_path,
+            default=IKAT_INDEX,
+            help="the iKAT 2023 dev index (default: %(default)s)",
+        )
         sub.add_argument("--topics", nargs="+", type=existing_path, default=list(DEV_TOPICS))
         sub.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
         sub.set_defaults(func=handler)
@@ -200,9 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             sub.add_argument("--no-rerank", action="store_true", help="LMD alone only")
         else:
-            sub.add_argument(
-                "--out", type=Path, default=Path("/work/cache/ikat2023-dev"), help="output folder"
-            )
+            sub.add_argument("--out", type=Path, required=True, help="output folder")
     args = parser.parse_args(argv)
     return args.func(args)
 

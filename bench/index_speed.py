@@ -1,4 +1,4 @@
-"""Indexing throughput (issue 2): `cast index build` beside Pyserini's own indexing CLI, on the same input.
+"""Indexing throughput: `cast index build` beside Pyserini's own indexing CLI, on the same input.
 
 Each indexer runs as a subprocess with the same settings (Krovetz, positions, document vectors, raw text,
 ``--threads``); reported per side: wall-clock seconds from process start to exit (JVM start-up included),

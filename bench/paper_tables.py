@@ -1,4 +1,4 @@
-"""Reproduction check (issue 7): the paper's Table 1 and Table 3, recomputed from answers files.
+"""Reproduction check: the paper's Table 1 and Table 3, recomputed from answers files.
 
 Table 1 compares passage-selection methods (O, ER, EG at several γ) under the extractive "Top-k trim" answer;
 Table 3 compares answer generators. This script scores answers files written by ``cast run`` or

@@ -1,4 +1,4 @@
-"""Scaling (issue 17): how the costs grow with the collection, and what Ray workers buy on one machine.
+"""Scaling: how the costs grow with the collection, and what Ray workers buy on one machine.
 
 ``growth``: collections of ``--scales`` times a base collection (the first ``--base-passages`` passages of
 ``--input``; below 1x its first passages, above 1x whole copies whose passage ids are re-identified as

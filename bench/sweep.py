@@ -1,4 +1,4 @@
-"""Sweep cost (issue 17): a sweep of 9 selector settings against one full run plus 9 selections.
+"""Sweep cost: a sweep of 9 selector settings against one full run plus 9 selections.
 
 Runs, each as a user would (a subprocess, models and index loaded by it):
 

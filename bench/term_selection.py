@@ -14,14 +14,13 @@ Then compare with HQE and the manual rewrites (``bench/ikat.py retrieval``, ``be
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.common import DATA, existing_path, run  # noqa: E402
+from bench.common import DATA, IKAT_INDEX, existing_path, run  # noqa: E402
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -32,9 +31,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--index",
         type=existing_path,
-        default=os.environ.get("CAST_IKAT_INDEX"),
-        required="CAST_IKAT_INDEX" not in os.environ,
-        help="idf and retrieval index (default: $CAST_IKAT_INDEX)",
+        default=IKAT_INDEX,
+        help="idf and retrieval index: the iKAT 2023 dev index (default: $CAST_IKAT_INDEX, else %(default)s)",
     )
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--trees", type=int, default=150)

@@ -103,3 +103,19 @@ def test_default_data_and_index_follow_the_environment(tmp_path: Path) -> None:
         str(tmp_path / "index"),
         str(tmp_path / "data" / "cast" / "2022-dev"),
     ]
+
+
+def test_the_ikat_index_follows_the_environment(tmp_path: Path) -> None:
+    def ikat_index(**env: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", "import bench.common as c; print(c.IKAT_INDEX)"],
+            cwd=REPO,
+            env={"PATH": "/usr/bin:/bin", **env},
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    assert ikat_index() == str(REPO / "indexes" / "ikat2023-dev")
+    assert ikat_index(CAST_IKAT_INDEX=str(tmp_path / "ikat")) == str(tmp_path / "ikat")

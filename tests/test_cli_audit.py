@@ -194,7 +194,7 @@ def test_answer_arguments_are_checked_before_the_models_load(capsys, tmp_path, a
             ["user_1", "user2_1"],
             "(new conversation)",
         ),
-        # A line that is not UTF-8 is refused alone; it used to end the session (issue 20).
+        # A line that is not UTF-8 is refused alone; it used to end the session.
         (
             b"Tell me about Glasgow.\n\xff caf\xe9?\nWhat is climate change?\n",
             ["user_1", "user_2"],

@@ -362,7 +362,7 @@ def test_sparql_escapes_iris_and_reports_bad_answers(serve, tmp_path: Path):
     assert "<http://dbpedia.org/resource/Quote_%22this%22>" in service.requests[0][2]["query"]
 
 
-# --- bounded requests, giving up, per-turn records, partial answers (issue 20 item 9, issue 14) ---------------
+# --- bounded requests, giving up, per-turn records, partial answers ---------------------------------------------
 
 
 class TricklingService:

@@ -1,4 +1,4 @@
-"""Faults, hostile input and load (issue 20): each defect the reliability audit found, as a regression test.
+"""Faults, hostile input and load: each guarantee of the faults table (docs/faults.md) as a regression test.
 
 Fault injection is real where it can be made so, and bounded in time: processes are killed with signals, a disk is
 filled (a small tmpfs where this machine lets us mount one; otherwise RLIMIT_FSIZE makes writes fail with EFBIG,

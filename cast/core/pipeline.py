@@ -233,7 +233,7 @@ class Pipeline:
 
         A query is linked after the conversation's earlier queries ("the band" after a turn about Metallica), for
         linkers that read them; a passage carries its own context, so it is linked once, whatever the turn (the
-        conversation as a passage's context lowered EG's answers: bench/RESULTS.md)."""
+        conversation as a passage's context lowered EG's answers: bench/RESULTS.md, "Entity linking")."""
         candidates = [ranking[: self.candidates] for ranking in rankings]
         earlier = [" ".join(past.query for past in history) for history in histories]
         query_entities = [

@@ -1,7 +1,7 @@
 """Beam search for encoder-decoder models (the T5 rewriter, the seq2seq summarizers), three ways that give the
 same tokens.
 
-Decoding on a GPU is bound by per-step overheads, not arithmetic (issue 6). :class:`BeamDecoder` therefore offers,
+Decoding on a GPU is bound by per-step overheads, not arithmetic. :class:`BeamDecoder` therefore offers,
 besides transformers' plain ``generate()``, a fixed-shape KV cache (``static``) and that cache with the model's
 step compiled into CUDA graphs (``compiled``), both meant to give the tokens of ``plain``: the tests check it on a
 CPU, bench/generation_latency.py and bench/latency.py on any device.

@@ -11,7 +11,7 @@ pipeline appends the first-stage rest below it. Ties keep the first-stage order.
 
 Every re-ranker can also interpolate its score with the first stage's (``first_stage_weight`` > 0: linear fusion
 of per-query normalised scores, :func:`cast.rank.fusion.interpolate`). Lexical and dense scores fail on different
-passages, so the fusion beats both alone; the offline profile uses it (see bench/RESULTS.md, issue 3).
+passages, so the fusion beats both alone; the offline profile uses it (see bench/RESULTS.md, "Retrieval").
 """
 
 from __future__ import annotations

@@ -86,7 +86,7 @@ class _SelectorBase(PassageSelector):
       ranks a relevant candidate above a non-relevant one far more often than the entity graph does (AUC 0.89
       vs 0.75), so the entity score is best used to break the re-ranker's close calls. Leave-one-topic-out
       over weights 0.5-0.9 picks 0.5 for 8 of 9 topics, and the held-out answers beat O's by 1.6 ROUGE-L and
-      1.0 METEOR points, not significantly (bench/RESULTS.md, issue 5).
+      1.0 METEOR points, not significantly (bench/RESULTS.md, "Passage selection").
     - ``reorder``: the entity score alone orders the ``candidates`` and relevance only breaks ties: the paper's
       reading (the re-ranker picks the candidates, the entities decide among them); use it to reproduce the
       paper. With the offline linker it loses 5 to 7 ROUGE-L points to O, whatever gamma, tau or linker filter.
