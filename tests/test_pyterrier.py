@@ -15,9 +15,9 @@ from ir_measures import RR, nDCG
 from cast import pyterrier as cpt
 from cast.cli import main as cast_main
 from cast.core.config import load_config
+from cast.core.pipeline import Pipeline
 from cast.errors import CastError
 from cast.evaluate.experiment import evaluate_runs
-from cast.core.pipeline import Pipeline
 from cast.formats.runfile import ranked, read_run
 from cast.formats.topics import load_topics
 

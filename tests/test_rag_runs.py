@@ -10,6 +10,7 @@ import pytest
 from fast_pipeline import FAST, cli_sets
 
 from cast.cli import main as cast_main
+from cast.core.records import Answer, AnswerSentence
 from cast.formats.rag_runs import (
     MAX_WORDS,
     rag24_entry,
@@ -18,7 +19,6 @@ from cast.formats.rag_runs import (
     validate_rag24_run,
     write_rag24_run,
 )
-from cast.core.records import Answer, AnswerSentence
 from cast.formats.runfile import write_run
 
 SEGMENTS = [f"msmarco_v2.1_doc_51_766815931#{n}_16068{n:05d}" for n in range(30)]

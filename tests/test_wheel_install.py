@@ -19,8 +19,8 @@ import pytest
 from built_wheel import REPO, build_wheel
 
 from cast.commands.demo import SAMPLE_CONVERSATION
-from cast.formats.textfiles import read_json
 from cast.entity.builders.kb import build_kb
+from cast.formats.textfiles import read_json
 
 OLDER = dict(
     line.split("==") for line in (REPO / "scripts" / "older-deps.txt").read_text().split() if "==" in line
