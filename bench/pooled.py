@@ -56,6 +56,7 @@ sys.path.insert(0, str(REPO))
 from bench.common import DATA, existing_path, load_average, run  # noqa: E402
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 RETRIEVAL = ("MRR", "nDCG@3", "R@100")
@@ -65,6 +66,8 @@ HEADLINE = ("MRR", "nDCG@3", "ROUGE-L", "METEOR")
 BASELINES = REPO / "bench" / "baselines"
 POOLED = "pooled"
 REGRESSION_STATUS = 3
+# How per-turn files record each score (six significant digits).
+RECORDED_FORMAT = "%.6g"
 
 
 @dataclass(frozen=True)
@@ -304,7 +307,15 @@ def read_per_turn(path: Path) -> pd.DataFrame:
 def write_per_turn(path: Path, frame: pd.DataFrame) -> None:
     from cast.infra.atomic import write_text_atomic
 
-    write_text_atomic(path, frame.to_csv(sep="\t", index=False, float_format="%.6g"))
+    write_text_atomic(path, frame.to_csv(sep="\t", index=False, float_format=RECORDED_FORMAT))
+
+
+def as_recorded(values: np.ndarray) -> np.ndarray:
+    """``values`` at the precision a per-turn file records them: a run compared with a baseline file differs
+    from it by what it changed, not by the file's rounding (a constant difference of 1e-8 is significant)."""
+    import numpy as np
+
+    return np.array([float(RECORDED_FORMAT % value) for value in values])
 
 
 # --- comparing ---------------------------------------------------------------------------------------------------
@@ -365,7 +376,8 @@ def tests_against(system: pd.DataFrame, baseline: pd.DataFrame) -> dict[str, dic
             if len(shared) == 0:
                 continue
             raw[measure] = paired_test(
-                group.loc[shared, measure].to_numpy(), base.loc[shared, measure].to_numpy()
+                as_recorded(group.loc[shared, measure].to_numpy()),
+                as_recorded(base.loc[shared, measure].to_numpy()),
             )
         t_ps = holm_bonferroni([t.t_test_p for t in raw.values()])
         r_ps = holm_bonferroni([t.randomisation_p for t in raw.values()])

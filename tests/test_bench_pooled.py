@@ -58,6 +58,19 @@ def test_noise_is_not_a_regression(pooled) -> None:
     assert pooled.print_summary("system", system, tests) == []
 
 
+def test_a_run_equal_to_its_baseline_file_but_for_the_files_rounding_equals_it(pooled, tmp_path) -> None:
+    system = table(
+        pooled, {"MRR": [1 / (1 + i % 7) for i in range(40)], "ROUGE-L": [100 / 3 + i for i in range(40)]}
+    )
+    pooled.write_per_turn(tmp_path / "baseline.tsv", system)
+    baseline = pooled.read_per_turn(tmp_path / "baseline.tsv")
+    assert (system["MRR"] != baseline["MRR"]).any()  # rounded in the file
+    tests = pooled.tests_against(system, baseline)
+    for measure in ("MRR", "ROUGE-L"):
+        assert tests["pooled"][measure].difference == 0.0
+        assert not tests["pooled"][measure].significant
+
+
 def test_unjudged_turns_are_left_out_of_retrieval_tests(pooled) -> None:
     mrr = [float("nan") if i % 2 else 0.5 for i in range(40)]
     tests = pooled.tests_against(table(pooled, {"MRR": mrr}), table(pooled, {"MRR": mrr}))
