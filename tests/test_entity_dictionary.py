@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cast.entity import casing
+from cast.entity.builders import casing
 from cast.entity.builders.collection_entities import (
     DICTIONARY_FILE,
     EntityDictionary,
@@ -421,7 +421,7 @@ def test_output_folder_with_other_files_is_not_replaced(fixtures: Path, tmp_path
 
 
 def test_resources_scanned_in_several_processes_are_the_same(fixtures: Path, tmp_path: Path, monkeypatch):
-    from cast.entity import collection_entities
+    from cast.entity.builders import collection_entities
 
     collection = [fixtures / "entity" / "collection.jsonl"]
     alone = build_entity_resources(None, collection, output=tmp_path / "alone", progress=False)

@@ -32,6 +32,7 @@ def sets(core_index, core_entities, tmp_path_factory):
         f"index={core_index}",
         f"cache_dir={tmp_path_factory.mktemp('cache')}",
         *(
+            "rewriter.name=hqe",
             "rewriter.r_topic=1.0",
             "rewriter.r_sub=0.5",
             "rewriter.eta=1.2",
