@@ -32,7 +32,7 @@ sys.path.insert(0, str(REPO))
 from bench.common import WIKI, existing_path, run, run_measured  # noqa: E402
 
 PYSERINI_CLI = (
-    "import runpy, sys; from cast import jvm; jvm.start(); "
+    "import runpy, sys; from cast.infra import jvm; jvm.start(); "
     "sys.argv = ['pyserini.index.lucene', *sys.argv[1:]]; "
     "runpy.run_module('pyserini.index.lucene', run_name='__main__')"
 )

@@ -48,7 +48,7 @@ def test_ctrl_c_reaches_python_once_the_jvm_runs():
         "import os, signal, time\n"
         "signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])\n"
         "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
-        "from cast import jvm\njvm.start()\n"
+        "from cast.infra import jvm\njvm.start()\n"
         "try:\n    os.kill(os.getpid(), signal.SIGINT)\n    deadline = time.monotonic() + 60\n"
         "    while time.monotonic() < deadline:\n        pass\n"
         "except KeyboardInterrupt:\n    print('interrupted')\n"
