@@ -12,7 +12,7 @@ import pytest
 
 from cast.errors import DataFormatError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 # What a build reads: the packages, the build files and the profiles (not runs, caches or the venv).
 SOURCES = ("cast", "entity", "index", "summarize", "configs", "pyproject.toml", "setup.py", "README.md")
 

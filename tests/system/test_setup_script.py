@@ -6,7 +6,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_setup_reruns_when_any_input_changes(tmp_path: Path) -> None:

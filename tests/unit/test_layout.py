@@ -8,7 +8,7 @@ import ast
 import os
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "cast"
+PACKAGE = Path(__file__).resolve().parents[2] / "cast"
 
 
 def modules() -> dict[str, ast.Module]:

@@ -24,8 +24,8 @@ from cast.core.config import load_config
 from cast.errors import ConfigError, DataFormatError
 from cast.formats.topics import load_topics
 
-CONVERSATIONS = Path(__file__).parent / "fixtures" / "core" / "conversations.json"
-IKAT_TOPICS = Path(__file__).parent / "fixtures" / "ikat" / "2024_test_topics.json"
+CONVERSATIONS = Path(__file__).parent.parent / "fixtures" / "core" / "conversations.json"
+IKAT_TOPICS = Path(__file__).parent.parent / "fixtures" / "ikat" / "2024_test_topics.json"
 
 
 def sample_topics(utterance: str = "Who was Marie Curie?", topic_id: str = "t") -> str:
@@ -272,7 +272,7 @@ def test_a_grid_of_a_value_that_is_not_finite_is_refused_before_any_work(capsys,
     out = tmp_path / "sweep"
     code, _, err = cast(
         capsys, "sweep", "--index", core_index, *BASELINE, "--topics", CONVERSATIONS,
-        "--grid", "selector.gamma=0,.nan", "--output", out, "--qrels", Path(__file__).parent / "fixtures/eval/toy.qrels",
+        "--grid", "selector.gamma=0,.nan", "--output", out, "--qrels", Path(__file__).parent.parent / "fixtures/eval/toy.qrels",
     )  # fmt: skip
     assert code == 1 and "is not a finite number" in one_error_line(err)
     assert not list(out.glob("*.run"))

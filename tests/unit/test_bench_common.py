@@ -14,7 +14,7 @@ import pytest
 
 from cast.errors import CastError, DataFormatError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 from bench.common import existing_path, run  # noqa: E402
 

@@ -17,7 +17,7 @@ from cast.infra.cluster import RayOptions, map_in_order
 # subprocess of its own (`_cast`), as a user would run it.
 pytestmark = pytest.mark.ray
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _cast(*argv: object) -> subprocess.CompletedProcess:
@@ -229,7 +229,7 @@ def test_an_unreachable_cluster_is_one_error_line(core_index, paths_topics, tmp_
         capture_output=True,
         text=True,
         timeout=60,
-        env={**__import__("os").environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+        env={**__import__("os").environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
     )
     assert done.returncode == 1
     assert done.stderr.startswith("cast run: error: cannot reach a Ray cluster at --ray 127.0.0.1:1 (")

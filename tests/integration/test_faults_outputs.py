@@ -19,7 +19,7 @@ from test_faults import advised_command
 from cast.errors import CastError, DataFormatError
 from cast.formats.topics import load_topics
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parent.parent / "fixtures"
 CONVERSATIONS = FIXTURES / "core" / "conversations.json"
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from cast.evaluate.wordnet import nltk_data_dir
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(
     not (nltk_data_dir() / "corpora" / "wordnet" / "lexnames").is_file(),
     reason="WordNet not set up: run scripts/setup_wordnet.sh",

@@ -12,7 +12,7 @@ from cast.index.build import build_index
 from cast.index.collections import read_passages
 from cast.rank.first_stage import LMDFirstStage
 
-SAMPLE = Path(__file__).resolve().parent.parent / "cast" / "data" / "sample"
+SAMPLE = Path(__file__).resolve().parents[2] / "cast" / "data" / "sample"
 
 # A passage answering each turn's manual rewrite (read from the sample).
 ANSWERS = [
