@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from test_entity_dictionary_helpers import Resources
 
 from cast.entity.builders.collection_entities import (
     DICTIONARY_FILE,
@@ -16,59 +17,16 @@ from cast.entity.builders.collection_entities import (
     specificity,
 )
 from cast.entity.builders.surfaces import (
-    SurfaceMatcher,
     name_alias,
     plural_form,
     title_aliases,
     usable_surface,
 )
 from cast.entity.link.dictionary import DictionaryLinker
-from cast.entity.link.linkers import chunk_spans, clean_html, entity_uri, locate, normalise_entity
-from cast.errors import CastError, ConfigError, IndexUnavailableError
+from cast.entity.link.linkers import entity_uri
+from cast.errors import CastError, ConfigError
 from cast.infra.cache import Cache
 from cast.infra.text import entity_label
-
-# --- shared helpers -------------------------------------------------------------------------------------------
-
-
-def test_entity_ids():
-    assert entity_uri("Mercury (planet)") == "http://dbpedia.org/resource/Mercury_(planet)"
-    assert entity_uri("iPod  touch") == "http://dbpedia.org/resource/IPod_touch"
-    assert normalise_entity("dbr:Zürich") == "http://dbpedia.org/resource/Zürich"
-    assert normalise_entity("http://dbpedia.org/resource/Z%C3%BCrich") == "http://dbpedia.org/resource/Zürich"
-    assert normalise_entity("Star Wars: Episode IV") == "http://dbpedia.org/resource/Star_Wars:_Episode_IV"
-    assert entity_label("http://dbpedia.org/resource/Mercury_(planet)") == "Mercury (planet)"
-
-
-def test_clean_html_keeps_a_way_back():
-    text = "<p>AT&amp;T in <i>Zürich</i>&#33;</p>"
-    clean = clean_html(text)
-    assert clean.text == " AT&T in  Zürich ! "
-    start = clean.text.index("AT&T")
-    assert text[slice(*clean.original_span(start, start + 4))] == "AT&amp;T"
-    start = clean.text.index("Zürich")
-    assert text[slice(*clean.original_span(start, start + 6))] == "Zürich"
-    assert clean_html("plain text").origin is None
-
-
-@pytest.mark.parametrize("max_chars", [7, 20, 64])
-def test_chunk_spans_cover_the_text_and_prefer_sentence_ends(max_chars: int):
-    text = "One sentence here. Another one follows, with a comma. " * 3 + "Unbreakable" * 8
-    spans = chunk_spans(text, max_chars)
-    assert "".join(text[s:e] for s, e in spans) == text
-    assert all(e - s <= max_chars for s, e in spans)
-    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))
-    if max_chars == 64:
-        assert text[: spans[0][1]].endswith("comma. ")  # the last sentence end within 64
-    assert chunk_spans("", 10) == [(0, 0)]
-
-
-def test_locate_handles_utf16_offsets_and_drift():
-    text = "🙂 Zürich and Zürich"
-    assert locate(text, "Zürich", 3) == 2  # Java counts the emoji as two units
-    assert locate(text, "Zürich", 14) == 13  # an offset that drifted: the nearest occurrence
-    assert locate(text, "Basel", 0) is None
-
 
 # --- dictionary building --------------------------------------------------------------------------------------
 
@@ -86,15 +44,6 @@ def test_title_aliases():
         "churches",
     )
     assert usable_surface("mercury") and not usable_surface("the the") and not usable_surface("1961")
-
-
-def test_surface_matcher_prefers_the_longest_form():
-    matcher = SurfaceMatcher(["new york", "new york city", "york", "city"])
-    tokens = "i left new york city for york".split()
-    found = [(" ".join(tokens[a:b]), form) for a, b, form in matcher.matches(tokens)]
-    assert found == [("new york city", 1), ("york", 2)]
-    # Every occurrence, overlapping ones included, as the casing scan counts them.
-    assert sorted(matcher.every_match(tokens)) == [0, 1, 2, 2, 3]
 
 
 @pytest.fixture(scope="module")
@@ -126,15 +75,6 @@ def test_dictionary_counts_commonness_from_the_collection(built: Path):
     # "Curie" (from the names "Marie Curie", "Pierre Curie") is kept only for the article that uses it often
     assert senses["curie"] == [("Marie Curie", 3)]
     assert "conference" not in senses  # "Wannsee Conference" writes it in lower case: a common word
-
-
-# --- linking ----------------------------------------------------------------------------------------------
-
-
-class Resources:
-    def __init__(self, index: Path, cache: Cache):
-        self.index_dir = index
-        self.cache = cache
 
 
 @pytest.fixture
@@ -210,15 +150,6 @@ def test_links_are_cached_by_dictionary_version(built: Path, tmp_path: Path):
     second = DictionaryLinker(mentions="all", resources=Resources(built.with_name("demo"), cache))
     second._find = lambda texts: pytest.fail(f"linked again: {texts}")
     assert second.link("Venus and the Sun") == mentions
-
-
-def test_missing_dictionary_says_how_to_build_it(tmp_path: Path):
-    (tmp_path / "index").mkdir()
-    with pytest.raises(CastError, match=r"no entity dictionary .*cast entity dictionary --index"):
-        DictionaryLinker(resources=Resources(tmp_path / "index", Cache(None)))
-    # A mistyped index is reported as such, not as a dictionary to build beside it.
-    with pytest.raises(IndexUnavailableError, match=r"no index at .*typo: build one with `cast index build"):
-        DictionaryLinker(resources=Resources(tmp_path / "typo", Cache(None)))
 
 
 def test_spacy_mentions(built: Path):
@@ -317,12 +248,6 @@ def test_the_collection_says_how_names_are_written(tmp_path: Path):
     assert EntityDictionary.load(folder).casing == {"big mac": "Big Mac"}
 
 
-def test_resources_are_not_built_beside_a_missing_index(fixtures: Path, tmp_path: Path):
-    with pytest.raises(IndexUnavailableError, match=r"no index at .*typo: build one with `cast index build"):
-        build_entity_resources(tmp_path / "typo", [fixtures / "entity" / "collection.jsonl"], progress=False)
-    assert list(tmp_path.iterdir()) == []
-
-
 def test_a_collection_without_titles_does_not_replace_the_resources(built: Path, tmp_path: Path):
     before = (built / DICTIONARY_FILE).read_bytes()
     untitled = tmp_path / "untitled.jsonl"
@@ -332,12 +257,3 @@ def test_a_collection_without_titles_does_not_replace_the_resources(built: Path,
         with pytest.raises(CastError, match=r"none of the \d+ passages of .* has an article title"):
             build_entity_resources(built.with_name("demo"), [collection], progress=False)
     assert (built / DICTIONARY_FILE).read_bytes() == before
-
-
-def test_output_folder_with_other_files_is_not_replaced(fixtures: Path, tmp_path: Path):
-    (tmp_path / "notes.txt").write_text("keep me")
-    with pytest.raises(CastError, match=r"holds files but no dictionary.json, so it is not replaced"):
-        build_entity_resources(
-            None, [fixtures / "entity" / "collection.jsonl"], output=tmp_path, progress=False
-        )
-    assert (tmp_path / "notes.txt").read_text() == "keep me"

@@ -202,12 +202,6 @@ def test_spotlight_timeout_fails_with_a_clear_message(serve, tmp_path: Path):
     assert len(service.requests) == 2
 
 
-def test_spotlight_unreachable_endpoint(tmp_path: Path):
-    linker = SpotlightLinker(endpoint="http://127.0.0.1:9/annotate", retries=0, timeout=1.0)
-    with pytest.raises(ServiceUnavailableError, match="127.0.0.1:9/annotate is unreachable"):
-        linker.link("Berlin")
-
-
 def test_spotlight_skip_counts_unlinked_texts_and_does_not_cache_failures(serve, tmp_path: Path):
     healthy = {"on": False}
     service = serve(
@@ -508,13 +502,6 @@ def test_sparql_refuses_partial_answers_and_caches_none_of_them(serve, tmp_path:
     state["partial"] = ""
     assert make().total == 10  # nothing partial was cached
     assert make(total=10).set_sizes([entity_uri("A"), entity_uri("B")]) == [2, 1]
-
-
-def test_sparql_failures_advise_the_knowledge_bases_own_settings(tmp_path: Path):
-    kb = SparqlKnowledgeBase(endpoint="http://127.0.0.1:9/sparql", total=10, retries=0, timeout=1.0)
-    with pytest.raises(ServiceUnavailableError) as error:
-        kb.relatedness(entity_uri("A"), entity_uri("B"))
-    assert "knowledge_base.endpoint" in str(error.value) and "on_error" not in str(error.value)
 
 
 def test_entities_with_question_marks_and_percent_signs_keep_their_inlinks(serve, tmp_path: Path):

@@ -13,7 +13,7 @@ from cast.commands import index as cli
 from cast.core.records import Passage
 from cast.core.resources import Resources
 from cast.errors import CastError, DataFormatError
-from cast.index.build import IndexSummary, _read_ahead, build_index, index_stats, raw_document
+from cast.index.build import IndexSummary, build_index, index_stats
 from cast.rank.first_stage import LMDFirstStage
 
 # The fixture's five non-empty passages hold 38 tokens after analysis (stop words removed, Krovetz stems);
@@ -93,16 +93,6 @@ def test_krovetz_conflates_inflections_but_not_porter_stems(lmd: LMDFirstStage) 
     assert [sp.id for sp in lmd.search("running")] == ["jogging-1"]
 
 
-def test_refuses_to_build_into_a_non_empty_directory(fixtures: Path, tmp_path: Path) -> None:
-    target = tmp_path / "taken"
-    target.mkdir()
-    (target / "notes.txt").write_text("keep me")
-    with pytest.raises(CastError, match=r"taken already exists and is not empty; pass --overwrite"):
-        build_index([fixtures / "index" / "passages.jsonl"], target, progress=False)
-    assert [p.name for p in tmp_path.iterdir()] == ["taken"]
-    assert (target / "notes.txt").read_text() == "keep me"
-
-
 def test_overwrite_replaces_the_old_index(fixtures: Path, tmp_path: Path) -> None:
     target = tmp_path / "index"
     target.mkdir()
@@ -121,26 +111,6 @@ def test_failed_build_leaves_nothing_behind(fixtures: Path, tmp_path: Path) -> N
     with pytest.raises(DataFormatError, match=r"bad.jsonl:2"):
         build_index([bad], tmp_path / "index", progress=False)
     assert [p.name for p in tmp_path.iterdir()] == ["bad.jsonl"]
-
-
-def test_read_ahead_keeps_order_and_raises_the_readers_error() -> None:
-    def items():
-        yield 1
-        yield 2
-        raise DataFormatError("c.jsonl", "bad line", 3)
-
-    seen = []
-    with pytest.raises(DataFormatError, match="c.jsonl:3: bad line"):
-        for item in _read_ahead(items()):
-            seen.append(item)
-    assert seen == [1, 2]
-
-
-def test_raw_document_fields() -> None:
-    assert (
-        raw_document(Passage("p1", "text", "Title")) == '{"id": "p1", "contents": "text", "title": "Title"}'
-    )
-    assert raw_document(Passage("p2", "caf\u00e9")) == '{"id": "p2", "contents": "caf\u00e9"}'
 
 
 def test_cli_build_prints_summary_and_stats(

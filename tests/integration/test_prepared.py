@@ -1,6 +1,5 @@
 """Turns prepared as far as re-ranking or linking, finished later under other settings (cast/conversation/prepared.py)."""
 
-import gzip
 import json
 
 import pytest
@@ -11,7 +10,7 @@ from cast.core.config import load_config
 from cast.core.pipeline import Pipeline
 from cast.core.registry import build_stage
 from cast.core.resources import Resources
-from cast.errors import CastError, ConfigError, DataFormatError
+from cast.errors import ConfigError
 from cast.formats.topics import load_topics
 
 
@@ -116,19 +115,6 @@ def test_turns_cannot_be_prepared_when_the_answers_are_the_responses(
     answers = Pipeline.from_config(eg_config(core_index, core_entities, "history_responses=answers"))
     with pytest.raises(ConfigError, match="history_responses: answers"):
         prepare_conversations(answers, conversations)
-
-
-def test_a_missing_or_malformed_prepared_file_is_reported(tmp_path):
-    with pytest.raises(CastError, match="no prepared turns at .*cast run --stop-after"):
-        Prepared.load(tmp_path / "absent.jsonl.gz")
-    wrong = tmp_path / "wrong.jsonl.gz"
-    with gzip.open(wrong, "wt") as f:
-        f.write('{"qid": "1_1"}\n')
-    with pytest.raises(DataFormatError, match="wrong.jsonl.gz:1: not a prepared-turns file"):
-        Prepared.load(wrong)
-    (tmp_path / "plain.txt").write_text("not gzip")
-    with pytest.raises(DataFormatError, match="plain.txt: not a readable gzip file"):
-        Prepared.load(tmp_path / "plain.txt")
 
 
 def test_a_pass_stops_only_where_later_turns_need_nothing_after_it(pipeline, conversations):

@@ -9,7 +9,7 @@ from cast.core.config import CONFIG_DIR, load_config
 from cast.core.registry import STAGES, build_stage, stage_class
 from cast.core.resources import Resources
 from cast.core.settings import Setting, check_value
-from cast.errors import ConfigError, IndexUnavailableError, ModelUnavailableError
+from cast.errors import ConfigError, IndexUnavailableError
 from cast.infra.jvm import check_index
 
 
@@ -134,16 +134,6 @@ def test_calibrate_checks_its_numbers_before_loading_anything(capsys, tmp_path, 
     # The offline config's summarizer is not seq2seq: without the early check that would be the error.
     line = cli_error(capsys, ["calibrate", "--answers", str(tmp_path / "none.jsonl"), *argument])
     assert message in line
-
-
-def test_a_model_not_in_the_cache_names_the_stage_s_allow_download_setting(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    section = {"name": "seq2seq", "model": "no-such-org/no-such-model", "device": "cpu"}
-    with pytest.raises(ModelUnavailableError, match=r"--set summarizer.allow_download=true\)") as caught:
-        build_stage("summarizer", section, Resources({}))
-    assert "--set summarizer.model=/path/to/model" in str(caught.value)
-    with pytest.raises(ModelUnavailableError, match="HF_HUB_OFFLINE forbids downloads"):
-        build_stage("summarizer", {**section, "allow_download": True}, Resources({}))
 
 
 def test_the_default_index_place_says_to_pass_an_index_or_run_the_demo(monkeypatch, tmp_path):

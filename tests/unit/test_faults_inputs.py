@@ -10,14 +10,12 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from test_cli_audit import BASELINE, cast, one_error_line
+from test_cli_audit import cast, one_error_line
 from test_faults import write
 
 from cast.core.config import load_config
@@ -51,19 +49,6 @@ def test_a_device_is_refused_before_it_is_read(capsys, tmp_path, argv, message):
     code, _, err = cast(capsys, *argv)
     assert code == 1
     assert message in one_error_line(err)
-
-
-def test_a_fifo_as_topics_is_refused_not_waited_on(tmp_path):
-    fifo = tmp_path / "topics.json"
-    os.mkfifo(fifo)
-    done = subprocess.run(  # a process of its own: a regression would wait for a writer for ever
-        [sys.executable, "-m", "cast.cli", "run", "--topics", str(fifo), "--output", str(tmp_path / "o")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 1
-    assert f"{fifo}: is a FIFO (named pipe), not a file" in one_error_line(done.stderr)
 
 
 def test_a_topics_file_over_its_limit_is_refused_by_its_size(tmp_path):
@@ -266,34 +251,6 @@ def test_a_number_that_is_not_finite_is_refused_on_the_command_line(override):
         ConfigError, match=r"--set .*: the value is not valid YAML: .* is not a finite number"
     ):
         load_config("offline", [override])
-
-
-def test_a_grid_of_a_value_that_is_not_finite_is_refused_before_any_work(capsys, core_index, tmp_path):
-    out = tmp_path / "sweep"
-    code, _, err = cast(
-        capsys, "sweep", "--index", core_index, *BASELINE, "--topics", CONVERSATIONS,
-        "--grid", "selector.gamma=0,.nan", "--output", out, "--qrels", Path(__file__).parent.parent / "fixtures/eval/toy.qrels",
-    )  # fmt: skip
-    assert code == 1 and "is not a finite number" in one_error_line(err)
-    assert not list(out.glob("*.run"))
-
-
-def test_a_stage_built_in_code_refuses_a_setting_that_is_not_finite(core_index):
-    from cast.core.registry import build_stage
-    from cast.core.resources import Resources
-
-    for kind, section in (("selector", {"name": "eg", "gamma": float("nan")}), ("first_stage", {"name": "lmd", "mu": float("inf")})):  # fmt: skip
-        with pytest.raises(ConfigError, match=rf"{kind}\.\w+ must be a finite number, got (nan|inf)"):
-            build_stage(kind, section, Resources({"index": str(core_index)}))
-
-
-def test_the_first_stage_with_an_infinite_mu_is_never_blamed_on_the_index(capsys, core_index, tmp_path):
-    code, _, err = cast(
-        capsys, "run", "--index", core_index, *BASELINE, "--topics", CONVERSATIONS,
-        "--set", "first_stage.mu=.inf", "--output", tmp_path / "r",
-    )  # fmt: skip
-    line = one_error_line(err)
-    assert code == 1 and "first_stage.mu" in line and "damaged" not in line and "--overwrite" not in line
 
 
 def test_choosing_a_stage_keeps_the_settings_given_for_it_in_any_order(tmp_path):
