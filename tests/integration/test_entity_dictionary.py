@@ -1,4 +1,5 @@
-"""The offline linker: dictionary building, longest match, ambiguity, spans on awkward input, the shared helpers."""
+"""The offline linker: dictionary building, longest match, ambiguity, spans on awkward input (the shared
+helpers: test_entity_dictionary_helpers.py)."""
 
 from __future__ import annotations
 

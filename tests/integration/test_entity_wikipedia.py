@@ -1,5 +1,5 @@
-"""The wikipedia linker: its decision pieces by hand, disambiguation cases on a tiny knowledge base, and the
-shipped model against its recorded ConEL-2 val figures."""
+"""The wikipedia linker: disambiguation cases on a tiny knowledge base, and the shipped model against its
+recorded ConEL-2 val figures (its decision pieces by hand: test_entity_wikipedia_decisions.py)."""
 
 import sys
 from pathlib import Path

@@ -1,5 +1,5 @@
-"""The benchmark scripts' shared plumbing (bench/common.py) and their bad-path behaviour: a wrong path is one
-error line naming it, and bench/entities.py runs on a small sample."""
+"""The benchmark scripts' shared plumbing (bench/common.py): a wrong path is one error line naming it, and
+bench/entities.py runs on a small sample (the scripts run as processes: test_bench_scripts.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The sentence encoder's backends (cast/infra/encoder.py, the config's ``encoder`` section): ONNX and OpenVINO exports
-of the bundled all-MiniLM-L6-v2 give torch's embeddings within tolerance, an export is built once and found again
-by its key, and the setting's errors."""
+"""The sentence encoder's backends (cast/infra/encoder.py, the config's ``encoder`` section) without a model:
+the export's key, the choice of backend and the setting's errors (the embeddings of the bundled
+all-MiniLM-L6-v2: test_encoder_backends.py)."""
 
 from __future__ import annotations
 

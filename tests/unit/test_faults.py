@@ -1,9 +1,9 @@
-"""Faults, hostile input and load (issue 20): each defect the reliability audit found, as a regression test.
+"""Faults and hostile input: each defect the reliability audit found, as a regression test; here those that
+need no index and no other process (on the fixture index: test_faults_index.py; with another process:
+test_faults_processes.py).
 
-Fault injection is real where it can be made so, and bounded in time: processes are killed with signals, a disk is
-filled (a small tmpfs where this machine lets us mount one; otherwise RLIMIT_FSIZE makes writes fail with EFBIG,
-the same path through the code), caches and indexes are corrupted byte by byte, two runs share one output prefix,
-and a symlink is planted at a temporary file's name.
+Fault injection is real where it can be made so: caches and embedding stores are corrupted byte by byte, a
+lock is held elsewhere, and a disk is full.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Hostile and odd inputs, read whole or line by line: each gives one error line naming the file (and line), found
 before the input is read where it can be, and never a traceback, a hang or a file that grows without bound.
 
-Streams and devices are real (a FIFO, ``/dev/zero``), oversized files are sparse (no disk used), and every strict
-rule of the one reader (``cast/formats/textfiles.py``) is tried on each kind of file that goes through it.
+Devices are real (``/dev/zero``; a FIFO: test_faults_inputs_processes.py), oversized files are sparse (no
+disk used), and every strict rule of the one reader (``cast/formats/textfiles.py``) is tried on each kind of
+file that goes through it.
 """
 
 from __future__ import annotations

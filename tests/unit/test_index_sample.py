@@ -1,4 +1,5 @@
-"""The demo sample (cast/data/sample/): its files, and that its conversation is answerable from its collection."""
+"""The demo sample (cast/data/sample/): its files (its conversation answered from its collection:
+test_index_sample_retrieval.py)."""
 
 from __future__ import annotations
 

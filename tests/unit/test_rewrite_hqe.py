@@ -1,5 +1,5 @@
-"""HQE: the pure pieces on hand-computed numbers, and the expansion on a 20-passage fixture index whose document
-frequencies are chosen so that every importance can be checked by hand."""
+"""HQE: the pure pieces on hand-computed numbers (the expansion on a fixture index:
+test_rewrite_hqe_index.py)."""
 
 from __future__ import annotations
 

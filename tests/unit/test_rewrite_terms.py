@@ -1,5 +1,5 @@
-"""The term selection rewriter: its features on hand-made texts, the choice of terms, the model file's errors, and
-the stage end to end on a fixture index with a hand-written model (a stump on one feature)."""
+"""The term selection rewriter: its features on hand-made texts, the choice of terms, the model file's errors
+(the stage end to end on a fixture index: test_rewrite_terms_index.py)."""
 
 from __future__ import annotations
 

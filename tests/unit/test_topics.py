@@ -1,4 +1,5 @@
-"""Topic loaders and qrels reader: the real CAsT files of ../shared/data, a sample conversation, bad input."""
+"""Topic loaders and qrels reader: a sample conversation, bad input (the real CAsT files of ../shared/data:
+test_topics_data.py)."""
 
 from __future__ import annotations
 
