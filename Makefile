@@ -2,7 +2,7 @@
 # set-up scripts change.
 VENV ?= .venv
 
-.PHONY: setup demo test test-quick lint
+.PHONY: setup demo test test-unit test-quick lint
 
 setup:
 	bash scripts/setup.sh
@@ -17,13 +17,22 @@ lint: setup
 	$(VENV)/bin/mypy
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
-# Everything, slow and integration tests included: CI runs this target (.ci/run). The Ray tests run in a pytest
-# process of their own: Ray's driver and the JVM in one process crash.
+# The tests are in three tiers, by folder: tests/unit (pure code: no JVM, models, spaCy, processes or servers; its
+# conftest refuses them), tests/integration (real components: the fixture indexes, tiny models, spaCy, the explorer,
+# stub services, ../shared/data) and tests/system (whole commands as processes, the wheel, the Ray cluster).
+
+# Everything, every tier and the slow tests: CI runs this target (.ci/run). The unit tier runs alone, where its guard
+# sees every import; the Ray tests run in a pytest process of their own: Ray's driver and the JVM crash in one process.
 test: setup lint
-	$(VENV)/bin/python -m pytest -q -m "not ray"
+	$(VENV)/bin/python -m pytest -q tests/unit
+	$(VENV)/bin/python -m pytest -q -m "not unit and not ray"
 	$(VENV)/bin/python -m pytest -q -m ray
 
-# While editing: without the slow tests (test_demo, the sample retrieval, compiled decoding).
+# While editing: the unit tier, in seconds.
+test-unit: setup
+	$(VENV)/bin/python -m pytest -q tests/unit
+
+# Before a commit: lint, the unit and integration tiers and the packages' doctests, without the slow tests.
 test-quick: setup lint
-	$(VENV)/bin/python -m pytest -q -m "not slow and not ray"
-	$(VENV)/bin/python -m pytest -q -m "ray and not slow"
+	$(VENV)/bin/python -m pytest -q tests/unit
+	$(VENV)/bin/python -m pytest -q -m "not slow" tests/integration cast

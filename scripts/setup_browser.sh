@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs headless Chromium (Debian's `chromium`) for the Conversation Explorer's browser test
-# (tests/test_explore_browser.py, driven by Playwright with executable_path=/usr/bin/chromium). Idempotent and
+# (tests/system/test_explore_browser.py, driven by Playwright with executable_path=/usr/bin/chromium). Idempotent and
 # quiet: does nothing when it is installed; without root or apt-get it says what to install and leaves the test
 # to skip.
 set -euo pipefail

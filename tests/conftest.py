@@ -1,5 +1,7 @@
-"""Shared fixtures. Tiers: inline units; tiny fixture corpora with exact expected scores; tiny random models
-built once per session; integration tests on ../shared/data (skipped, with the reason, where it is absent)."""
+"""Shared fixtures and the tiers. A test's tier is its folder: ``tests/unit`` (pure code, in seconds: no JVM, torch,
+spaCy, Ray, server or other process; its conftest refuses them), ``tests/integration`` (real components: the fixture
+indexes, tiny random models, spaCy, the explorer, stub services, ../shared/data, skipped with the reason where it is
+absent) and ``tests/system`` (whole commands as processes, the wheel, the Ray cluster)."""
 
 from __future__ import annotations
 
@@ -12,13 +14,18 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 
+TIERS = ("unit", "integration", "system")
+
+
 @pytest.hookimpl(tryfirst=True)  # before -m selects by marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test that reads ../shared/data (through :func:`shared_data`) is an integration test, marked or not;
-    a test on the Ray runtime is a ``ray`` test."""
+    """A test is marked with its tier, the folder it is in under tests/ (``-m unit`` and so on); a test on the Ray
+    runtime is a ``ray`` test."""
+    tests = Path(__file__).resolve().parent
     for item in items:
-        if "shared_data" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.integration)
+        path = item.path.resolve()
+        if path.is_relative_to(tests) and (tier := path.relative_to(tests).parts[0]) in TIERS:
+            item.add_marker(tier)
         if "ray_runtime" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.ray)
 

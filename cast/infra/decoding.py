@@ -74,8 +74,8 @@ class BeamDecoder:
       does the first with another batch size; on a GPU each batch size also records its CUDA graphs once.
 
     Padding and unused cache positions are masked, so the three compute the same scores up to the order of
-    floating-point sums; tests/test_summarize_seq2seq.py and tests/test_rewrite_t5.py (CPU),
-    bench/generation_latency.py and bench/latency.py (any device) check that the tokens are the same.
+    floating-point sums; tests/integration/test_summarize_seq2seq.py and tests/integration/test_rewrite_t5.py
+    (CPU), bench/generation_latency.py and bench/latency.py (any device) check that the tokens are the same.
 
     Args:
         model: an encoder-decoder model (``AutoModelForSeq2SeqLM``); ``compiled`` compiles it in place.

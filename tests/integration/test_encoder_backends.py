@@ -1,0 +1,97 @@
+"""The sentence encoder's backends on the bundled all-MiniLM-L6-v2: ONNX and OpenVINO exports give torch's
+embeddings within tolerance, and an export is built once and found again by its key."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_encoder import offline  # noqa: F401  (fixtures)
+
+from cast.infra.cache import Cache
+from cast.infra.encoder import EncoderSettings, SentenceEncoder
+
+SENTENCES = [
+    "How do planets orbit the Sun?",
+    "Marie Curie discovered polonium and radium in 1898.",
+    "Glasgow lies on the River Clyde.",
+    "a",
+    "The quick brown fox jumps over the lazy dog. " * 40,  # past the 64-token limit: truncated alike
+]
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("encoders")
+
+
+@pytest.fixture(scope="module")
+def torch_vectors(one_torch_thread):
+    return SentenceEncoder(None, "cpu", 64).embed(SENTENCES, batch_size=2)
+
+
+@pytest.mark.parametrize(
+    "backend, quantize, min_cosine",
+    [("onnx", "none", 0.9999), ("openvino", "none", 0.9999), ("onnx", "int8", 0.98)],
+)
+def test_exported_backends_give_torchs_embeddings(torch_vectors, exports, backend, quantize, min_cosine):
+    encoder = SentenceEncoder(None, "cpu", 64, EncoderSettings(backend, quantize, threads=1), exports)
+    # batch 2: batches of different lengths and padding, in another order than the texts'
+    vectors = encoder.embed(SENTENCES, batch_size=2)
+    assert vectors.shape == torch_vectors.shape and vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    cosines = (vectors * torch_vectors).sum(axis=1)
+    assert cosines.min() > min_cosine, cosines
+    if quantize == "none":
+        np.testing.assert_allclose(vectors, torch_vectors, atol=1e-4)
+    assert encoder.embed([]).shape == (0, encoder.dimension)
+
+
+@pytest.mark.parametrize("quantize", ["none", "int8"])
+def test_a_texts_embedding_does_not_depend_on_the_texts_encoded_with_it(exports, quantize):
+    # int8 runs scale activations by the run's range: batched, a text's vector would change with its company
+    encoder = SentenceEncoder(None, "cpu", 64, EncoderSettings("onnx", quantize, threads=1), exports)
+    together = encoder.embed(SENTENCES, batch_size=8)
+    alone = np.stack([encoder.embed([text])[0] for text in SENTENCES])
+    if quantize == "int8":
+        np.testing.assert_array_equal(together, alone)
+    else:
+        np.testing.assert_allclose(together, alone, atol=1e-5)
+
+
+def test_an_export_is_built_once_and_found_again(exports, capfd):
+    settings = EncoderSettings("onnx", threads=1)
+    SentenceEncoder(None, "cpu", 64, settings, exports)  # built here or by the test above
+    capfd.readouterr()
+    again = SentenceEncoder(None, "cpu", 64, settings, exports)
+    assert "exporting" not in capfd.readouterr().err
+    folders = [
+        p for p in exports.iterdir() if p.name.startswith("all-MiniLM-L6-v2-onnx-") and "int8" not in p.name
+    ]
+    assert len(folders) == 1 and not any(p.name.startswith(".") for p in exports.iterdir())
+    assert json.loads((folders[0] / "export.json").read_text())["backend"] == "onnx"
+    assert again.embed(["x"]).shape == (1, 384)
+
+
+def test_a_missing_export_is_built_with_a_message(tmp_path, capfd):
+    SentenceEncoder(None, "cpu", 64, EncoderSettings("onnx", threads=1), tmp_path)
+    message = capfd.readouterr().err.strip().splitlines()
+    assert message == [f"cast: exporting all-MiniLM-L6-v2 to onnx (once) into {next(tmp_path.iterdir())}"]
+
+
+def test_quantised_embeddings_are_cached_apart_from_exact_ones(exports):
+    cache = Cache(None)
+    texts = SENTENCES[:2]
+    SentenceEncoder(None, "cpu", 64).cached_embeddings(texts, cache)
+    entries = lambda: cache._db.execute("SELECT COUNT(*) FROM entries").fetchone()[0]  # noqa: E731
+    assert entries() == 2
+    SentenceEncoder(None, "cpu", 64, EncoderSettings("onnx", threads=1), exports).cached_embeddings(
+        texts, cache
+    )
+    assert entries() == 2  # float32 ONNX equals torch: it reads torch's entries
+    SentenceEncoder(None, "cpu", 64, EncoderSettings("onnx", "int8", 1), exports).cached_embeddings(
+        texts, cache
+    )
+    assert entries() == 4

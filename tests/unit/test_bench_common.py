@@ -1,0 +1,64 @@
+"""The benchmark scripts' shared plumbing (bench/common.py): a wrong path is one error line naming it, and
+bench/entities.py runs on a small sample (the scripts run as processes: test_bench_scripts.py)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from cast.errors import CastError, DataFormatError
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+from bench.common import existing_path, run  # noqa: E402
+
+
+def load_script(name: str):
+    spec = importlib.util.spec_from_file_location(f"{name}_bench", REPO / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_existing_path_names_a_missing_path(tmp_path: Path) -> None:
+    assert existing_path(str(tmp_path)) == tmp_path
+    with pytest.raises(argparse.ArgumentTypeError, match=r"no such file or folder: .*nowhere.json"):
+        existing_path(str(tmp_path / "nowhere.json"))
+
+
+def test_run_reports_a_cast_error_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    def main() -> int:
+        raise DataFormatError("topics.json", "not JSON", 3)
+
+    assert run(main) == 1
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.endswith(": error: topics.json:3: not JSON")
+
+
+def test_entity_bench_turns_are_topped_up_from_a_small_sample(tmp_path: Path) -> None:
+    entities = load_script("entities")
+    topics = tmp_path / "topics.json"
+    turns = [
+        {"manual_rewritten_utterance": f"q{n}", "provenance": ["p1"] if n == 0 else []} for n in range(5)
+    ]
+    topics.write_text(json.dumps([{"number": "1", "turn": turns}]))
+    provenance = tmp_path / "provenance.jsonl"
+    provenance.write_text(json.dumps({"id": "p1", "contents": "the provenance"}) + "\n")
+    sample = [{"id": "s1", "title": "S", "contents": "a sample passage"}]
+    found = entities.turns(topics, provenance, sample, count=3)
+    assert [query for query, _ in found] == ["q0", "q1", "q2"]
+    assert found[0][1] == ["the provenance"] + ["a sample passage"] * 9
+    assert all(len(passages) == 10 for _, passages in found)
+
+
+def test_offline_generation_bench_refuses_an_empty_passage_file(tmp_path: Path) -> None:
+    generation = load_script("generation_latency")
+    empty = tmp_path / "passages.jsonl"
+    empty.write_text("")
+    with pytest.raises(CastError, match=r"passages.jsonl holds no passages to answer from"):
+        generation.time_offline_generator(tmp_path / "topics.json", empty)

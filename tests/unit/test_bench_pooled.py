@@ -1,0 +1,136 @@
+"""bench/pooled.py's comparison logic on hand-made per-turn tables: the regression gate, the per-dataset and pooled
+rows, the leave-one-topic-out choice and the per-turn file's checks."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from cast.errors import DataFormatError
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def pooled():
+    spec = importlib.util.spec_from_file_location("pooled_bench", REPO / "bench" / "pooled.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def table(pooled, values: dict[str, list[float]], datasets=("a", "b"), turns: int = 40) -> pd.DataFrame:
+    """``turns`` turns per dataset, 4 turns a topic; measures not given are a constant 0.5."""
+    rows = []
+    for d in datasets:
+        for i in range(turns):
+            row = {"dataset": d, "topic": f"{d}:{i // 4}", "qid": f"{i}"}
+            for m in pooled.MEASURES:
+                row[m] = values[m][i] if m in values else 0.5
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def test_a_measure_worse_on_every_turn_is_named_and_fails_the_gate(pooled, capsys) -> None:
+    baseline = table(pooled, {"MRR": [0.6 + 0.001 * i for i in range(40)]})
+    system = table(pooled, {"MRR": [0.5 + 0.001 * i for i in range(40)]})
+    tests = pooled.tests_against(system, baseline)
+    assert set(tests) == {"a", "b", "pooled"}
+    assert tests["pooled"]["MRR"].n == 80
+    assert tests["pooled"]["MRR"].difference == pytest.approx(-0.1)
+    assert tests["pooled"]["MRR"].significant
+    assert not tests["pooled"]["ROUGE-L"].significant  # identical
+    worse = pooled.print_summary("system", system, tests)
+    assert worse == ["MRR"]
+    assert "pooled: significantly WORSE on MRR" in capsys.readouterr().out
+
+
+def test_noise_is_not_a_regression(pooled) -> None:
+    baseline = table(pooled, {"ROUGE-L": [10.0 + (i % 2) for i in range(40)]})
+    system = table(pooled, {"ROUGE-L": [10.0 + ((i + 1) % 2) for i in range(40)]})
+    tests = pooled.tests_against(system, baseline)
+    assert tests["pooled"]["ROUGE-L"].difference == pytest.approx(0.0)
+    assert pooled.print_summary("system", system, tests) == []
+
+
+def test_a_run_equal_to_its_baseline_file_but_for_the_files_rounding_equals_it(pooled, tmp_path) -> None:
+    system = table(
+        pooled, {"MRR": [1 / (1 + i % 7) for i in range(40)], "ROUGE-L": [100 / 3 + i for i in range(40)]}
+    )
+    pooled.write_per_turn(tmp_path / "baseline.tsv", system)
+    baseline = pooled.read_per_turn(tmp_path / "baseline.tsv")
+    assert (system["MRR"] != baseline["MRR"]).any()  # rounded in the file
+    tests = pooled.tests_against(system, baseline)
+    for measure in ("MRR", "ROUGE-L"):
+        assert tests["pooled"][measure].difference == 0.0
+        assert not tests["pooled"][measure].significant
+
+
+def test_unjudged_turns_are_left_out_of_retrieval_tests(pooled) -> None:
+    mrr = [float("nan") if i % 2 else 0.5 for i in range(40)]
+    tests = pooled.tests_against(table(pooled, {"MRR": mrr}), table(pooled, {"MRR": mrr}))
+    assert tests["a"]["MRR"].n == 20
+    assert tests["a"]["ROUGE-L"].n == 40
+
+
+def test_summary_counts_judged_and_answered_turns(pooled) -> None:
+    mrr = [float("nan") if i < 10 else 1.0 for i in range(40)]
+    means = pooled.summary(table(pooled, {"MRR": mrr}))
+    assert means.loc["a", "judged"] == 30
+    assert means.loc["pooled", "answered"] == 80
+    assert means.loc["pooled", "MRR"] == pytest.approx(1.0)
+
+
+def test_leave_one_topic_out_answers_each_topic_with_the_system_best_elsewhere(pooled) -> None:
+    # "better" wins on every topic but the first, where it is worse; chosen elsewhere, it answers topic a:0 too.
+    base = table(pooled, {}, datasets=("a",), turns=12)
+    better = base.copy()
+    better.loc[4:, list(pooled.HEADLINE)] = 0.9
+    better.loc[:3, list(pooled.HEADLINE)] = 0.3
+    pooled_rows, chosen = pooled.leave_one_topic_out({"base": base, "better": better}, "base")
+    assert chosen == {"a:0": "better", "a:1": "better", "a:2": "better"}
+    assert pooled_rows["MRR"].tolist() == [0.3] * 4 + [0.9] * 8
+    assert pooled_rows["qid"].tolist() == base["qid"].tolist()
+
+
+def test_leave_one_topic_out_keeps_the_baseline_when_nothing_is_better(pooled) -> None:
+    base = table(pooled, {}, datasets=("a",), turns=8)
+    worse = base.copy()
+    worse[list(pooled.HEADLINE)] = 0.4
+    _, chosen = pooled.leave_one_topic_out({"base": base, "worse": worse}, "base")
+    assert set(chosen.values()) == {"base"}
+
+
+def test_per_turn_files_round_trip_and_foreign_tables_are_refused(pooled, tmp_path: Path) -> None:
+    frame = table(pooled, {"MRR": [float("nan")] * 40})
+    path = tmp_path / "per-turn.tsv"
+    pooled.write_per_turn(path, frame)
+    back = pooled.read_per_turn(path)
+    assert back["qid"].tolist() == frame["qid"].tolist()
+    assert back["MRR"].isna().all()
+    other = tmp_path / "other.tsv"
+    other.write_text("qid\tscore\n1\t0.5\n")
+    with pytest.raises(DataFormatError, match="no column 'dataset'"):
+        pooled.read_per_turn(other)
+
+
+def test_topics_group_conversations_of_one_topic(pooled) -> None:
+    from cast.core.records import Conversation
+
+    assert pooled.topic_of(pooled.DATASETS[1], Conversation("9-2", ())) == "ikat2023:9"
+    assert pooled.topic_of(pooled.DATASETS[0], Conversation("132", ())) == "cast2022:132"
+
+
+def test_the_committed_baseline_is_a_per_turn_table_of_every_dataset(pooled) -> None:
+    frame = pooled.read_per_turn(pooled.BASELINES / "offline.tsv")
+    assert set(frame["dataset"]) == {d.name for d in pooled.DATASETS}
+    assert frame.groupby("dataset")["ROUGE-L"].count().to_dict() == {
+        "cast2022": 108,
+        "ikat2023-test": 147,
+        "ikat2023-train": 95,
+    }

@@ -1,0 +1,70 @@
+"""bench/begin.py and bench/abstention.py on hand-computed examples: AUC, accuracy at the best threshold, BEGIN
+rows, abstention rates and precision."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import pytest
+
+from cast.errors import DataFormatError
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def bench(name: str):
+    spec = importlib.util.spec_from_file_location(f"{name}_bench", REPO / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def begin():
+    return bench("begin")
+
+
+@pytest.fixture(scope="module")
+def abstention():
+    return bench("abstention")
+
+
+def test_auc_is_the_chance_a_positive_outscores_a_negative(begin):
+    # positives 0.9, 0.5; negatives 0.5, 0.1: pairs (0.9 > 0.5) (0.9 > 0.1) (0.5 = 0.5: half) (0.5 > 0.1)
+    assert begin.roc_auc([0.9, 0.5, 0.5, 0.1], [True, True, False, False]) == pytest.approx(3.5 / 4)
+    assert begin.roc_auc([0.1, 0.9], [True, False]) == 0.0
+    assert math.isnan(begin.roc_auc([0.1, 0.9], [True, True]))
+
+
+def test_best_threshold_accuracy_tries_every_cut(begin):
+    assert begin.best_threshold_accuracy([0.9, 0.2, 0.5, 0.1], [True, False, True, False]) == 1.0
+    assert begin.best_threshold_accuracy([0.1, 0.9], [True, False]) == 0.5  # the best: all one class
+    assert begin.best_threshold([0.9, 0.2, 0.5, 0.1], [True, False, True, False]) == (0.5, 1.0)  # the lowest
+
+
+def test_begin_rows_are_read_as_written_and_checked(begin, tmp_path):
+    path = tmp_path / "b.tsv"
+    header = "model_name\tdata_source\tknowledge\tmessage\tresponse\tbegin_label\n"
+    path.write_text(header + 't5\twow\tA "quoted" fact.\thi\tA fact.\tFully attributable\n')
+    [row] = begin.read_begin(path)
+    assert row["knowledge"] == 'A "quoted" fact.' and row["begin_label"] == "Fully attributable"
+    path.write_text(header + "t5\twow\tA fact.\thi\tA fact.\tMaybe\n")
+    with pytest.raises(DataFormatError, match=r"b.tsv:2"):
+        begin.read_begin(path)
+
+
+def test_abstention_rates_and_precision(abstention):
+    relevant = {"1_1": True, "1_2": True, "2_1": False, "2_2": False}
+    abstained = {"1_1": True, "1_2": False, "2_1": True, "2_2": True}
+    without, with_, precision, count = abstention.rates(abstained, relevant)
+    assert (without, with_, precision, count) == (1.0, 0.5, 2 / 3, 3)
+
+
+def test_a_threshold_abstains_below_it_or_where_no_claim_is_supported(abstention):
+    def record(relevance, supported):
+        return {"verification": {"relevance": relevance, "claims": [{"supported": supported}]}}
+
+    records = {"1_1": record(0.7, True), "1_2": record(0.3, True), "1_3": record(0.9, False)}
+    assert abstention.decisions(records, 0.5) == {"1_1": False, "1_2": True, "1_3": True}

@@ -1,0 +1,212 @@
+"""The offline entity-aware extractive summarizer (and the top-k trim baseline) on hand-made passages."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from cast.core.records import NO_ANSWER_TEXT, Passage, ScoredPassage, Selection
+from cast.core.registry import build_stage
+from cast.core.resources import Resources
+from cast.errors import ConfigError
+from cast.infra.text import count_words, split_sentences
+from cast.summarize.entity_extractive import (
+    content_terms,
+    dense_relevance,
+    entity_gain,
+    overlap,
+    position_prior,
+    query_relevance,
+    sentence_entities,
+    smoothed_idf,
+)
+
+OBAMA = "http://dbpedia.org/resource/Barack_Obama"
+HAWAII = "http://dbpedia.org/resource/Hawaii"
+
+P1 = (
+    "Barack Obama was the 44th president of the United States. He was born in Honolulu, Hawaii in 1961. "
+    "The weather in the city was mild that year."
+)
+P2 = (
+    "Hawaii became the 50th state in 1959 after a long campaign. "
+    "Barack Obama was the 44th president of the United States. Many tourists visit every winter season."
+)
+
+
+def stage(**settings):
+    return build_stage("summarizer", {"name": "entity_extractive", **settings}, Resources({}))
+
+
+def content_stage(**settings):
+    """Whole sentences chosen by their content alone (no position prior, no filling), to test the scores."""
+    return stage(fill=False, position_weight=0.0, **settings)
+
+
+def selection(*texts: str, explanation=None, focus=None) -> Selection:
+    passages = tuple(ScoredPassage(Passage(f"p{i + 1}", t), 1.0) for i, t in enumerate(texts))
+    return Selection(passages, "eg", explanation=explanation or {}, focus_entity=focus)
+
+
+def entities_explanation() -> dict:
+    return {
+        "entity_ranks": {OBAMA: 0.6, HAWAII: 0.3},
+        "passage_entities": {
+            "p1": [
+                {"surface": "Barack Obama", "start": 0, "end": 12, "entity": OBAMA},
+                {
+                    "surface": "Hawaii",
+                    "start": P1.index("Hawaii"),
+                    "end": P1.index("Hawaii") + 6,
+                    "entity": HAWAII,
+                },
+            ],
+            "p2": [{"surface": "Hawaii", "start": 0, "end": 6, "entity": HAWAII}],
+        },
+    }
+
+
+def test_every_sentence_comes_from_the_passage_it_is_attributed_to():
+    answer = stage(words=40).summarize(
+        "where was obama born", selection(P1, P2, explanation=entities_explanation())
+    )
+    passages = {"p1": P1, "p2": P2}
+    *whole, last = answer.sentences
+    assert whole
+    for sentence in whole:
+        assert sentence.text in [s.text for s in split_sentences(passages[sentence.passage_id])]
+    # The last one fills the budget: the start of a sentence of its passage, marked as cut.
+    assert last.text.endswith("…")
+    assert any(s.text.startswith(last.text[:-1]) for s in split_sentences(passages[last.passage_id]))
+    assert answer.text == " ".join(s.text for s in answer.sentences)
+    assert answer.source_ids == ("p1", "p2")
+    assert answer.generator == "entity_extractive"
+    assert answer.settings["words"] == 40
+
+
+@pytest.mark.parametrize("fill", [True, False])
+@pytest.mark.parametrize("words", [8, 15, 25, 40, 200])
+def test_the_answer_keeps_to_the_word_budget_and_repeats_no_sentence(words, fill):
+    answer = stage(words=words, fill=fill).summarize(
+        "obama president", selection(P1, P2, explanation=entities_explanation())
+    )
+    # The sentence found in both passages counts once.
+    available = count_words(P1) + count_words(P2) - count_words(split_sentences(P2)[1].text)
+    assert 1 <= count_words(answer.text) <= words
+    if fill:
+        assert count_words(answer.text) == min(words, available)
+    texts = [s.text for s in answer.sentences]
+    assert len(texts) == len(set(texts))
+
+
+def test_a_sentence_with_the_query_terms_and_the_top_entities_comes_first():
+    answer = content_stage(words=12).summarize(
+        "where was he born", selection(P1, P2, explanation=entities_explanation())
+    )
+    assert [s.text for s in answer.sentences] == ["He was born in Honolulu, Hawaii in 1961."]
+
+
+def test_the_position_prior_prefers_the_lead_sentence_of_the_best_passage():
+    lead = stage(words=12, fill=False, position_weight=1.0).summarize(
+        "where was he born", selection(P1, P2, explanation=entities_explanation())
+    )
+    assert [s.text for s in lead.sentences] == ["Barack Obama was the 44th president of the United States."]
+    assert position_prior(0, 0) == 1.0
+    assert position_prior(1, 2) == pytest.approx(1 / 6)
+
+
+def test_entity_coverage_decides_between_sentences_the_query_does_not_separate():
+    texts = ("The island has a famous volcano today.", "Barack Obama grew up on an island long ago.")
+    explanation = {
+        "entity_ranks": {OBAMA: 1.0},
+        "passage_entities": {"p2": [{"surface": "Barack Obama", "entity": OBAMA}]},
+    }
+    with_entities = content_stage(words=9).summarize("island", selection(*texts, explanation=explanation))
+    without = content_stage(words=9).summarize("island", selection(*texts))
+    assert [s.passage_id for s in with_entities.sentences] == ["p2"]
+    assert [s.passage_id for s in without.sentences] == ["p1"]
+    # Without entity ranks, the selection's focus entity stands for them.
+    focus_only = {"passage_entities": explanation["passage_entities"]}
+    focused = content_stage(words=9).summarize(
+        "island", selection(*texts, explanation=focus_only, focus=OBAMA)
+    )
+    assert [s.passage_id for s in focused.sentences] == ["p2"]
+
+
+def test_a_near_duplicate_loses_to_a_new_sentence():
+    texts = (
+        "The garage door opener stopped working after the storm.",
+        "The garage door opener stopped working after the big storm.",
+        "A new remote fixes most garage door problems.",
+    )
+    answer = content_stage(words=20, novelty_weight=0.5).summarize(
+        "garage door opener stopped working", selection(*texts)
+    )
+    assert [s.passage_id for s in answer.sentences] == ["p1", "p3"]
+
+
+def test_sentences_are_read_in_passage_order():
+    answer = stage(words=200).summarize("obama", selection(P1, P2))
+    orders = [
+        (s.passage_id, P1.find(s.text) if s.passage_id == "p1" else P2.find(s.text)) for s in answer.sentences
+    ]
+    assert orders == sorted(orders)
+
+
+def test_the_answer_is_never_empty():
+    long_sentence = " ".join(f"word{i}" for i in range(30)) + "."
+    cut = stage(words=10, fill=False).summarize("word3", selection(long_sentence))
+    assert cut.text == " ".join(f"word{i}" for i in range(10)) + "…"
+    assert cut.sentences[0].passage_id == "p1"
+    fragments = stage(words=10).summarize("q", selection("Yes. No."))
+    assert fragments.text == "Yes. No."
+    for empty in (selection(), selection("  ", "")):
+        answer = stage().summarize("q", empty)
+        assert answer.text == NO_ANSWER_TEXT
+        assert answer.no_answer_reason
+
+
+def test_mentions_are_placed_by_offsets_or_else_by_their_surface_form():
+    text = "Obama spoke. Hawaii listened."
+    good = {"surface": "Hawaii", "start": 13, "end": 19, "entity": HAWAII}
+    stale = {"surface": "Obama", "start": 40, "end": 45, "entity": OBAMA}
+    assert sentence_entities(text, 0, 12, [good, stale]) == {OBAMA}
+    assert sentence_entities(text, 13, 29, [good, stale]) == {HAWAII}
+
+
+def test_scoring_functions_on_hand_computed_examples():
+    assert content_terms("Where was Obama born, in Hawaii?") == ["obama", "born", "hawaii"]
+    idf = smoothed_idf([frozenset({"a", "b"}), frozenset({"b"})])
+    assert idf == pytest.approx({"a": math.log(3.0), "b": math.log(2.0)})
+    assert query_relevance(["a", "b", "a"], frozenset({"a"}), idf) == pytest.approx(math.log(3) / math.log(6))
+    assert query_relevance([], frozenset({"a"}), idf) == 0.0
+    assert overlap(frozenset({"a", "b"}), frozenset({"b", "c"})) == pytest.approx(1 / 3)
+    assert overlap(frozenset(), frozenset()) == 0.0
+    assert entity_gain(frozenset({"x", "y"}), {"y"}, {"x": 0.5, "y": 0.4}) == 0.5
+
+
+def test_dense_relevance_on_hand_computed_vectors():
+    import numpy as np
+
+    sentences = np.array([[1.0, 0.0], [0.6, 0.8], [-1.0, 0.0]])
+    assert dense_relevance(np.array([0.6, 0.8]), sentences) == pytest.approx([0.6, 1.0, 0.0])
+
+
+def test_bad_settings_are_config_errors():
+    with pytest.raises(ConfigError, match="words"):
+        stage(words=0)
+    with pytest.raises(ConfigError, match="entity_weight"):
+        stage(entity_weight=1.5)
+    with pytest.raises(ConfigError, match="position_weight"):
+        stage(position_weight=-0.1)
+    with pytest.raises(ConfigError, match="relevance must be one of overlap, dense"):
+        stage(relevance="bm25")
+
+
+def test_top_k_trim_keeps_the_first_words_in_passage_order():
+    baseline = build_stage("summarizer", {"name": "topk_trim", "words": 12}, Resources({}))
+    answer = baseline.summarize("q", selection("one two three four five", "", P1))
+    assert count_words(answer.text) == 12
+    assert [s.passage_id for s in answer.sentences] == ["p1", "p3"]
+    assert baseline.summarize("q", selection()).no_answer_reason == "no passages were selected"
