@@ -75,7 +75,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from cast.errors import CastError
-    from cast.evaluate.answers import read_answers
+    from cast.formats.answers import read_answers
     from cast.formats.topics import read_qrels
 
     qrels = read_qrels(args.qrels)

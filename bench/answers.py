@@ -253,7 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     from cast.core.pipeline import Pipeline
     from cast.core.registry import build_stage
     from cast.core.resources import Resources
-    from cast.evaluate.answers import AnswersFile, TextScorer, evaluate_answers
+    from cast.evaluate.answers import TextScorer, evaluate_answers
+    from cast.formats.answers import AnswersFile
     from cast.formats.topics import load_topics, read_qrels
 
     args = parse_args(argv)

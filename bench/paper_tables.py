@@ -123,9 +123,9 @@ def format_table(
 
 def main(argv: list[str] | None = None) -> int:
     from cast.commands.evaluate import answer_options
-    from cast.evaluate.answers import read_answers
     from cast.evaluate.experiment import evaluate_answer_files
     from cast.evaluate.report import compare
+    from cast.formats.answers import read_answers
 
     args = parse_args(argv)
     files = [read_answers(path) for path in args.answers]

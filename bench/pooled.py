@@ -166,7 +166,7 @@ def answer_datasets(args: argparse.Namespace, datasets: Sequence[Dataset]) -> No
     from cast.core.limits import bounded_turn
     from cast.core.pipeline import Pipeline
     from cast.errors import CastError
-    from cast.evaluate.answers import read_answers
+    from cast.formats.answers import read_answers
     from cast.formats.outputs import RunOutputs, resume_conflict
     from cast.formats.topics import topics_digest
 
@@ -253,14 +253,9 @@ def score_datasets(args: argparse.Namespace, datasets: Sequence[Dataset]) -> pd.
     import pandas as pd
     from tqdm import tqdm
 
-    from cast.evaluate.answers import (
-        TextScorer,
-        evaluate_answers,
-        passages_from_index,
-        read_answers,
-        response_references,
-    )
+    from cast.evaluate.answers import TextScorer, evaluate_answers, passages_from_index, response_references
     from cast.evaluate.retrieval import evaluate_run
+    from cast.formats.answers import read_answers
     from cast.formats.runfile import read_run
 
     scorer = TextScorer()

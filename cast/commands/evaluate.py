@@ -9,18 +9,12 @@ from typing import Any
 from cast.errors import CastError, DataFormatError
 from cast.evaluate import plots
 from cast.evaluate import report as rep
-from cast.evaluate.answers import (
-    DEFAULT_REFERENCE_GRADE,
-    DEFAULT_SUPPORT_THRESHOLD,
-    AnswerEvaluation,
-    AnswersFile,
-    read_answers,
-    system_name,
-)
+from cast.evaluate.answers import DEFAULT_REFERENCE_GRADE, DEFAULT_SUPPORT_THRESHOLD, AnswerEvaluation
 from cast.evaluate.experiment import evaluate_answer_files, evaluate_runs, unique_names
 from cast.evaluate.ptkb import evaluate_ptkb, ptkb_qrels, ptkb_rankings
 from cast.evaluate.retrieval import RetrievalEvaluation
 from cast.evaluate.significance import CORRECTIONS
+from cast.formats.answers import AnswersFile, read_answers, system_name
 from cast.formats.topics import load_topics, read_qrels
 
 

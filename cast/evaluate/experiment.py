@@ -1,7 +1,7 @@
 """Evaluation as a library: several systems' files scored turn by turn, ready for :func:`report.compare`.
 
 ``cast eval`` and the benchmark scripts are thin layers over these functions; they take paths and settings, never
-command-line state. Systems are named after their files (:func:`~cast.evaluate.answers.system_name`).
+command-line state. Systems are named after their files (:func:`~cast.formats.answers.system_name`).
 
 Example:
     >>> from cast.evaluate.experiment import evaluate_runs
@@ -21,14 +21,9 @@ from cast.core.registry import stage_class
 from cast.core.resources import Resources
 from cast.errors import CastError
 from cast.evaluate import answers as ans
-from cast.evaluate.answers import (
-    DEFAULT_REFERENCE_GRADE,
-    DEFAULT_SUPPORT_THRESHOLD,
-    AnswerEvaluation,
-    AnswersFile,
-    system_name,
-)
+from cast.evaluate.answers import DEFAULT_REFERENCE_GRADE, DEFAULT_SUPPORT_THRESHOLD, AnswerEvaluation
 from cast.evaluate.retrieval import RetrievalEvaluation, evaluate_run
+from cast.formats.answers import AnswersFile, read_answers, system_name
 from cast.formats.runfile import read_run
 from cast.formats.topics import load_topics, read_qrels
 
@@ -76,7 +71,7 @@ def evaluate_answer_files(
     """Evaluate each answers file against one set of references, keyed by system name.
 
     Args:
-        answers: answers files (paths, or files already read with :func:`~cast.evaluate.answers.read_answers`).
+        answers: answers files (paths, or files already read with :func:`~cast.formats.answers.read_answers`).
         topics: a topics file with written responses (CAsT 2022).
         qrels: a qrels file whose passages graded ``reference_grade`` or higher are the references.
         references: ``responses`` (the topics' written responses) or ``qrels``; by default responses when
@@ -95,7 +90,7 @@ def evaluate_answer_files(
     """
     from tqdm import tqdm
 
-    files = [a if isinstance(a, ans.AnswersFile) else ans.read_answers(a) for a in answers]
+    files = [a if isinstance(a, AnswersFile) else read_answers(a) for a in answers]
     names = unique_names([f.path for f in files])
     kind = references or ("responses" if topics is not None else "qrels")
     if kind not in REFERENCE_KINDS:

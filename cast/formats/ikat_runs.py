@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from cast.errors import CastError
-from cast.evaluate.answers import read_answers
+from cast.formats.answers import read_answers
 from cast.formats.runfile import read_run
 from cast.formats.textfiles import RUN_JSON_BYTES, parse_json, read_text
 from cast.infra.atomic import write_lines_atomic

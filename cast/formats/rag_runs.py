@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from cast.core.records import Answer
-from cast.evaluate.answers import read_answers
+from cast.formats.answers import read_answers
 from cast.formats.ikat_runs import coverage_problems
 from cast.formats.runfile import ranked, read_run
 from cast.formats.textfiles import RUN_JSON_BYTES, parse_json, read_text

@@ -17,7 +17,8 @@ from typing import Any
 from tqdm import tqdm
 
 from cast.core.records import Selection, from_dict
-from cast.evaluate.answers import read_answers, response_references
+from cast.evaluate.answers import response_references
+from cast.formats.answers import read_answers
 from cast.formats.topics import load_topics
 from cast.infra.atomic import write_text_atomic
 from cast.infra.trees import export

@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from cast.evaluate.answers import TextScorer, evaluate_answers, read_answers, response_references
+from cast.evaluate.answers import TextScorer, evaluate_answers, response_references
 from cast.evaluate.retrieval import evaluate_run
 from cast.evaluate.wordnet import nltk_data_dir
+from cast.formats.answers import read_answers
 from cast.formats.topics import load_topics, read_qrels
 
 pytestmark = pytest.mark.integration

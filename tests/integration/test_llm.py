@@ -305,7 +305,8 @@ def test_a_name_or_number_the_passage_lacks_lowers_the_support(offline_resources
 
 
 def test_cast_eval_answers_measures_the_verifiers_support(tmp_path, offline_resources):
-    from cast.evaluate.answers import TextScorer, evaluate_answers, read_answers
+    from cast.evaluate.answers import TextScorer, evaluate_answers
+    from cast.formats.answers import read_answers
 
     sentences = [
         {"text": "Marie Curie won the Nobel Prize in Physics in 1903.", "passage_id": "p1"},

@@ -15,13 +15,12 @@ from cast.evaluate.answers import (
     evaluate_answers,
     groundedness,
     passage_references,
-    read_answers,
     relevant_passage_ids,
     response_references,
-    system_name,
     unigram_f1,
 )
 from cast.evaluate.wordnet import nltk_data_dir
+from cast.formats.answers import read_answers, system_name
 from cast.infra.text import words
 
 ANSWER = "The COP26 summit in Glasgow was about climate change; countries promised to cut emissions."

@@ -75,7 +75,7 @@ def test_non_utf8_config_names_the_file(tmp_path):
 
 
 def test_non_utf8_run_and_answers_files_name_file_and_line(tmp_path):
-    from cast.evaluate.answers import read_answers
+    from cast.formats.answers import read_answers
     from cast.formats.runfile import read_run
 
     run = write(tmp_path / "x.run", b"1_1 Q0 d1 1 2.0 t\n1_1 Q0 caf\xe9 2 1.0 t\n")

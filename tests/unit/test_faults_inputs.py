@@ -133,7 +133,7 @@ def ikat_run(score: str) -> str:
     ],
 )
 def test_json_that_parses_but_is_no_input_is_one_line_naming_the_file(tmp_path, reader, content, message):
-    from cast.evaluate.answers import read_answers
+    from cast.formats.answers import read_answers
     from cast.formats.ikat_runs import read_ikat_run
     from cast.index.collections import read_passages
 
