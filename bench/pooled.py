@@ -172,11 +172,12 @@ def answer_datasets(args: argparse.Namespace, datasets: Sequence[Dataset]) -> No
 
     config = load_config(args.config, [f"index={args.index}", *args.overrides])
     runner = LocalRunner(Pipeline.from_config(config, progress=True))
+    settings = runner.describe()  # the same for every dataset
     args.out.mkdir(parents=True, exist_ok=True)
     for dataset in datasets:
         conversations = load_dataset(args.data, dataset)
         # As `cast run` records them: the outputs of other settings, another index or other topics are not kept.
-        described = {**runner.describe(), "topics": topics_digest(conversations)}
+        described = {**settings, "topics": topics_digest(conversations)}
         prefix = args.out / dataset.name
         outputs = RunOutputs(prefix, f"pooled-{dataset.name}", overwrite=True)
         if outputs.run_path.exists() and outputs.answers_path.exists():

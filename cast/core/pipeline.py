@@ -343,7 +343,7 @@ class Pipeline:
                 ]
             ),
         )
-        return [(answer, verification) for answer, verification in checked]
+        return list(checked)
 
     def with_stages(self, config: dict[str, Any], **stages: Stage | None) -> Pipeline:
         """This pipeline with some stages replaced (the others shared, not rebuilt), under ``config``
