@@ -226,7 +226,10 @@ class Reranker(_PipelineStep):
         items = [
             (str(query["query"]), ranking[:depth]) for query, ranking in zip(queries, rankings, strict=True)
         ]
-        heads = self.pipeline.reranker.rerank_batch(items) if items else []
+        questions = [
+            str(query["query"] if _missing(query.get("question")) else query["question"]) for query in queries
+        ]
+        heads = self.pipeline.reranker.rerank_batch(items, questions=questions) if items else []
         merged = [merge_head(head, ranking) for head, ranking in zip(heads, rankings, strict=True)]
         return _result_frame(pd.DataFrame(queries, columns=_query_columns(inp)), merged)
 

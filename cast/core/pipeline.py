@@ -209,7 +209,8 @@ class Pipeline:
         heads = timed(
             "rerank",
             lambda: self.reranker.rerank_batch(
-                [(q, ranking[: self.reranker.depth]) for q, ranking in zip(queries, first, strict=True)]
+                [(q, ranking[: self.reranker.depth]) for q, ranking in zip(queries, first, strict=True)],
+                questions=[p.rewrite.answer_question for p in rewritten],
             ),
         )
         rankings = [tuple(merge_head(head, ranking)) for head, ranking in zip(heads, first, strict=True)]

@@ -208,7 +208,12 @@ class Reranker(Stage):
     def rerank(self, query: str, passages: Sequence[ScoredPassage]) -> list[ScoredPassage]:
         raise NotImplementedError
 
-    def rerank_batch(self, items: Sequence[tuple[str, Sequence[ScoredPassage]]]) -> list[list[ScoredPassage]]:
+    def rerank_batch(
+        self, items: Sequence[tuple[str, Sequence[ScoredPassage]]], *, questions: Sequence[str] | None = None
+    ) -> list[list[ScoredPassage]]:
+        """Each ``(query, head)`` re-ranked. ``questions`` (aligned with ``items``) is each turn's question as words
+        to answer (:attr:`~cast.core.records.Rewrite.answer_question`) where the query is keywords, for re-rankers
+        that read it beside the query (others ignore it)."""
         return [self.rerank(q, ps) for q, ps in items]
 
 

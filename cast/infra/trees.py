@@ -55,7 +55,9 @@ class TreeEnsemble:
 
     def probabilities(self, rows: np.ndarray) -> np.ndarray:
         """P(positive) for each row of features, a classifier's margins through the logistic function."""
-        return 1.0 / (1.0 + np.exp(-self.margins(rows)))
+        # A margin below about -709 overflows exp to inf, and 1 / inf is the right 0.
+        with np.errstate(over="ignore"):
+            return 1.0 / (1.0 + np.exp(-self.margins(rows)))
 
     def margins(self, rows: np.ndarray) -> np.ndarray:
         """The ensemble's raw output for each row: a classifier's log-odds, a regressor's prediction."""

@@ -125,8 +125,21 @@ def test_the_answer_generator_answers_the_rewrites_question_and_retrieval_uses_i
     stages = {kind: getattr(pipeline, kind) for kind in STAGE_KINDS}
     own = Pipeline(**{**stages, "rewriter": KeywordsAndQuestion(), "summarizer": summarizer})
     turn = conversations()[0].turns[1]
-    result = own.answer_turn([], turn)
+    reranked_with = []
+    original = pipeline.reranker.rerank_batch
+
+    def spy(items, *, questions=None):
+        reranked_with.append(([query for query, _ in items], questions))
+        return original(items, questions=questions)
+
+    pipeline.reranker.rerank_batch = spy
+    try:
+        result = own.answer_turn([], turn)
+    finally:
+        pipeline.reranker.rerank_batch = original
     assert summarizer.questions == [turn.utterance]
+    # The re-ranker is given the question beside the query (the bi-encoder's question_weight reads it).
+    assert reranked_with == [([f"glasgow {turn.manual_rewrite}"], [turn.utterance])]
     assert result.rewrite.query == f"glasgow {turn.manual_rewrite}"
     assert result.to_record()["rewrite"]["question"] == turn.utterance
 

@@ -112,6 +112,28 @@ def test_biencoder_puts_the_obviously_relevant_passage_first_and_caches_embeddin
     assert [p.score for p in again] == pytest.approx([p.score for p in ranked], abs=1e-6)
 
 
+def test_biencoder_adds_the_question_to_a_keyword_query():
+    import numpy as np
+
+    shared = resources()
+    plain = build_stage("reranker", {"name": "biencoder", "depth": 5}, shared)
+    mixed = build_stage("reranker", {"name": "biencoder", "depth": 5, "question_weight": 0.5}, shared)
+    query, question = "garage door cost repair What are its symptoms?", "What are its symptoms?"
+    ranked = mixed.rerank_batch([(query, ranking(TEXTS))], questions=[question])[0]
+
+    vector = mixed.embed([query])[0] + 0.5 * mixed.embed([question])[0]
+    expected = mixed.embed(TEXTS) @ (vector / np.linalg.norm(vector))
+    assert {p.id: p.score for p in ranked} == pytest.approx(
+        dict(zip([f"p{i}" for i in range(5)], expected, strict=True)), abs=1e-5
+    )
+    assert [p.score for p in ranked] != pytest.approx([p.score for p in plain.rerank(query, ranking(TEXTS))])
+    # Without questions, or where the question is the query itself, the query's embedding is used alone.
+    alone = [p.score for p in plain.rerank(query, ranking(TEXTS))]
+    assert [p.score for p in mixed.rerank(query, ranking(TEXTS))] == pytest.approx(alone, abs=1e-6)
+    same = mixed.rerank_batch([(query, ranking(TEXTS))], questions=[query])[0]
+    assert [p.score for p in same] == pytest.approx(alone, abs=1e-6)
+
+
 def test_device_and_dtype_choice():
     import torch
 

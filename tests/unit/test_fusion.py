@@ -34,3 +34,21 @@ def test_bad_input_is_refused():
         normalise([1.0], "rank")
     with pytest.raises(ValueError, match="2 scores with 1"):
         interpolate([1.0, 2.0], [1.0], 0.5)
+
+
+def test_reciprocal_rank_keeps_only_the_order_and_ties_share_the_better_rank():
+    assert normalise([3.0, 1.0, 3.0, 2.0], "reciprocal_rank").tolist() == pytest.approx(
+        [1 / 61, 1 / 64, 1 / 61, 1 / 63]
+    )
+    # Gaps between scores do not count: the same order gives the same values.
+    assert (
+        normalise([100.0, 0.1, 0.0], "reciprocal_rank").tolist()
+        == normalise([3.0, 2.0, 1.0], "reciprocal_rank").tolist()
+    )
+
+
+def test_weighted_reciprocal_rank_fusion_by_hand():
+    # first list ranks a > b > c, second c > a > b; weight 0.25 on the first.
+    fused = interpolate([3.0, 2.0, 1.0], [5.0, 1.0, 9.0], 0.25, "reciprocal_rank")
+    expected = [0.25 / 61 + 0.75 / 62, 0.25 / 62 + 0.75 / 63, 0.25 / 63 + 0.75 / 61]
+    assert fused.tolist() == pytest.approx(expected)
