@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from cast.entity.builders.kb import form_of
 from cast.entity.builders.surfaces import words
@@ -78,7 +78,7 @@ def cased_names(text: str) -> Iterator[str]:
                 break
 
 
-def casing_table(cased: Counter, occurrences: Counter) -> dict[str, str]:
+def casing_table(cased: Counter, occurrences: Mapping[str, int]) -> dict[str, str]:
     """Lookup form -> the name's usual casing, where it is written so in at least :data:`LEAST_SHARE` of its
     occurrences (``occurrences``: counts by lower-cased word sequence, whatever the casing).
 

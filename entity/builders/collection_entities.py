@@ -407,7 +407,7 @@ def build_entity_resources(
         "inputs": [str(p) for p in inputs],
         "titles": titles,
         "surfaces": surfaces,
-        "casing": casing.casing_table(frequent, found.name_occurrences),
+        "casing": casing.casing_table(frequent, found.occurrences_by_name(scanner.name_keys)),
     }
     _write_folder(folder, data, arrays)
     log.info(
@@ -501,29 +501,41 @@ class MentionCounts:
         self_counts: per (form, entity), the passages of the entity's own article that use the form.
         lower_case_uses: per (form, entity) of the lower-case checks, the passages of the article where the form
             is written in lower case (a name used as a common word).
-        name_occurrences: per lower-cased word sequence of the frequent capitalised names, its occurrences in any
-            casing.
+        name_numbers: the frequent capitalised names found (numbers into :attr:`MentionScanner.name_keys`, the
+            names as lower-cased word sequences), each once, ascending.
+        name_occurrences: the occurrences of each of ``name_numbers`` in any casing.
     """
 
     passages: np.ndarray
     forms: np.ndarray
     self_counts: Counter
     lower_case_uses: Counter
-    name_occurrences: Counter
+    name_numbers: np.ndarray
+    name_occurrences: np.ndarray
+
+    def occurrences_by_name(self, name_keys: Sequence[str]) -> dict[str, int]:
+        """:attr:`name_occurrences` by the names themselves (``name_keys``: the scanner's)."""
+        names = [name_keys[number] for number in self.name_numbers.tolist()]
+        return dict(zip(names, self.name_occurrences.tolist(), strict=True))
 
     @classmethod
     def merge(cls, parts: Iterable[MentionCounts]) -> MentionCounts:
         """The counts of consecutive chunks, given in collection order (each chunk's counters are added as it
         comes, so that the chunks' name counts are not all held at once)."""
         passages, forms = [np.zeros(0, np.int32)], [np.zeros(0, np.int32)]
-        merged = cls(passages[0], forms[0], Counter(), Counter(), Counter())
+        totals = np.zeros(0, np.int64)  # by name number
+        merged = cls(passages[0], forms[0], Counter(), Counter(), np.zeros(0, np.int32), totals)
         for part in parts:
             passages.append(part.passages)
             forms.append(part.forms)
             merged.self_counts.update(part.self_counts)
             merged.lower_case_uses.update(part.lower_case_uses)
-            merged.name_occurrences.update(part.name_occurrences)
+            if len(part.name_numbers) and part.name_numbers[-1] >= len(totals):
+                totals = np.concatenate([totals, np.zeros(part.name_numbers[-1] + 1 - len(totals), np.int64)])
+            totals[part.name_numbers] += part.name_occurrences
         merged.passages, merged.forms = np.concatenate(passages), np.concatenate(forms)
+        merged.name_numbers = np.flatnonzero(totals).astype(np.int32)
+        merged.name_occurrences = totals[merged.name_numbers]
         return merged
 
 
@@ -565,7 +577,7 @@ class MentionScanner:
         mention_forms = array("i")
         self_counts: Counter = Counter()
         lower_case_uses: Counter = Counter()
-        occurrences: Counter = Counter()
+        occurrences = array("i")  # the name number of every occurrence
         for number, (text, article) in enumerate(zip(chunk.texts, chunk.articles.tolist(), strict=True)):
             line = surface_line(words(text))
             found = {form for _, _, form in forms.longest(line)}
@@ -577,13 +589,17 @@ class MentionScanner:
             for form, pattern in self.lower_case_checks.get(article, ()):
                 if pattern.search(text):
                     lower_case_uses[(form, article)] += 1
-            occurrences.update(names.every_match(line))
+            occurrences.extend(names.every_match(line))
+        name_numbers, name_occurrences = np.unique(
+            np.frombuffer(occurrences, dtype=np.int32), return_counts=True
+        )
         return MentionCounts(
             np.frombuffer(mention_passages, dtype=np.int32),
             np.frombuffer(mention_forms, dtype=np.int32),
             self_counts,
             lower_case_uses,
-            Counter({self.name_keys[name]: count for name, count in occurrences.items()}),
+            name_numbers.astype(np.int32),
+            name_occurrences.astype(np.int64),
         )
 
 
@@ -592,10 +608,8 @@ class CasedNames:
     (:func:`cast.entity.builders.casing.cased_names`; one worker's share of the first pass)."""
 
     def __call__(self, chunk: PassageChunk) -> Counter:
-        names: Counter = Counter()
-        for text in chunk.texts:
-            names.update(casing.cased_names(text))
-        return names
+        # One update for the chunk: the names in the same order as text by text, so the same counter.
+        return Counter(itertools.chain.from_iterable(map(casing.cased_names, chunk.texts)))
 
 
 def _chunks(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
+from operator import itemgetter
 from pathlib import Path
 
 from cast.errors import CastError
@@ -150,6 +151,5 @@ class SurfaceMatcher:
     def every_match(self, line: str) -> Iterator[int]:
         """The form id of every occurrence of a form in ``line`` (:func:`surface_line`), overlapping ones included
         ("new york" inside "new york city")."""
-        if len(self._automaton):
-            for _, form in self._automaton.iter(line):
-                yield form
+        # map + itemgetter: the matches are taken in C, with no Python frame per match (a scan counts millions).
+        return map(itemgetter(1), self._automaton.iter(line)) if len(self._automaton) else iter(())
