@@ -27,23 +27,26 @@ def test_a_wrong_path_is_one_error_line_without_traceback(argv: list[str]) -> No
     assert done.stderr.splitlines()[-1].endswith(f"no such file or folder: {argv[-1]}")
 
 
+def bench_common_prints(code: str, **env: str) -> list[str]:
+    """What ``code`` (given ``bench.common`` as ``c``) prints in a fresh process with only ``env`` (and PATH) set."""
+    done = subprocess.run(
+        [sys.executable, "-c", f"import bench.common as c; {code}"],
+        cwd=REPO,
+        env={"PATH": "/usr/bin:/bin", **env},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
 def test_default_data_and_index_follow_the_environment(tmp_path: Path) -> None:
-    code = "import bench.common as c; print(c.DATA); print(c.DEFAULT_INDEX); print(c.DEV_2022_TOPICS.parent)"
-
-    def defaults(**env: str) -> list[str]:
-        done = subprocess.run(
-            [sys.executable, "-c", code],
-            cwd=REPO,
-            env={"PATH": "/usr/bin:/bin", **env},
-            capture_output=True,
-            text=True,
-        )
-        assert done.returncode == 0, done.stderr
-        return done.stdout.split()
-
-    assert defaults() == [str(REPO.parent / "shared" / "data"), str(REPO / "indexes" / "cast2022-dev"),
-                          str(REPO.parent / "shared" / "data" / "cast" / "2022-dev")]  # fmt: skip
-    moved = defaults(CAST_DATA=str(tmp_path / "data"), CAST_BENCH_INDEX=str(tmp_path / "index"))
+    code = "print(c.DATA); print(c.DEFAULT_INDEX); print(c.DEV_2022_TOPICS.parent)"
+    assert bench_common_prints(code) == [str(REPO.parent / "shared" / "data"), str(REPO / "indexes" / "cast2022-dev"),
+                                         str(REPO.parent / "shared" / "data" / "cast" / "2022-dev")]  # fmt: skip
+    moved = bench_common_prints(
+        code, CAST_DATA=str(tmp_path / "data"), CAST_BENCH_INDEX=str(tmp_path / "index")
+    )
     assert moved == [
         str(tmp_path / "data"),
         str(tmp_path / "index"),
@@ -52,16 +55,6 @@ def test_default_data_and_index_follow_the_environment(tmp_path: Path) -> None:
 
 
 def test_the_ikat_index_follows_the_environment(tmp_path: Path) -> None:
-    def ikat_index(**env: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "-c", "import bench.common as c; print(c.IKAT_INDEX)"],
-            cwd=REPO,
-            env={"PATH": "/usr/bin:/bin", **env},
-            capture_output=True,
-            text=True,
-        )
-        assert done.returncode == 0, done.stderr
-        return done.stdout.strip()
-
-    assert ikat_index() == str(REPO / "indexes" / "ikat2023-dev")
-    assert ikat_index(CAST_IKAT_INDEX=str(tmp_path / "ikat")) == str(tmp_path / "ikat")
+    code = "print(c.IKAT_INDEX)"
+    assert bench_common_prints(code) == [str(REPO / "indexes" / "ikat2023-dev")]
+    assert bench_common_prints(code, CAST_IKAT_INDEX=str(tmp_path / "ikat")) == [str(tmp_path / "ikat")]
