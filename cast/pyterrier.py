@@ -226,9 +226,7 @@ class Reranker(_PipelineStep):
         items = [
             (str(query["query"]), ranking[:depth]) for query, ranking in zip(queries, rankings, strict=True)
         ]
-        questions = [
-            str(query["query"] if _missing(query.get("question")) else query["question"]) for query in queries
-        ]
+        questions = [_row_rewrite(query).answer_question for query in queries]
         heads = self.pipeline.reranker.rerank_batch(items, questions=questions) if items else []
         merged = [merge_head(head, ranking) for head, ranking in zip(heads, rankings, strict=True)]
         return _result_frame(pd.DataFrame(queries, columns=_query_columns(inp)), merged)
@@ -251,9 +249,7 @@ class Selector(_PipelineStep):
 
         def prepared(turn: Turn) -> PreparedTurn:
             query, ranking = by_qid[turn.qid]
-            question = None if _missing(query.get("question")) else str(query["question"])
-            rewrite = Rewrite(query=str(query["query"]), method="pyterrier", question=question)
-            return PreparedTurn(turn=turn, rewrite=rewrite, ranking=ranking)
+            return PreparedTurn(turn=turn, rewrite=_row_rewrite(query), ranking=ranking)
 
         def select(steps: list[Step]) -> list[tuple[Turn, TurnLinks, Selection]]:
             selected = self.pipeline.select_batch([(s.history, prepared(s.turn)) for s in steps])
@@ -289,7 +285,7 @@ class Answerer(_PipelineStep):
         queries, rankings = _rankings(inp)
         items = [
             (
-                str(query["query"] if _missing(query.get("question")) else query["question"]),
+                _row_rewrite(query).answer_question,
                 query["selection"]
                 if isinstance(query.get("selection"), Selection)
                 else Selection(passages=tuple(ranking), method="ranking"),
@@ -404,6 +400,12 @@ def _cell(row: dict[str, Any], name: str, default: Any) -> Any:
 def _sequence(value: Any) -> Sequence[Any]:
     """A cell holding a list or tuple, or nothing (``None``, ``NaN``): ``()``."""
     return () if _missing(value) else value
+
+
+def _row_rewrite(query: Any) -> Rewrite:
+    """The rewrite a query row carries: its ``query``, and its ``question`` where it has one."""
+    question = None if _missing(query.get("question")) else str(query["question"])
+    return Rewrite(query=str(query["query"]), method="pyterrier", question=question)
 
 
 def _missing(value: Any) -> bool:
