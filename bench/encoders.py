@@ -8,7 +8,11 @@ load), and each backend's cosine to torch's embeddings (min / mean)::
     .venv/bin/python bench/encoders.py speed --passages 1000 --rounds 3
     .venv/bin/python bench/encoders.py speed --passages 20000 --rounds 1 --backends onnx-int8   # a store's rate
 
-A backend is ``torch``, ``onnx``, ``onnx-int8`` or ``openvino``, optionally with ``@THREADS`` (``onnx-int8@1``).
+A backend is ``torch``, ``torch-fp16``, ``onnx``, ``onnx-int8`` or ``openvino``, optionally with ``@THREADS``
+(``onnx-int8@1``). ``--device cuda`` runs torch on a GPU (the rate of ``cast index embed --device cuda``)::
+
+    python bench/encoders.py speed --device cuda --backends torch torch-fp16 --passages 20000 --batch-size 128 512
+
 Several ``--batch-size`` values put every backend at every size into the rotation::
 
     .venv/bin/python bench/encoders.py speed --passages 500 --rounds 4 --backends onnx-int8 --batch-size 8 16 32 64 128
@@ -45,10 +49,25 @@ from bench.common import (  # noqa: E402
 
 
 def backend_settings(spec: str) -> dict[str, Any]:
-    """The ``encoder`` section for a backend spec: ``onnx-int8@1`` -> onnx, int8, 1 thread."""
+    """The ``encoder`` section for a backend spec: ``onnx-int8@1`` -> onnx, int8, 1 thread (``torch-fp16``: torch,
+    its weights halved by :func:`speed_encoder`)."""
     name, _, threads = spec.partition("@")
     backend, _, quantize = name.partition("-")
-    return {"backend": backend, "quantize": quantize or "none", "threads": int(threads) if threads else None}
+    quantize = "none" if quantize in ("", "fp16") else quantize
+    return {"backend": backend, "quantize": quantize, "threads": int(threads) if threads else None}
+
+
+def speed_encoder(spec: str, args: argparse.Namespace) -> Any:
+    """The encoder a speed contestant runs: ``torch-fp16`` is torch with float16 weights (a GPU's rate; the
+    embeddings' cosine to float32 torch says what halving costs)."""
+    from cast.infra.encoder import EncoderSettings, SentenceEncoder
+
+    encoder = SentenceEncoder(
+        args.model, args.device, args.max_seq_length, EncoderSettings(**backend_settings(spec)), args.exports
+    )
+    if spec.partition("@")[0] == "torch-fp16":
+        encoder.model.half()
+    return encoder
 
 
 def cosines(vectors: Any, reference: Any) -> str:
@@ -60,7 +79,6 @@ def command_speed(args: argparse.Namespace) -> int:
     import torch
 
     from cast.index.collections import read_passages
-    from cast.infra.encoder import EncoderSettings, SentenceEncoder
     from cast.infra.text import passage_text
 
     torch.set_num_threads(args.torch_threads)
@@ -73,13 +91,9 @@ def command_speed(args: argparse.Namespace) -> int:
         f"{len(texts)} passages of {args.input.name} from #{args.offset} ({words:.1f} words), "
         f"batch {' / '.join(map(str, args.batch_size))}"
     )
-    print(f"torch threads {args.torch_threads}; {load_average()}")
-    encoders = {
-        spec: SentenceEncoder(
-            None, "cpu", args.max_seq_length, EncoderSettings(**backend_settings(spec)), args.exports
-        )
-        for spec in args.backends
-    }
+    where = torch.cuda.get_device_name() if args.device == "cuda" else "CPU"
+    print(f"{where}; torch threads {args.torch_threads}; {load_average()}")
+    encoders = {spec: speed_encoder(spec, args) for spec in args.backends}
     # Several batch sizes: each backend at each size is one contestant of the rotation ("onnx-int8/b16").
     contestants = {
         (spec if len(args.batch_size) == 1 else f"{spec}/b{size}"): (spec, size)
@@ -100,15 +114,17 @@ def command_speed(args: argparse.Namespace) -> int:
             + ", ".join(f"{s} {rates[s][-1]:.1f}/s" for s in specs)
             + f"; {load_average()}"
         )
+    # The reference: torch at the first batch size, when it runs.
+    reference = next((label for label in specs if contestants[label][0] == "torch"), None)
     print(f"\n{'backend':<16}{'passages/s (median)':>20}{'x torch (median of rounds)':>28}   faithfulness")
-    for spec in specs:
+    for label in specs:
         ratio = (
-            f"{statistics.median(r / t for r, t in zip(rates[spec], rates['torch'], strict=True)):.2f}"
-            if "torch" in rates
+            f"{statistics.median(r / t for r, t in zip(rates[label], rates[reference], strict=True)):.2f}"
+            if reference
             else "-"
         )
-        faith = cosines(vectors[spec], vectors["torch"]) if "torch" in vectors else ""
-        print(f"{spec:<16}{statistics.median(rates[spec]):>20.1f}{ratio:>28}   {faith}")
+        faith = cosines(vectors[label], vectors[reference]) if reference else ""
+        print(f"{label:<16}{statistics.median(rates[label]):>20.1f}{ratio:>28}   {faith}")
     return 0
 
 
@@ -205,6 +221,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=Path,
         default=Path("~/.cache/cast-toolkit/encoders").expanduser(),
         help="where exported models are kept (default: %(default)s)",
+    )
+    speed.add_argument(
+        "--device", choices=["cpu", "cuda"], default="cpu", help="where torch encodes (default cpu)"
+    )
+    speed.add_argument(
+        "--model", help="a sentence-transformers model folder (default: the bundled all-MiniLM-L6-v2)"
     )
     speed.set_defaults(func=command_speed)
     rerank = commands.add_parser("rerank", help="re-ranking faithfulness per backend on CAsT 2022 dev")

@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--passages",
         type=existing_path,
-        default=str(DEV_2022_PASSAGES),
+        default=DEV_2022_PASSAGES,  # a Path: argparse checks given values only, so a GPU box needs no data
         help="with --offline: JSON lines passages (id, contents) answers are made from (default: %(default)s)",
     )
     parser.add_argument(
@@ -226,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.offline:
+        if not args.passages.exists():
+            parser.error(f"argument --passages: no such file or folder: {args.passages}")
         for relevance in args.relevance:
             row = time_offline_generator(
                 args.topics, args.passages, repeats=args.repeats, relevance=relevance

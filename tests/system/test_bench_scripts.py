@@ -58,3 +58,15 @@ def test_the_ikat_index_follows_the_environment(tmp_path: Path) -> None:
     code = "print(c.IKAT_INDEX)"
     assert bench_common_prints(code) == [str(REPO / "indexes" / "ikat2023-dev")]
     assert bench_common_prints(code, CAST_IKAT_INDEX=str(tmp_path / "ikat")) == [str(tmp_path / "ikat")]
+
+
+def test_the_generation_bench_runs_without_a_data_folder(tmp_path: Path) -> None:
+    # As on a bare GPU machine: the seq2seq timing reads no data, so a missing data folder must not stop it.
+    done = subprocess.run(
+        [sys.executable, "bench/generation_latency.py", "--device", "cpu", "--models", "t5-base", "--input-tokens",
+         "8", "--output-tokens", "2", "--repeats", "1", "--warmup", "0"],
+        cwd=REPO, env={"PATH": "/usr/bin:/bin", "CAST_DATA": str(tmp_path / "none")}, capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    row = done.stdout.splitlines()[-1].split()
+    assert row[:4] == ["t5-base", "223", "float32", "plain"] and row[6] == "yes"

@@ -62,3 +62,23 @@ def test_offline_generation_bench_refuses_an_empty_passage_file(tmp_path: Path) 
     empty.write_text("")
     with pytest.raises(CastError, match=r"passages.jsonl holds no passages to answer from"):
         generation.time_offline_generator(tmp_path / "topics.json", empty)
+
+
+def test_offline_generation_bench_names_missing_passages(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    generation = load_script("generation_latency")
+    monkeypatch.setattr(generation, "DEV_2022_PASSAGES", Path("/nowhere/provenance_passages.jsonl"))
+    with pytest.raises(SystemExit):
+        generation.main(["--offline"])
+    assert "--passages: no such file or folder: /nowhere/provenance_passages.jsonl" in capsys.readouterr().err
+
+
+def test_encoder_bench_backend_specs() -> None:
+    encoders = load_script("encoders")
+    assert encoders.backend_settings("onnx-int8@1") == {"backend": "onnx", "quantize": "int8", "threads": 1}
+    assert encoders.backend_settings("torch-fp16") == {
+        "backend": "torch",
+        "quantize": "none",
+        "threads": None,
+    }

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The GPU figures of bench/RESULTS.md in one run, each step under its own time limit so that one slow step leaves
+# the others' figures: the paper's generators at their real shapes (plain / static / compiled decoding, bf16 and
+# fp32), the paper profile's rewrite + monoBERT re-rank, and the bi-encoder's rate on the GPU (that of
+# `cast index embed --device cuda`). Random weights of the published shapes: nothing is downloaded.
+#
+#   bench/gpu.sh LOG [PASSAGES [MODEL]]
+#
+# LOG: the file every step's output is appended to. PASSAGES: a collection slice (JSON lines, optionally .gz) for
+# the encoder's rate (default: the Wikipedia collection under CAST_DATA). MODEL: a sentence-transformers folder
+# (default: the bundled all-MiniLM-L6-v2).
+set -u
+log=${1:?usage: bench/gpu.sh LOG [PASSAGES [MODEL]]}
+passages=${2:-}
+model=${3:-}
+bench=$(dirname "$0")
+python=${PYTHON:-python}
+export PYTHONUNBUFFERED=1
+
+step() {  # step SECONDS COMMAND...: the command's output appended to the log, stopped after SECONDS
+    local limit=$1
+    shift
+    echo "== $(date -u +%H:%M:%S) $*" | tee -a "$log"
+    timeout "$limit" "$@" 2>&1 | tee -a "$log"
+    echo "== exit ${PIPESTATUS[0]}" | tee -a "$log"
+}
+
+step 30 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+step 30 "$python" -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
+# The targets' model first: BART-large answers (3 passages, 100 new tokens, 4 beams), bf16 then fp32.
+step 150 "$python" "$bench/generation_latency.py" --device cuda --models bart-large --dtype bfloat16 \
+    --decoding plain static compiled --repeats 5
+step 120 "$python" "$bench/latency.py" paper-shapes --device cuda --turns 20
+encoder=(--device cuda --backends torch torch-fp16 --passages 20000 --rounds 2 --batch-size 128 512)
+[ -n "$passages" ] && encoder+=(--input "$passages")
+[ -n "$model" ] && encoder+=(--model "$model")
+step 120 "$python" "$bench/encoders.py" speed "${encoder[@]}"
+step 120 "$python" "$bench/generation_latency.py" --device cuda --models bart-large --dtype float32 \
+    --decoding plain static compiled --repeats 5
+step 90 "$python" "$bench/latency.py" paper-shapes --device cuda --turns 20 --decoding compiled
+step 240 "$python" "$bench/generation_latency.py" --device cuda --models t5-base pegasus-large --dtype bfloat16 \
+    --decoding plain static compiled --repeats 5
