@@ -111,11 +111,12 @@ def main() -> int:
             times = [r[1] for r in asked]
             hits = [r[1] for r in mine if r[3]]
             completion = sum(r[2]["completion_tokens"] or 0 for r in asked)
+            rate = f"{completion / sum(times):.1f}" if sum(times) else "-"
             print(
                 f"{stage}: {len(mine)} calls, mean prompt "
                 f"{statistics.mean(r[2]['prompt_tokens'] or 0 for r in mine):.0f} tokens; {len(asked)} asked: "
                 f"median {median(times)} s, p90 {median(times, 0.9)} s, "
-                f"{completion / sum(times) if times and sum(times) else float('nan'):.1f} completion tokens/s; "
+                f"{rate} completion tokens/s; "
                 f"{len(hits)} from the cache: median {median(hits)} s"
             )
     print(f"\nclient: {client.counters()}")

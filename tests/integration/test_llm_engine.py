@@ -1,0 +1,122 @@
+"""The LLM client and `cast run --config llm` against a real engine: transformers' own OpenAI-compatible server
+(`transformers serve`) started here on a tiny random-weight Llama-shaped model the test writes. The protocol
+subset, token counts and the cache are checked against what an engine really answers, beside the scripted server
+of tests/chat_server.py that plays the failures."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import tiny_models
+from fast_pipeline import cli_sets
+from test_llm_pipeline import QUICK, llm_sets, read_records
+
+from cast.cli import main
+from cast.infra.llm import ChatClient, ChatServer
+
+
+class Engine:
+    """``transformers serve MODEL`` on 127.0.0.1, ready once uvicorn says it listens."""
+
+    def __init__(self, model: Path, home: Path):
+        with socket.socket() as probe:  # a free port (the engine takes no port 0)
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        env = {
+            **os.environ,
+            "HF_HOME": str(home),
+            "HF_HUB_OFFLINE": "1",  # no network: the model is a local folder
+            "HF_HUB_DISABLE_UPDATE_CHECK": "1",
+        }
+        command = [sys.executable, "-m", "transformers.cli.transformers", "serve", str(model), "--host",
+                   "127.0.0.1", "--port", str(port), "--device", "cpu", "--log-level", "info"]  # fmt: skip
+        self.process = subprocess.Popen(
+            command, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
+        )
+        self.output: list[str] = []
+        self.ready = threading.Event()
+        # Read throughout: a full pipe would block the engine.
+        threading.Thread(target=self._read, daemon=True).start()
+        self.url = f"http://127.0.0.1:{port}/v1"
+
+    def _read(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.output.append(line)
+            if "Uvicorn running on" in line:
+                self.ready.set()
+        self.ready.set()  # it ended: wait no longer
+
+    def wait(self) -> None:
+        if not self.ready.wait(180) or self.process.poll() is not None:
+            raise AssertionError("transformers serve did not start:\n" + "".join(self.output[-20:]))
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(20)
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory) -> Iterator[tuple[Engine, str]]:
+    model = tiny_models.chat_model(tmp_path_factory.mktemp("chat-model"))
+    running = Engine(model, tmp_path_factory.mktemp("hf-home"))
+    try:
+        running.wait()
+        yield running, str(model)
+    finally:
+        running.stop()
+
+
+def test_the_client_gets_an_engines_completion_and_its_token_counts(engine):
+    running, model = engine
+    client = ChatClient(ChatServer(running.url, retries=0), None)
+    messages = [{"role": "user", "content": "what causes throat cancer ?"}]
+    reply = client.complete(model, messages, temperature=0.0, seed=0, max_tokens=6)
+    assert isinstance(reply.text, str)
+    assert reply.prompt_tokens > 0 and 0 < reply.completion_tokens <= 6
+    assert reply.finish_reason in ("stop", "length")
+    # temperature 0: the same request gets the same words
+    assert client.complete(model, messages, temperature=0.0, seed=0, max_tokens=6).text == reply.text
+
+
+def run_records(argv: list, output: Path, capsys) -> list[dict]:
+    assert main([str(a) for a in [*argv, "--output", output]]) == 0, capsys.readouterr().err
+    return read_records(output.with_name(output.name + ".answers.jsonl"))
+
+
+def test_runs_through_the_engine_record_tokens_and_rerun_from_the_cache(
+    capsys, tmp_path, fixtures, core_index, engine
+):
+    running, model = engine
+    topics = fixtures / "core" / "conversations.json"
+    argv = ["run", "--config", "llm", "--index", core_index, "--topics", topics]
+    cache = tmp_path / "cache"
+    rewrites = [*argv, *llm_sets(running.url, cache, model, model), "--set", "rewriter.max_tokens=8"]
+    # The random model's rewrites retrieve nothing here: the answers are asked after the manual rewrites.
+    answers = [*argv, *cli_sets(*QUICK, f"cache_dir={cache}", "rewriter.name=manual", f"summarizer.base_url={running.url}",
+               f"summarizer.model={model}", "summarizer.retries=0", "summarizer.words=12")]  # fmt: skip
+    rewritten = run_records(rewrites, tmp_path / "rewrites", capsys)
+    answered = run_records(answers, tmp_path / "answers", capsys)
+    assert len(rewritten) == len(answered) == 5
+    for record in rewritten:
+        assert record["rewrite"]["inputs"]["usage"]["prompt_tokens"] > 0
+        assert record["query"].strip()  # the engine's words, or the utterance where it gave none
+    for record in answered:
+        assert record["answer"]["settings"]["usage"]["completion_tokens"] > 0
+        assert record["answer"]["generator"] == f"llm:{model}"
+
+    # Nothing is asked again: the reruns reach no server at all (the cache's key holds no address).
+    nowhere = "http://127.0.0.1:9/v1"
+    again = [run_records([a.replace(running.url, nowhere) if isinstance(a, str) else a for a in argv_], tmp_path / name, capsys)
+             for argv_, name in ((rewrites, "rewrites-again"), (answers, "answers-again"))]  # fmt: skip
+    assert [r["query"] for r in again[0]] == [r["query"] for r in rewritten]
+    assert [r["answer"] for r in again[1]] == [
+        {**r["answer"], "settings": {**r["answer"]["settings"], "base_url": nowhere}} for r in answered
+    ]
