@@ -22,6 +22,13 @@ the CAsT 2022 dev turns (manual rewrites by default), once per backend: MRR and 
 tau of each turn's re-ranked order against torch's, and the cosine of every passage's embedding to torch's::
 
     .venv/bin/python bench/encoders.py rerank --backends torch onnx-int8
+
+``bound``: the arithmetic a cold run spends encoding, against what this machine's cores can do. From a run file,
+the distinct passages of every turn's top ``--depth`` (a cold run encodes each once), their MiniLM token counts
+(title prefixed, ``--max-seq-length``), the float32 FLOPs of encoding them, and the rate of a float32 matrix product
+on 1 and 2 threads (numpy): the least time per turn any float32 encoder needs on these cores::
+
+    .venv/bin/python bench/encoders.py bound --run RUN --index INDEX
 """
 
 from __future__ import annotations
@@ -125,6 +132,72 @@ def command_speed(args: argparse.Namespace) -> int:
         )
         faith = cosines(vectors[label], vectors[reference]) if reference else ""
         print(f"{label:<16}{statistics.median(rates[label]):>20.1f}{ratio:>28}   {faith}")
+    return 0
+
+
+def minilm_flops(tokens: int, layers: int = 6, hidden: int = 384, feed_forward: int = 1536) -> int:
+    """Multiply-adds x 2 of encoding ``tokens`` tokens with a BERT encoder of the given shape (all-MiniLM-L6-v2's
+    by default): the linear layers per token, and attention's two products over every pair of tokens."""
+    linear = 2 * (4 * hidden * hidden + 2 * hidden * feed_forward)
+    return layers * (tokens * linear + tokens * tokens * 2 * 2 * hidden)
+
+
+def matrix_product_rate(threads: int, size: int = 1024, repeats: int = 5) -> float:
+    """The best float32 matrix-product rate of ``repeats`` (FLOP/s) on ``threads`` BLAS threads."""
+    import numpy as np
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(0)
+    a, b = (rng.random((size, size), dtype=np.float32) for _ in range(2))
+    best = 0.0
+    with threadpool_limits(threads):
+        a @ b
+        for _ in range(repeats):
+            start = time.perf_counter()
+            for _ in range(10):
+                a @ b
+            best = max(best, 10 * 2 * size**3 / (time.perf_counter() - start))
+    return best
+
+
+def command_bound(args: argparse.Namespace) -> int:
+    import json
+    from collections import defaultdict
+
+    from tokenizers import Tokenizer
+
+    from cast.core.records import Passage
+    from cast.infra import jvm
+    from cast.infra.encoder import bundled_minilm
+    from cast.infra.text import passage_text
+
+    ranked: dict[str, list[str]] = defaultdict(list)
+    with args.run.open() as lines:
+        for line in lines:
+            qid, _, docid, rank, *_ = line.split()
+            if int(rank) <= args.depth:
+                ranked[qid].append(docid)
+    distinct = sorted({docid for docids in ranked.values() for docid in docids})
+    tokenizer = Tokenizer.from_file(str(Path(bundled_minilm()) / "tokenizer.json"))
+    tokenizer.enable_truncation(args.max_seq_length)
+    searcher = jvm.searcher(str(args.index))
+    tokens = []
+    for docid in distinct:
+        fields = json.loads(searcher.doc(docid).raw())
+        passage = Passage(id=docid, text=fields.get("contents", ""), title=fields.get("title", ""))
+        tokens.append(len(tokenizer.encode(passage_text(passage, True)).ids))
+    turns = len(ranked)
+    flops = sum(minilm_flops(n) for n in tokens) / turns
+    print(
+        f"{turns} turns, {len(distinct):,} distinct passages in their top {args.depth} ({len(distinct) / turns:.1f} a "
+        f"turn), {statistics.mean(tokens):.1f} tokens each: {flops / 1e9:.1f} GFLOP of float32 encoding a turn"
+    )
+    for threads in (1, 2):
+        rate = matrix_product_rate(threads)
+        print(
+            f"float32 matrix product on {threads} thread(s): {rate / 1e9:.0f} GFLOP/s -> at least "
+            f"{flops / rate:.2f} s a turn encoding"
+        )
     return 0
 
 
@@ -238,6 +311,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     rerank.add_argument("--rel", type=int, default=1, help="lowest grade counted relevant by MRR (default 1)")
     rerank.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     rerank.set_defaults(func=command_rerank)
+    bound = commands.add_parser(
+        "bound", help="a cold run's encoding arithmetic against the cores' float32 rate"
+    )
+    bound.add_argument("--run", type=existing_path, required=True, help="a run file of the turns")
+    bound.add_argument("--index", type=existing_path, required=True, help="the index the run was made over")
+    bound.add_argument("--depth", type=int, default=100, help="re-rank depth (default 100)")
+    bound.add_argument("--max-seq-length", type=int, default=256, help="tokens per text (default 256)")
+    bound.set_defaults(func=command_bound)
     for command in (speed, rerank):
         command.add_argument("--backends", nargs="+", default=["torch", "onnx", "onnx-int8", "openvino"])
         command.add_argument("--torch-threads", type=int, default=2, help="torch CPU threads (default 2)")

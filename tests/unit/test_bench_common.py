@@ -82,3 +82,10 @@ def test_encoder_bench_backend_specs() -> None:
         "quantize": "none",
         "threads": None,
     }
+
+
+def test_minilm_flops_by_hand() -> None:
+    encoders = load_script("encoders")
+    # one layer of width 2, feed-forward 4: linear 2 x (4 x 2² + 2 x 2 x 4) = 64 a token; attention 2 x 2 x 2 a pair
+    assert encoders.minilm_flops(1, layers=1, hidden=2, feed_forward=4) == 64 + 8
+    assert encoders.minilm_flops(3, layers=2, hidden=2, feed_forward=4) == 2 * (3 * 64 + 9 * 8)
