@@ -2,7 +2,9 @@
 # The GPU figures of bench/RESULTS.md in one run, each step under its own time limit so that one slow step leaves
 # the others' figures: the paper's generators at their real shapes (plain / static / compiled decoding, bf16 and
 # fp32), the paper profile's rewrite + monoBERT re-rank, and the bi-encoder's rate on the GPU (that of
-# `cast index embed --device cuda`). Random weights of the published shapes: nothing is downloaded.
+# `cast index embed --device cuda`), and last the LLM stages against `transformers serve` on the GPU (needs
+# fastapi, uvicorn, openai and accelerate beside transformers, and CAST_DATA's CAsT 2022 dev topics and provenance
+# passages). Random weights of the published shapes: nothing is downloaded.
 #
 #   bench/gpu.sh LOG [PASSAGES [MODEL]]
 #
@@ -40,3 +42,6 @@ step 120 "$python" "$bench/generation_latency.py" --device cuda --models bart-la
 step 90 "$python" "$bench/latency.py" paper-shapes --device cuda --turns 20 --decoding compiled
 step 240 "$python" "$bench/generation_latency.py" --device cuda --models t5-base pegasus-large --dtype bfloat16 \
     --decoding plain static compiled --repeats 5
+for concurrency in 1 16; do
+    step 300 "$python" "$bench/llm.py" --engine qwen2.5-7b --engine-device cuda --turns 32 --concurrency $concurrency
+done

@@ -8,6 +8,13 @@ from the cache) and a summary; a second pass (``--passes 2``) shows what the cac
 
     .venv/bin/python bench/llm.py --base-url http://localhost:8000/v1 --model Qwen/Qwen2.5-7B-Instruct
     .venv/bin/python bench/llm.py --base-url URL --model M --turns 20 --passes 2 --cache-dir /tmp/llm-bench
+
+``--engine SHAPE`` times a real engine without a checkpoint: a chat model of a published shape (``qwen2.5-7b``,
+``llama-3.1-8b``; ``tiny`` for a CPU) with random weights and a word tokenizer over the topics' words is written to
+a temporary folder and served by ``transformers serve`` (``cast.testing.ServedModel``), which the turns then ask.
+Random weights never stop early, so every completion runs to its ``max_tokens``::
+
+    python bench/llm.py --engine qwen2.5-7b --engine-device cuda --turns 20 --concurrency 16
 """
 
 from __future__ import annotations
@@ -30,26 +37,89 @@ def median(values: list[float], share: float = 0.5) -> str:
     return f"{ordered[min(len(ordered) - 1, int(share * len(ordered)))]:.3f}" if ordered else "-"
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    from cast.testing import CHAT_SHAPES
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base-url", help="the server's API root, e.g. http://localhost:8000/v1")
+    parser.add_argument("--model", help="the model's name as the server knows it")
     parser.add_argument(
-        "--base-url", required=True, help="the server's API root, e.g. http://localhost:8000/v1"
+        "--engine",
+        choices=list(CHAT_SHAPES),
+        help="instead of --base-url and --model: serve a random-weight chat model of this shape and time it",
     )
-    parser.add_argument("--model", required=True, help="the model's name as the server knows it")
+    parser.add_argument("--engine-device", default="cpu", help="where the engine runs (default cpu)")
+    parser.add_argument(
+        "--engine-dtype",
+        default="auto",
+        help="the engine model's dtype (auto: float32 on a CPU, else bfloat16)",
+    )
     parser.add_argument("--api-key-env", help="the environment variable holding the server's API key")
-    parser.add_argument("--topics", type=existing_path, default=str(DEV_2022_TOPICS))
-    parser.add_argument("--passages", type=existing_path, default=str(DEV_2022_PASSAGES))
+    # Path defaults: argparse checks given values only (checked below), so --help needs no data folder.
+    parser.add_argument("--topics", type=existing_path, default=DEV_2022_TOPICS)
+    parser.add_argument("--passages", type=existing_path, default=DEV_2022_PASSAGES)
     parser.add_argument("--turns", type=int, default=0, help="the first N turns only (0: all)")
     parser.add_argument(
         "--passes", type=int, default=1, help="passes over the turns (later ones hit the cache)"
     )
     parser.add_argument("--cache-dir", default=None, help="the answers cache (default: none, in memory)")
     parser.add_argument(
-        "--concurrency", type=int, default=1, help="requests in flight (1: one turn at a time)"
+        "--concurrency",
+        type=int,
+        default=1,
+        help="turns asked together, their requests in flight at once (default 1)",
     )
     parser.add_argument("--timeout", type=float, default=120.0)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    for name in ("topics", "passages"):
+        if not getattr(args, name).exists():
+            parser.error(f"argument --{name}: no such file or folder: {getattr(args, name)}")
+    if args.engine:
+        return time_engine(args)
+    if not (args.base_url and args.model):
+        parser.error("give --base-url and --model, or --engine SHAPE")
+    return time_turns(args, args.base_url, args.model)
 
+
+def time_engine(args: argparse.Namespace) -> int:
+    """:func:`time_turns` against ``transformers serve`` on a random-weight chat model of ``args.engine``."""
+    import re
+    import tempfile
+
+    from cast.formats.topics import load_topics
+    from cast.testing import ServedModel, chat_model
+
+    words = sorted(
+        {
+            word
+            for topic in load_topics(args.topics)
+            for turn in topic.turns
+            for word in re.findall(r"[a-z]+", f"{turn.utterance} {turn.response or ''}".lower())
+        }
+    )
+    dtype = (
+        args.engine_dtype
+        if args.engine_dtype != "auto"
+        else "float32"
+        if args.engine_device == "cpu"
+        else "bfloat16"
+    )
+    with tempfile.TemporaryDirectory(prefix="cast-engine-") as folder:
+        start = time.perf_counter()
+        model = chat_model(Path(folder) / "model", words, args.engine, dtype)
+        engine = ServedModel(model, Path(folder) / "home", args.engine_device)
+        try:
+            engine.wait()
+            print(f"{args.engine} ({dtype}, random weights, {len(words):,}-word tokenizer) served on "
+                  f"{args.engine_device} by transformers serve in {time.perf_counter() - start:.0f} s")  # fmt: skip
+            return time_turns(args, engine.url, str(model))
+        finally:
+            engine.stop()
+
+
+def time_turns(args: argparse.Namespace, base_url: str, model: str) -> int:
+    """Each turn's rewrite and answer asked of ``model`` at ``base_url``, ``args.passes`` times, with a line per
+    call and a summary per pass."""
     from cast.conversation.walker import turn_histories
     from cast.core.records import ScoredPassage, Selection
     from cast.core.registry import stage_class
@@ -59,8 +129,8 @@ def main() -> int:
 
     resources = Resources({"cache_dir": args.cache_dir})
     server: dict[str, Any] = {
-        "model": args.model,
-        "base_url": args.base_url,
+        "model": model,
+        "base_url": base_url,
         "api_key_env": args.api_key_env,
         "timeout": args.timeout,
         "concurrency": args.concurrency,
@@ -75,34 +145,52 @@ def main() -> int:
     walk = turn_histories(manual, load_topics(args.topics))
     if args.turns:
         walk = walk[: args.turns]
-    print(
-        f"{len(walk)} turns, {args.model} at {args.base_url}, concurrency {args.concurrency}, {load_average()}"
-    )
+    print(f"{len(walk)} turns, {model} at {base_url}, concurrency {args.concurrency}, {load_average()}")
     for number in range(1, args.passes + 1):
         print(
             f"\npass {number}\n| qid | stage | s | prompt tokens | completion tokens | cached |\n|---|---|---|---|---|---|"
         )
         rows = []
-        for history, turn in walk:
-            for stage in ("rewrite", "answer"):
-                chosen = [passages[i] for i in turn.response_ids if i in passages]
-                if stage == "answer" and not chosen:
+        # --concurrency turns at a time, each stage's requests side by side: a request's latency is its batch's.
+        for first in range(0, len(walk), args.concurrency):
+            batch = walk[first : first + args.concurrency]
+            answerable = [
+                (turn, [passages[i] for i in turn.response_ids if i in passages]) for _, turn in batch
+            ]
+            answerable = [(turn, chosen) for turn, chosen in answerable if chosen]
+            for stage, turns in (
+                ("rewrite", [turn for _, turn in batch]),
+                ("answer", [t for t, _ in answerable]),
+            ):
+                if not turns:
                     continue
                 before = client.counters()
                 start = time.perf_counter()
                 if stage == "rewrite":
-                    usage = rewriter.rewrite(history, turn).inputs["usage"]
+                    usages = [r.inputs["usage"] for r in rewriter.rewrite_batch(batch)]
                 else:
-                    selection = Selection(tuple(ScoredPassage(p, 1.0) for p in chosen), method="provenance")
-                    question = turn.manual_rewrite or turn.utterance
-                    usage = summarizer.summarize(question, selection).settings["usage"]
+                    usages = [
+                        a.settings["usage"]
+                        for a in summarizer.summarize_batch(
+                            [
+                                (
+                                    turn.manual_rewrite or turn.utterance,
+                                    Selection(
+                                        tuple(ScoredPassage(p, 1.0) for p in chosen), method="provenance"
+                                    ),
+                                )
+                                for turn, chosen in answerable
+                            ]
+                        )
+                    ]
                 seconds = time.perf_counter() - start
-                cached = client.counters()["cache_hits"] > before["cache_hits"]
-                rows.append((stage, seconds, usage, cached))
-                print(
-                    f"| {turn.qid} | {stage} | {seconds:.3f} | {usage['prompt_tokens']} | "
-                    f"{usage['completion_tokens']} | {'yes' if cached else 'no'} |"
-                )
+                cached = client.counters()["cache_hits"] - before["cache_hits"] == len(turns)
+                for turn, usage in zip(turns, usages, strict=True):
+                    rows.append((stage, seconds, usage, cached, first))
+                    print(
+                        f"| {turn.qid} | {stage} | {seconds:.3f} | {usage['prompt_tokens']} | "
+                        f"{usage['completion_tokens']} | {'yes' if cached else 'no'} |"
+                    )
         for stage in ("rewrite", "answer"):
             mine = [r for r in rows if r[0] == stage]
             asked = [r for r in mine if not r[3]]
@@ -111,7 +199,8 @@ def main() -> int:
             times = [r[1] for r in asked]
             hits = [r[1] for r in mine if r[3]]
             completion = sum(r[2]["completion_tokens"] or 0 for r in asked)
-            rate = f"{completion / sum(times):.1f}" if sum(times) else "-"
+            wall = sum({r[4]: r[1] for r in asked}.values())  # each batch's time once
+            rate = f"{completion / wall:.1f}" if wall else "-"
             print(
                 f"{stage}: {len(mine)} calls, mean prompt "
                 f"{statistics.mean(r[2]['prompt_tokens'] or 0 for r in mine):.0f} tokens; {len(asked)} asked: "

@@ -2,11 +2,18 @@
 
 The tests build tiny models with them (``tests/tiny_models.py``) and the benchmarks build models of the published
 shapes with random weights (``bench/latency.py``, ``bench/generation_latency.py``), so both exercise the real
-loading, batching, ``generate()`` and scoring code without a checkpoint.
+loading, batching, ``generate()`` and scoring code without a checkpoint. A chat model of either kind can be served
+by a real OpenAI-compatible engine, transformers' own ``transformers serve`` (:class:`ServedModel`): the tests
+and ``bench/llm.py --engine`` ask it as they would any server.
 """
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -31,6 +38,17 @@ PUBLISHED_SHAPES: dict[str, tuple[str, dict[str, Any]]] = {
              decoder_attention_heads=16, encoder_ffn_dim=4096, decoder_ffn_dim=4096, max_position_embeddings=1024,
              pad_token_id=0, eos_token_id=1, decoder_start_token_id=0, forced_eos_token_id=1),
     ),
+}  # fmt: skip
+
+# Decoder-only chat models: a tiny one for the tests, and the architectures of Qwen/Qwen2.5-7B-Instruct and
+# meta-llama/Llama-3.1-8B-Instruct (from their configs) for timing an engine.
+CHAT_SHAPES: dict[str, tuple[str, dict[str, Any]]] = {
+    "tiny": ("llama", dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                           num_key_value_heads=4)),
+    "qwen2.5-7b": ("qwen2", dict(vocab_size=152064, hidden_size=3584, intermediate_size=18944, num_hidden_layers=28,
+                                 num_attention_heads=28, num_key_value_heads=4, rope_theta=1000000.0)),
+    "llama-3.1-8b": ("llama", dict(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+                                   num_attention_heads=32, num_key_value_heads=8, rope_theta=500000.0)),
 }  # fmt: skip
 
 SPECIALS = {"t5": ["<pad>", "</s>", "<unk>"], "bart": ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]}
@@ -112,3 +130,83 @@ def published_shape_model(shape: str) -> Any:
     family, settings = PUBLISHED_SHAPES[shape]
     config_class, model_class = seq2seq_classes(family)
     return model_class(config_class(**settings))
+
+
+def chat_model(folder: Path, words: Iterable[str], shape: str = "tiny", dtype: str = "float32") -> Path:
+    """A randomly initialised decoder-only chat model of ``shape`` (a key of :data:`CHAT_SHAPES`) with a word
+    tokenizer over ``words`` and a chat template, saved in ``folder`` for an engine to serve."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+
+    family, settings = CHAT_SHAPES[shape]
+    tokenizer = word_tokenizer(folder, "bart", [*words, "system", "user", "assistant", ":"])
+    tokenizer.model_max_length = 4096  # the LLM stages' prompts hold whole passages
+    tokenizer.chat_template = (
+        "{% for m in messages %}{{ m['role'] }} : {{ m['content'] }} {% endfor %}"
+        "{% if add_generation_prompt %}assistant :{% endif %}"
+    )
+    tokenizer.save_pretrained(str(folder))
+    config_class, model_class = {
+        "llama": (LlamaConfig, LlamaForCausalLM),
+        "qwen2": (Qwen2Config, Qwen2ForCausalLM),
+    }[family]
+    config = config_class(
+        **{"vocab_size": len(tokenizer), **settings},
+        max_position_embeddings=4096,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    torch.manual_seed(1234)
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(getattr(torch, dtype))  # made in its dtype: an 8B model twice over would not fit
+    try:
+        with torch.device("cuda" if shape != "tiny" and torch.cuda.is_available() else "cpu"):
+            model = model_class(config)
+    finally:
+        torch.set_default_dtype(default)
+    model.save_pretrained(str(folder))
+    return folder
+
+
+class ServedModel:
+    """``transformers serve FOLDER`` on 127.0.0.1 (a real OpenAI-compatible engine), offline, in a process of its
+    own; :meth:`wait` returns once it listens. ``url`` is its API root."""
+
+    def __init__(self, model: Path, home: Path, device: str = "cpu"):
+        with socket.socket() as probe:  # a free port (the engine takes no port 0)
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        env = {
+            **os.environ,
+            "HF_HOME": str(home),
+            "HF_HUB_OFFLINE": "1",  # no network: the model is a local folder
+            "HF_HUB_DISABLE_UPDATE_CHECK": "1",
+        }
+        command = [sys.executable, "-m", "transformers.cli.transformers", "serve", str(model), "--host",
+                   "127.0.0.1", "--port", str(port), "--device", device, "--log-level", "info"]  # fmt: skip
+        self.process = subprocess.Popen(
+            command, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
+        )
+        self.output: list[str] = []
+        self.ready = threading.Event()
+        # Read throughout: a full pipe would block the engine.
+        threading.Thread(target=self._read, daemon=True).start()
+        self.url = f"http://127.0.0.1:{port}/v1"
+
+    def _read(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.output.append(line)
+            if "Uvicorn running on" in line:
+                self.ready.set()
+        self.ready.set()  # it ended: wait no longer
+
+    def wait(self, seconds: float = 300) -> None:
+        """Returns once the engine listens; raises ``RuntimeError`` with its last output if it ended or never did."""
+        if not self.ready.wait(seconds) or self.process.poll() is not None:
+            raise RuntimeError("transformers serve did not start:\n" + "".join(self.output[-20:]))
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(30)

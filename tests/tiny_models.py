@@ -96,28 +96,4 @@ def bert_classifier(folder: Path, num_labels: int = 2) -> Path:
 def chat_model(folder: Path) -> Path:
     """A tiny random decoder-only chat model (Llama's architecture, scaled down) with a word tokenizer and a chat
     template: what an OpenAI-compatible engine serves."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    tokenizer = word_tokenizer(folder, "bart", [*WORDS, "system", "user", "assistant", ":"])
-    tokenizer.model_max_length = 4096  # the LLM stages' prompts hold whole passages
-    tokenizer.chat_template = (
-        "{% for m in messages %}{{ m['role'] }} : {{ m['content'] }} {% endfor %}"
-        "{% if add_generation_prompt %}assistant :{% endif %}"
-    )
-    tokenizer.save_pretrained(str(folder))
-    torch.manual_seed(SEED)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=4096,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    LlamaForCausalLM(config).save_pretrained(str(folder))
-    return folder
+    return testing.chat_model(folder, WORDS, "tiny")

@@ -5,11 +5,6 @@ of tests/chat_server.py that plays the failures."""
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,53 +15,13 @@ from test_llm_pipeline import QUICK, llm_sets, read_records
 
 from cast.cli import main
 from cast.infra.llm import ChatClient, ChatServer
-
-
-class Engine:
-    """``transformers serve MODEL`` on 127.0.0.1, ready once uvicorn says it listens."""
-
-    def __init__(self, model: Path, home: Path):
-        with socket.socket() as probe:  # a free port (the engine takes no port 0)
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        env = {
-            **os.environ,
-            "HF_HOME": str(home),
-            "HF_HUB_OFFLINE": "1",  # no network: the model is a local folder
-            "HF_HUB_DISABLE_UPDATE_CHECK": "1",
-        }
-        command = [sys.executable, "-m", "transformers.cli.transformers", "serve", str(model), "--host",
-                   "127.0.0.1", "--port", str(port), "--device", "cpu", "--log-level", "info"]  # fmt: skip
-        self.process = subprocess.Popen(
-            command, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
-        )
-        self.output: list[str] = []
-        self.ready = threading.Event()
-        # Read throughout: a full pipe would block the engine.
-        threading.Thread(target=self._read, daemon=True).start()
-        self.url = f"http://127.0.0.1:{port}/v1"
-
-    def _read(self) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            self.output.append(line)
-            if "Uvicorn running on" in line:
-                self.ready.set()
-        self.ready.set()  # it ended: wait no longer
-
-    def wait(self) -> None:
-        if not self.ready.wait(180) or self.process.poll() is not None:
-            raise AssertionError("transformers serve did not start:\n" + "".join(self.output[-20:]))
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(20)
+from cast.testing import ServedModel
 
 
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory) -> Iterator[tuple[Engine, str]]:
+def engine(tmp_path_factory) -> Iterator[tuple[ServedModel, str]]:
     model = tiny_models.chat_model(tmp_path_factory.mktemp("chat-model"))
-    running = Engine(model, tmp_path_factory.mktemp("hf-home"))
+    running = ServedModel(model, tmp_path_factory.mktemp("hf-home"))
     try:
         running.wait()
         yield running, str(model)
