@@ -47,6 +47,4 @@ step bart-fp32 120 "$python" "$bench/generation_latency.py" --device cuda --mode
 step paper-compiled 90 "$python" "$bench/latency.py" paper-shapes --device cuda --turns 20 --decoding compiled
 step seq2seq-others 240 "$python" "$bench/generation_latency.py" --device cuda --models t5-base pegasus-large \
     --dtype bfloat16 --decoding plain static compiled --repeats 5
-for concurrency in 1 16; do
-    step llm 300 "$python" "$bench/llm.py" --engine qwen2.5-7b --engine-device cuda --turns 32 --concurrency "$concurrency"
-done
+step llm 420 "$python" "$bench/llm.py" --engine qwen2.5-7b --engine-device cuda --turns 16 --concurrency 1 16

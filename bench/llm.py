@@ -14,7 +14,7 @@ from the cache) and a summary; a second pass (``--passes 2``) shows what the cac
 a temporary folder and served by ``transformers serve`` (``cast.testing.ServedModel``), which the turns then ask.
 Random weights never stop early, so every completion runs to its ``max_tokens``::
 
-    python bench/llm.py --engine qwen2.5-7b --engine-device cuda --turns 20 --concurrency 16
+    python bench/llm.py --engine qwen2.5-7b --engine-device cuda --turns 16 --concurrency 1 16
 """
 
 from __future__ import annotations
@@ -66,8 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--concurrency",
         type=int,
-        default=1,
-        help="turns asked together, their requests in flight at once (default 1)",
+        nargs="+",
+        default=[1],
+        help="turns asked together, their requests in flight at once (default 1; several: each in turn, with a "
+        "cache of its own)",
     )
     parser.add_argument("--timeout", type=float, default=120.0)
     args = parser.parse_args(argv)
@@ -78,7 +80,21 @@ def main(argv: list[str] | None = None) -> int:
         return time_engine(args)
     if not (args.base_url and args.model):
         parser.error("give --base-url and --model, or --engine SHAPE")
-    return time_turns(args, args.base_url, args.model)
+    return time_each_concurrency(args, args.base_url, args.model)
+
+
+def time_each_concurrency(args: argparse.Namespace, base_url: str, model: str) -> int:
+    for concurrency in args.concurrency:
+        # Several values: each its own cache, so that a later one is not answered from an earlier one's.
+        own = args.cache_dir and len(args.concurrency) > 1
+        time_turns(
+            args,
+            base_url,
+            model,
+            concurrency,
+            f"{args.cache_dir}/concurrency-{concurrency}" if own else args.cache_dir,
+        )
+    return 0
 
 
 def time_engine(args: argparse.Namespace) -> int:
@@ -112,14 +128,16 @@ def time_engine(args: argparse.Namespace) -> int:
             engine.wait()
             print(f"{args.engine} ({dtype}, random weights, {len(words):,}-word tokenizer) served on "
                   f"{args.engine_device} by transformers serve in {time.perf_counter() - start:.0f} s")  # fmt: skip
-            return time_turns(args, engine.url, str(model))
+            return time_each_concurrency(args, engine.url, str(model))
         finally:
             engine.stop()
 
 
-def time_turns(args: argparse.Namespace, base_url: str, model: str) -> int:
-    """Each turn's rewrite and answer asked of ``model`` at ``base_url``, ``args.passes`` times, with a line per
-    call and a summary per pass."""
+def time_turns(
+    args: argparse.Namespace, base_url: str, model: str, concurrency: int, cache_dir: str | None
+) -> None:
+    """Each turn's rewrite and answer asked of ``model`` at ``base_url``, ``concurrency`` turns at a time,
+    ``args.passes`` times, with a line per call and a summary per pass."""
     from cast.conversation.walker import turn_histories
     from cast.core.records import ScoredPassage, Selection
     from cast.core.registry import stage_class
@@ -127,13 +145,13 @@ def time_turns(args: argparse.Namespace, base_url: str, model: str) -> int:
     from cast.formats.topics import load_topics
     from cast.index.collections import read_passages
 
-    resources = Resources({"cache_dir": args.cache_dir})
+    resources = Resources({"cache_dir": cache_dir})
     server: dict[str, Any] = {
         "model": model,
         "base_url": base_url,
         "api_key_env": args.api_key_env,
         "timeout": args.timeout,
-        "concurrency": args.concurrency,
+        "concurrency": concurrency,
     }
     rewriter = stage_class("rewriter", "llm").from_config(server, resources)
     summarizer = stage_class("summarizer", "llm").from_config(server, resources)
@@ -145,15 +163,15 @@ def time_turns(args: argparse.Namespace, base_url: str, model: str) -> int:
     walk = turn_histories(manual, load_topics(args.topics))
     if args.turns:
         walk = walk[: args.turns]
-    print(f"{len(walk)} turns, {model} at {base_url}, concurrency {args.concurrency}, {load_average()}")
+    print(f"{len(walk)} turns, {model} at {base_url}, concurrency {concurrency}, {load_average()}")
     for number in range(1, args.passes + 1):
         print(
             f"\npass {number}\n| qid | stage | s | prompt tokens | completion tokens | cached |\n|---|---|---|---|---|---|"
         )
         rows = []
         # --concurrency turns at a time, each stage's requests side by side: a request's latency is its batch's.
-        for first in range(0, len(walk), args.concurrency):
-            batch = walk[first : first + args.concurrency]
+        for first in range(0, len(walk), concurrency):
+            batch = walk[first : first + concurrency]
             answerable = [
                 (turn, [passages[i] for i in turn.response_ids if i in passages]) for _, turn in batch
             ]
@@ -209,7 +227,6 @@ def time_turns(args: argparse.Namespace, base_url: str, model: str) -> int:
                 f"{len(hits)} from the cache: median {median(hits)} s"
             )
     print(f"\nclient: {client.counters()}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -89,3 +89,15 @@ def test_minilm_flops_by_hand() -> None:
     # one layer of width 2, feed-forward 4: linear 2 x (4 x 2² + 2 x 2 x 4) = 64 a token; attention 2 x 2 x 2 a pair
     assert encoders.minilm_flops(1, layers=1, hidden=2, feed_forward=4) == 64 + 8
     assert encoders.minilm_flops(3, layers=2, hidden=2, feed_forward=4) == 2 * (3 * 64 + 9 * 8)
+
+
+def test_llm_bench_needs_a_server_or_an_engine(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    llm = load_script("llm")
+    topics = tmp_path / "topics.json"
+    topics.write_text("[]")
+    with pytest.raises(SystemExit):
+        llm.main(["--topics", str(topics), "--passages", str(topics)])
+    assert "give --base-url and --model, or --engine SHAPE" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        llm.main(["--engine", "tiny", "--topics", str(tmp_path / "none.json"), "--passages", str(topics)])
+    assert "--topics: no such file or folder" in capsys.readouterr().err
