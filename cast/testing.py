@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import threading
+from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -188,7 +189,7 @@ class ServedModel:
         self.process = subprocess.Popen(
             command, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
         )
-        self.output: list[str] = []
+        self.output: deque[str] = deque(maxlen=20)  # its last lines, for an error
         self.ready = threading.Event()
         # Read throughout: a full pipe would block the engine.
         threading.Thread(target=self._read, daemon=True).start()
@@ -205,7 +206,7 @@ class ServedModel:
     def wait(self, seconds: float = 300) -> None:
         """Returns once the engine listens; raises ``RuntimeError`` with its last output if it ended or never did."""
         if not self.ready.wait(seconds) or self.process.poll() is not None:
-            raise RuntimeError("transformers serve did not start:\n" + "".join(self.output[-20:]))
+            raise RuntimeError("transformers serve did not start:\n" + "".join(self.output))
 
     def stop(self) -> None:
         self.process.terminate()
