@@ -39,6 +39,15 @@ def existing_path(value: str) -> Path:
     return path
 
 
+def require_paths(parser: argparse.ArgumentParser, args: argparse.Namespace, *names: str) -> None:
+    """Stops as argparse does when a path argument left at a :class:`~pathlib.Path` default does not exist: such a
+    default is not checked by :func:`existing_path` at parsing, so a mode that does not read it needs no data."""
+    for name in names:
+        path = getattr(args, name)
+        if not path.exists():
+            parser.error(f"argument --{name}: no such file or folder: {path}")
+
+
 def load_average() -> str:
     """The machine's load average (other jobs share it), to print beside timings."""
     return "load average " + " ".join(f"{x:.1f}" for x in os.getloadavg())

@@ -36,7 +36,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from bench.common import DEV_2022_PASSAGES, DEV_2022_TOPICS, existing_path, run  # noqa: E402
+from bench.common import DEV_2022_PASSAGES, DEV_2022_TOPICS, existing_path, require_paths, run  # noqa: E402
 from cast.infra.decoding import DECODINGS, BeamDecoder  # noqa: E402  (light: torch is imported when decoding)
 from cast.testing import PUBLISHED_SHAPES, published_shape_model  # noqa: E402  (light, as above)
 
@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--passages",
         type=existing_path,
-        default=DEV_2022_PASSAGES,  # a Path: argparse checks given values only, so a GPU box needs no data
+        default=DEV_2022_PASSAGES,  # a Path, checked by --offline alone: a GPU box needs no data
         help="with --offline: JSON lines passages (id, contents) answers are made from (default: %(default)s)",
     )
     parser.add_argument(
@@ -226,8 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.offline:
-        if not args.passages.exists():
-            parser.error(f"argument --passages: no such file or folder: {args.passages}")
+        require_paths(parser, args, "passages")
         for relevance in args.relevance:
             row = time_offline_generator(
                 args.topics, args.passages, repeats=args.repeats, relevance=relevance

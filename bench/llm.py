@@ -28,7 +28,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import DEV_2022_PASSAGES, DEV_2022_TOPICS, existing_path, load_average, run  # noqa: E402
+from bench.common import (  # noqa: E402
+    DEV_2022_PASSAGES,
+    DEV_2022_TOPICS,
+    existing_path,
+    load_average,
+    require_paths,
+    run,
+)
 
 
 def median(values: list[float], share: float = 0.5) -> str:
@@ -55,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         help="the engine model's dtype (auto: float32 on a CPU, else bfloat16)",
     )
     parser.add_argument("--api-key-env", help="the environment variable holding the server's API key")
-    # Path defaults: argparse checks given values only (checked below), so --help needs no data folder.
+    # Path defaults, checked after parsing (require_paths): --help needs no data folder.
     parser.add_argument("--topics", type=existing_path, default=DEV_2022_TOPICS)
     parser.add_argument("--passages", type=existing_path, default=DEV_2022_PASSAGES)
     parser.add_argument("--turns", type=int, default=0, help="the first N turns only (0: all)")
@@ -73,42 +80,42 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--timeout", type=float, default=120.0)
     args = parser.parse_args(argv)
-    for name in ("topics", "passages"):
-        if not getattr(args, name).exists():
-            parser.error(f"argument --{name}: no such file or folder: {getattr(args, name)}")
-    if args.engine:
-        return time_engine(args)
-    if not (args.base_url and args.model):
+    require_paths(parser, args, "topics", "passages")
+    if not (args.engine or (args.base_url and args.model)):
         parser.error("give --base-url and --model, or --engine SHAPE")
-    return time_each_concurrency(args, args.base_url, args.model)
+
+    from cast.formats.topics import load_topics
+    from cast.index.collections import read_passages
+
+    conversations = load_topics(args.topics)
+    passages = {p.id: p for p in read_passages([args.passages])}
+    if args.engine:
+        return time_engine(args, conversations, passages)
+    return time_each_concurrency(args, args.base_url, args.model, conversations, passages)
 
 
-def time_each_concurrency(args: argparse.Namespace, base_url: str, model: str) -> int:
+def time_each_concurrency(
+    args: argparse.Namespace, base_url: str, model: str, conversations: list[Any], passages: dict[str, Any]
+) -> int:
     for concurrency in args.concurrency:
         # Several values: each its own cache, so that a later one is not answered from an earlier one's.
         own = args.cache_dir and len(args.concurrency) > 1
-        time_turns(
-            args,
-            base_url,
-            model,
-            concurrency,
-            f"{args.cache_dir}/concurrency-{concurrency}" if own else args.cache_dir,
-        )
+        cache_dir = f"{args.cache_dir}/concurrency-{concurrency}" if own else args.cache_dir
+        time_turns(args, base_url, model, concurrency, cache_dir, conversations, passages)
     return 0
 
 
-def time_engine(args: argparse.Namespace) -> int:
+def time_engine(args: argparse.Namespace, conversations: list[Any], passages: dict[str, Any]) -> int:
     """:func:`time_turns` against ``transformers serve`` on a random-weight chat model of ``args.engine``."""
     import re
     import tempfile
 
-    from cast.formats.topics import load_topics
     from cast.testing import ServedModel, chat_model
 
     words = sorted(
         {
             word
-            for topic in load_topics(args.topics)
+            for topic in conversations
             for turn in topic.turns
             for word in re.findall(r"[a-z]+", f"{turn.utterance} {turn.response or ''}".lower())
         }
@@ -122,19 +129,25 @@ def time_engine(args: argparse.Namespace) -> int:
     )
     with tempfile.TemporaryDirectory(prefix="cast-engine-") as folder:
         start = time.perf_counter()
-        model = chat_model(Path(folder) / "model", words, args.engine, dtype)
+        model = chat_model(Path(folder) / "model", words, args.engine, dtype, args.engine_device)
         engine = ServedModel(model, Path(folder) / "home", args.engine_device)
         try:
             engine.wait()
             print(f"{args.engine} ({dtype}, random weights, {len(words):,}-word tokenizer) served on "
                   f"{args.engine_device} by transformers serve in {time.perf_counter() - start:.0f} s")  # fmt: skip
-            return time_each_concurrency(args, engine.url, str(model))
+            return time_each_concurrency(args, engine.url, str(model), conversations, passages)
         finally:
             engine.stop()
 
 
 def time_turns(
-    args: argparse.Namespace, base_url: str, model: str, concurrency: int, cache_dir: str | None
+    args: argparse.Namespace,
+    base_url: str,
+    model: str,
+    concurrency: int,
+    cache_dir: str | None,
+    conversations: list[Any],
+    passages: dict[str, Any],
 ) -> None:
     """Each turn's rewrite and answer asked of ``model`` at ``base_url``, ``concurrency`` turns at a time,
     ``args.passes`` times, with a line per call and a summary per pass."""
@@ -142,8 +155,6 @@ def time_turns(
     from cast.core.records import ScoredPassage, Selection
     from cast.core.registry import stage_class
     from cast.core.resources import Resources
-    from cast.formats.topics import load_topics
-    from cast.index.collections import read_passages
 
     resources = Resources({"cache_dir": cache_dir})
     server: dict[str, Any] = {
@@ -156,11 +167,10 @@ def time_turns(
     rewriter = stage_class("rewriter", "llm").from_config(server, resources)
     summarizer = stage_class("summarizer", "llm").from_config(server, resources)
     client = rewriter.client  # one server: the stages share it
-    passages = {p.id: p for p in read_passages([args.passages])}
     # Each turn once, in conversation order, after a history of the earlier turns' manual rewrites (the oracle's:
     # the LLM's own rewrites would make the timings depend on its answers).
     manual = stage_class("rewriter", "manual").from_config({"fallback": "raw"}, resources)
-    walk = turn_histories(manual, load_topics(args.topics))
+    walk = turn_histories(manual, conversations)
     if args.turns:
         walk = walk[: args.turns]
     print(f"{len(walk)} turns, {model} at {base_url}, concurrency {concurrency}, {load_average()}")

@@ -133,9 +133,12 @@ def published_shape_model(shape: str) -> Any:
     return model_class(config_class(**settings))
 
 
-def chat_model(folder: Path, words: Iterable[str], shape: str = "tiny", dtype: str = "float32") -> Path:
+def chat_model(
+    folder: Path, words: Iterable[str], shape: str = "tiny", dtype: str = "float32", device: str = "cpu"
+) -> Path:
     """A randomly initialised decoder-only chat model of ``shape`` (a key of :data:`CHAT_SHAPES`) with a word
-    tokenizer over ``words`` and a chat template, saved in ``folder`` for an engine to serve."""
+    tokenizer over ``words`` and a chat template, made on ``device`` and saved in ``folder`` for an engine to
+    serve."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
@@ -162,7 +165,7 @@ def chat_model(folder: Path, words: Iterable[str], shape: str = "tiny", dtype: s
     default = torch.get_default_dtype()
     torch.set_default_dtype(getattr(torch, dtype))  # made in its dtype: an 8B model twice over would not fit
     try:
-        with torch.device("cuda" if shape != "tiny" and torch.cuda.is_available() else "cpu"):
+        with torch.device(device):
             model = model_class(config)
     finally:
         torch.set_default_dtype(default)

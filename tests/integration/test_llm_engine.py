@@ -53,12 +53,17 @@ def test_runs_through_the_engine_record_tokens_and_rerun_from_the_cache(
     topics = fixtures / "core" / "conversations.json"
     argv = ["run", "--config", "llm", "--index", core_index, "--topics", topics]
     cache = tmp_path / "cache"
-    rewrites = [*argv, *llm_sets(running.url, cache, model, model), "--set", "rewriter.max_tokens=8"]
-    # The random model's rewrites retrieve nothing here: the answers are asked after the manual rewrites.
-    answers = [*argv, *cli_sets(*QUICK, f"cache_dir={cache}", "rewriter.name=manual", f"summarizer.base_url={running.url}",
-               f"summarizer.model={model}", "summarizer.retries=0", "summarizer.words=12")]  # fmt: skip
-    rewritten = run_records(rewrites, tmp_path / "rewrites", capsys)
-    answered = run_records(answers, tmp_path / "answers", capsys)
+
+    def rewrites(url: str) -> list:
+        return [*argv, *llm_sets(url, cache, model, model), "--set", "rewriter.max_tokens=8"]
+
+    def answers(url: str) -> list:
+        # The random model's rewrites retrieve nothing here: the answers are asked after the manual rewrites.
+        return [*argv, *cli_sets(*QUICK, f"cache_dir={cache}", "rewriter.name=manual", f"summarizer.base_url={url}",
+                                 f"summarizer.model={model}", "summarizer.retries=0", "summarizer.words=12")]  # fmt: skip
+
+    rewritten = run_records(rewrites(running.url), tmp_path / "rewrites", capsys)
+    answered = run_records(answers(running.url), tmp_path / "answers", capsys)
     assert len(rewritten) == len(answered) == 5
     for record in rewritten:
         assert record["rewrite"]["inputs"]["usage"]["prompt_tokens"] > 0
@@ -69,9 +74,9 @@ def test_runs_through_the_engine_record_tokens_and_rerun_from_the_cache(
 
     # Nothing is asked again: the reruns reach no server at all (the cache's key holds no address).
     nowhere = "http://127.0.0.1:9/v1"
-    again = [run_records([a.replace(running.url, nowhere) if isinstance(a, str) else a for a in argv_], tmp_path / name, capsys)
-             for argv_, name in ((rewrites, "rewrites-again"), (answers, "answers-again"))]  # fmt: skip
-    assert [r["query"] for r in again[0]] == [r["query"] for r in rewritten]
-    assert [r["answer"] for r in again[1]] == [
+    rewritten_again = run_records(rewrites(nowhere), tmp_path / "rewrites-again", capsys)
+    answered_again = run_records(answers(nowhere), tmp_path / "answers-again", capsys)
+    assert [r["query"] for r in rewritten_again] == [r["query"] for r in rewritten]
+    assert [r["answer"] for r in answered_again] == [
         {**r["answer"], "settings": {**r["answer"]["settings"], "base_url": nowhere}} for r in answered
     ]

@@ -104,7 +104,9 @@ def test_earlier_responses_are_the_topics_or_the_pipelines_own_answers(pipeline,
     assert recording.responses["1_2"] == [expected]
 
 
-def test_the_answer_generator_answers_the_rewrites_question_and_retrieval_uses_its_query(pipeline):
+def test_the_answer_generator_answers_the_rewrites_question_and_retrieval_uses_its_query(
+    pipeline, monkeypatch
+):
     class KeywordsAndQuestion(Rewriter):
         name = "keywords"
 
@@ -132,11 +134,8 @@ def test_the_answer_generator_answers_the_rewrites_question_and_retrieval_uses_i
         reranked_with.append(([query for query, _ in items], questions))
         return original(items, questions=questions)
 
-    pipeline.reranker.rerank_batch = spy
-    try:
-        result = own.answer_turn([], turn)
-    finally:
-        pipeline.reranker.rerank_batch = original
+    monkeypatch.setattr(pipeline.reranker, "rerank_batch", spy)
+    result = own.answer_turn([], turn)
     assert summarizer.questions == [turn.utterance]
     # The re-ranker is given the question beside the query (the bi-encoder's question_weight reads it).
     assert reranked_with == [([f"glasgow {turn.manual_rewrite}"], [turn.utterance])]

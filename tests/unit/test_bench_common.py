@@ -65,13 +65,14 @@ def test_offline_generation_bench_refuses_an_empty_passage_file(tmp_path: Path) 
 
 
 def test_offline_generation_bench_names_missing_passages(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     generation = load_script("generation_latency")
-    monkeypatch.setattr(generation, "DEV_2022_PASSAGES", Path("/nowhere/provenance_passages.jsonl"))
+    missing = tmp_path / "provenance_passages.jsonl"
+    monkeypatch.setattr(generation, "DEV_2022_PASSAGES", missing)
     with pytest.raises(SystemExit):
         generation.main(["--offline"])
-    assert "--passages: no such file or folder: /nowhere/provenance_passages.jsonl" in capsys.readouterr().err
+    assert f"--passages: no such file or folder: {missing}" in capsys.readouterr().err
 
 
 def test_encoder_bench_backend_specs() -> None:
