@@ -8,10 +8,19 @@ load), and each backend's cosine to torch's embeddings (min / mean)::
     .venv/bin/python bench/encoders.py speed --passages 1000 --rounds 3
     .venv/bin/python bench/encoders.py speed --passages 20000 --rounds 1 --backends onnx-int8   # a store's rate
 
-A backend is ``torch``, ``torch-fp16``, ``onnx``, ``onnx-int8`` or ``openvino``, optionally with ``@THREADS``
-(``onnx-int8@1``). ``--device cuda`` runs torch on a GPU (the rate of ``cast index embed --device cuda``)::
+A backend is ``torch``, ``torch-fp16``, ``torch-bf16``, ``onnx``, ``onnx-int8`` or ``openvino``, optionally with
+``@THREADS`` (``onnx-int8@1``); ``st`` and ``st-fp16`` are torch's model timed through sentence-transformers' own
+``encode`` (tokenising in the calling thread: how ``cast index embed`` ran before). ``--device cuda`` runs torch
+on a GPU (the rate of ``cast index embed --device cuda``)::
 
-    python bench/encoders.py speed --device cuda --backends torch torch-fp16 --passages 20000 --batch-size 128 512
+    python bench/encoders.py speed --device cuda --backends st-fp16 torch-fp16 --passages 20000 --batch-size 512
+
+``host``: where the torch pipeline's time goes. The host's rate tokenising alone (on 1, 2... threads), the
+device's rate on batches tokenised beforehand, and the whole pipeline's rate (tokenising ahead on threads while
+the device computes). Without a GPU, ``--stand-in RATE`` puts a device of that rate in the model's place::
+
+    .venv/bin/python bench/encoders.py host --passages 5000 --threads 1 2 --stand-in 20000
+    python bench/encoders.py host --device cuda --precision fp16 --passages 20000 --threads 1 4 8 16
 
 Several ``--batch-size`` values put every backend at every size into the rotation::
 
@@ -53,28 +62,44 @@ from bench.common import (  # noqa: E402
     load_average,
     run,
 )
+from cast.testing import random_weights_like  # noqa: E402  (light: torch is imported when called)
+
+PRECISIONS = {"": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
 
 def backend_settings(spec: str) -> dict[str, Any]:
-    """The ``encoder`` section for a backend spec: ``onnx-int8@1`` -> onnx, int8, 1 thread (``torch-fp16``: torch,
-    its weights halved by :func:`speed_encoder`)."""
+    """The ``encoder`` section for a backend spec: ``onnx-int8@1`` -> onnx, int8, 1 thread; ``torch-fp16`` ->
+    torch with float16 weights (a GPU's); ``st`` / ``st-fp16``: torch's model, timed through
+    sentence-transformers' own ``encode`` (:func:`speed_encoder`)."""
     name, _, threads = spec.partition("@")
-    backend, _, quantize = name.partition("-")
-    quantize = "none" if quantize in ("", "fp16") else quantize
-    return {"backend": backend, "quantize": quantize, "threads": int(threads) if threads else None}
+    backend, _, variant = name.partition("-")
+    settings: dict[str, Any] = {"backend": "torch" if backend == "st" else backend}
+    if variant in PRECISIONS:
+        settings["precision"] = PRECISIONS[variant]
+    else:
+        settings["quantize"] = variant
+    return {**settings, "threads": int(threads) if threads else None}
+
+
+class SentenceTransformersEncode:
+    """A contestant that encodes with sentence-transformers' ``encode`` on the model a torch encoder loaded: how
+    ``cast index embed`` ran before batches were tokenised ahead."""
+
+    def __init__(self, encoder: Any):
+        self.model = encoder.model.model
+
+    def embed(self, texts: list[str], batch_size: int) -> Any:
+        return self.model.encode(texts, batch_size=batch_size, normalize_embeddings=True)
 
 
 def speed_encoder(spec: str, args: argparse.Namespace) -> Any:
-    """The encoder a speed contestant runs: ``torch-fp16`` is torch with float16 weights (a GPU's rate; the
-    embeddings' cosine to float32 torch says what halving costs)."""
+    """The encoder a speed contestant runs (``embed(texts, batch_size)``)."""
     from cast.infra.encoder import EncoderSettings, SentenceEncoder
 
     encoder = SentenceEncoder(
         args.model, args.device, args.max_seq_length, EncoderSettings(**backend_settings(spec)), args.exports
     )
-    if spec.partition("@")[0] == "torch-fp16":
-        encoder.model.half()
-    return encoder
+    return SentenceTransformersEncode(encoder) if spec.startswith("st") else encoder
 
 
 def cosines(vectors: Any, reference: Any) -> str:
@@ -85,14 +110,8 @@ def cosines(vectors: Any, reference: Any) -> str:
 def command_speed(args: argparse.Namespace) -> int:
     import torch
 
-    from cast.index.collections import read_passages
-    from cast.infra.text import passage_text
-
     torch.set_num_threads(args.torch_threads)
-    passages = itertools.islice(
-        (p for p in read_passages(args.input) if p.text.strip()), args.offset, args.offset + args.passages
-    )
-    texts = [passage_text(p, True) for p in passages]
+    texts = collection_slice(args)
     words = statistics.mean(len(t.split()) for t in texts)
     print(
         f"{len(texts)} passages of {args.input.name} from #{args.offset} ({words:.1f} words), "
@@ -133,6 +152,95 @@ def command_speed(args: argparse.Namespace) -> int:
         faith = cosines(vectors[label], vectors[reference]) if reference else ""
         print(f"{label:<16}{statistics.median(rates[label]):>20.1f}{ratio:>28}   {faith}")
     return 0
+
+
+def command_host(args: argparse.Namespace) -> int:
+    """The host's tokenising rate alone, the device's rate on batches tokenised beforehand, and the whole
+    pipeline's rate (:class:`cast.infra.encoder.TorchEncoder`), on the same passages."""
+    import torch
+
+    from cast.infra.encoder import EncoderSettings, SentenceEncoder, longest_first_batches, run_ahead
+
+    torch.set_num_threads(args.torch_threads)
+    texts = collection_slice(args)
+    settings = EncoderSettings(backend="torch", precision=PRECISIONS[args.precision])
+    model = SentenceEncoder(args.model, args.device, args.max_seq_length, settings).model
+    assert model.tokenizer is not None, "the model has no Rust tokenizer"
+    batches = longest_first_batches(texts, args.batch_size)
+    where = torch.cuda.get_device_name() if args.device == "cuda" else "CPU"
+    print(
+        f"{where}, {settings.precision}; batch {args.batch_size}; torch threads {args.torch_threads}; {load_average()}"
+    )
+
+    def tokenise(rows: list[int]) -> Any:
+        return model.features([texts[i] for i in rows])
+
+    start = time.perf_counter()
+    for rows in batches:
+        model.model.preprocess([texts[i] for i in rows])
+    print(
+        f"host: sentence-transformers' own tokenising (its encode's): "
+        f"{len(texts) / (time.perf_counter() - start):,.0f} passages/s"
+    )
+    for threads in args.threads:
+        start = time.perf_counter()
+        for _ in run_ahead(batches, tokenise, lambda features: None, threads):
+            pass
+        print(
+            f"host: tokenising alone, {threads} thread(s): {len(texts) / (time.perf_counter() - start):,.0f} passages/s"
+        )
+    features = [tokenise(rows) for rows in batches]
+    if args.stand_in:
+        # No GPU here: a device that takes len(batch) / rate seconds per batch and holds no lock, as a GPU's queue
+        # holds none, shows whether the host keeps such a device fed.
+        def device(batch: dict[str, Any]) -> None:
+            time.sleep(len(batch["input_ids"]) / args.stand_in)
+
+        print(f"device: a stand-in at {args.stand_in:,} passages/s")
+    else:
+
+        def device(batch: dict[str, Any]) -> Any:
+            return model.forward(batch)
+
+        with torch.inference_mode():
+            for batch in features:  # warm-up: a batch length's first run costs more (kernel choice)
+                device(batch)
+            synchronise(args.device)
+            start = time.perf_counter()
+            for batch in features:
+                device(batch)
+            synchronise(args.device)
+        print(
+            f"device: batches tokenised beforehand: {len(texts) / (time.perf_counter() - start):,.0f} passages/s"
+        )
+    for threads in args.threads:
+        start = time.perf_counter()
+        with torch.inference_mode():
+            for _ in run_ahead(batches, tokenise, device, threads):
+                pass
+            synchronise(args.device)
+        print(
+            f"pipeline, {threads} tokenising thread(s): {len(texts) / (time.perf_counter() - start):,.0f} passages/s"
+        )
+    return 0
+
+
+def synchronise(device: str) -> None:
+    import torch
+
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def collection_slice(args: argparse.Namespace) -> list[str]:
+    """The texts (title prefixed) of ``args.passages`` passages with text of ``args.input``, from ``args.offset``."""
+    from cast.index.collections import read_passages
+    from cast.infra.text import passage_text
+
+    passages = itertools.islice(
+        (p for p in read_passages(args.input) if p.text.strip()), args.offset, args.offset + args.passages
+    )
+    return [passage_text(p, True) for p in passages]
 
 
 def minilm_flops(tokens: int, layers: int = 6, hidden: int = 384, feed_forward: int = 1536) -> int:
@@ -271,13 +379,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     speed = commands.add_parser("speed", help="passages per second per backend, side by side")
-    speed.add_argument(
-        "--input", type=existing_path, default=str(WIKI), help="collection (default: %(default)s)"
+    host = commands.add_parser(
+        "host", help="the host's tokenising rate beside the device's, and the pipeline's (torch)"
     )
-    speed.add_argument(
-        "--passages", type=int, default=1000, help="passages embedded per round (default 1000)"
-    )
-    speed.add_argument("--offset", type=int, default=0, help="passages skipped first (default 0)")
+    for command in (speed, host):
+        command.add_argument(
+            "--input", type=existing_path, default=str(WIKI), help="collection (default: %(default)s)"
+        )
+        command.add_argument(
+            "--passages", type=int, default=1000, help="passages embedded per round (default 1000)"
+        )
+        command.add_argument("--offset", type=int, default=0, help="passages skipped first (default 0)")
+        command.add_argument("--max-seq-length", type=int, default=256, help="tokens per text (default 256)")
+        command.add_argument(
+            "--device", choices=["cpu", "cuda"], default="cpu", help="where torch encodes (default cpu)"
+        )
+        command.add_argument(
+            "--model", help="a sentence-transformers model folder (default: the bundled all-MiniLM-L6-v2)"
+        )
+        command.add_argument("--torch-threads", type=int, default=2, help="torch CPU threads (default 2)")
     speed.add_argument(
         "--rounds", type=int, default=3, help="rounds, each backend once per round (default 3)"
     )
@@ -288,20 +408,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=[64],
         help="texts per forward pass (default 64; several: compared)",
     )
-    speed.add_argument("--max-seq-length", type=int, default=256, help="tokens per text (default 256)")
     speed.add_argument(
         "--exports",
         type=Path,
         default=Path("~/.cache/cast-toolkit/encoders").expanduser(),
         help="where exported models are kept (default: %(default)s)",
     )
-    speed.add_argument(
-        "--device", choices=["cpu", "cuda"], default="cpu", help="where torch encodes (default cpu)"
-    )
-    speed.add_argument(
-        "--model", help="a sentence-transformers model folder (default: the bundled all-MiniLM-L6-v2)"
-    )
     speed.set_defaults(func=command_speed)
+    host.add_argument("--batch-size", type=int, default=512, help="texts per forward pass (default 512)")
+    host.add_argument(
+        "--precision", choices=list(PRECISIONS), default="", help="fp16, bf16 (default: float32)"
+    )
+    host.add_argument(
+        "--threads", type=int, nargs="+", default=[1, 2], help="tokenising threads (default 1 2)"
+    )
+    host.add_argument(
+        "--stand-in",
+        type=int,
+        metavar="RATE",
+        help="time the pipeline against a stand-in device of RATE passages/s (no GPU needed)",
+    )
+    host.set_defaults(func=command_host)
+    weights = commands.add_parser(
+        "random-model",
+        help="a copy of a model folder with random weights of its shape (for timing without them)",
+    )
+    weights.add_argument(
+        "source", type=Path, help="the model folder (its configuration and tokenizer suffice)"
+    )
+    weights.add_argument("out", type=Path, help="the new folder")
+    weights.set_defaults(func=lambda args: print(random_weights_like(args.source, args.out)) or 0)
     rerank = commands.add_parser("rerank", help="re-ranking faithfulness per backend on CAsT 2022 dev")
     rerank.add_argument("--topics", type=existing_path, default=str(DEV_2022_TOPICS))
     rerank.add_argument("--qrels", type=existing_path, default=str(DEV_2022_QRELS))
@@ -319,9 +455,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     bound.add_argument("--depth", type=int, default=100, help="re-rank depth (default 100)")
     bound.add_argument("--max-seq-length", type=int, default=256, help="tokens per text (default 256)")
     bound.set_defaults(func=command_bound)
+    rerank.add_argument("--torch-threads", type=int, default=2, help="torch CPU threads (default 2)")
     for command in (speed, rerank):
         command.add_argument("--backends", nargs="+", default=["torch", "onnx", "onnx-int8", "openvino"])
-        command.add_argument("--torch-threads", type=int, default=2, help="torch CPU threads (default 2)")
     args = parser.parse_args(argv)
     return args.func(args)
 

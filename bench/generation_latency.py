@@ -6,10 +6,13 @@ BART-large and PEGASUS-large. An answer reads ``--input-tokens`` tokens (3 passa
 paper's decoding: 4 beams, no repeated trigram, early stopping. Reported: the median wall-clock time of
 ``generate()`` per answer (encoder included), after warm-up, on the chosen device.
 
-``--decoding`` times the summarizer's ways of decoding (``cast.summarize.seq2seq.BeamDecoder``) on the same weights and
-inputs: ``plain`` (transformers' ``generate()``), ``static`` (a fixed-shape KV cache) and ``compiled`` (that
-cache with the decoder step compiled: CUDA graphs on a GPU). Each is checked against ``plain``: the row says
-whether its tokens are identical. ``first s`` is the first call, which compiles (and records CUDA graphs).
+``--decoding`` times the summarizer's ways of decoding (``cast.infra.decoding.BeamDecoder``) on the same weights and
+inputs: ``plain`` (transformers' ``generate()``), ``static`` (a fixed-shape KV cache), ``graphed`` (BART: the whole
+beam-search step as one CUDA graph) and ``compiled`` (the fixed-shape cache with the decoder step compiled: CUDA
+graphs on a GPU). Each is checked against ``plain``: the row says whether its tokens are identical. ``first s`` is
+the first call, which compiles (and records CUDA graphs). ``--profile`` runs one more answer per decoding under
+torch's profiler and prints where its time goes: kernels launched, the device's busy time against the wall
+time, host waits for the device, and the host operations that take longest.
 
 With ``--offline``, it times the offline profile's generator instead (``entity_extractive``): turns of the CAsT
 2022 dev topics answered from 3 of the provenance passages each, for each ``--relevance`` (``overlap``: pure
@@ -23,6 +26,8 @@ Usage:
     .venv/bin/python bench/generation_latency.py --device cpu --models bart-large --repeats 3
     .venv/bin/python bench/generation_latency.py --batch-size 8           # per-answer time in batches of 8
     python bench/generation_latency.py --device cuda --models bart-large --decoding plain static compiled
+    python bench/generation_latency.py --device cuda --models bart-large --dtype float32 --decoding plain graphed \
+        --profile
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ def time_generation(
     batch_size: int = 1,
     repeats: int = 3,
     warmup: int = 2,
+    profile: bool = False,
 ) -> list[dict[str, Any]]:
     """Median seconds per answer with the paper's decoding, for each of ``decodings``, on random inputs.
 
@@ -96,6 +102,9 @@ def time_generation(
     rows = []
     reference = None
     for decoding in [d for d in DECODINGS if d in decodings or d == "plain"]:
+        if decoding == "graphed" and model.config.model_type != "bart":
+            print(f"{shape}: graphed decodes BART models only; skipped")
+            continue
         decoder = BeamDecoder(model, decoding, limit)
         first, output = run(decoder)
         if decoding not in decodings:
@@ -123,9 +132,49 @@ def time_generation(
                 "times": times,
                 "answers_differing_from_plain": differing,
                 "answers": batch_size * (1 + repeats),
+                "profile": profiled(lambda: run(decoder)) if profile else [],  # noqa: B023 (called at once)
             }
         )
     return rows
+
+
+def profiled(answer: Any) -> list[str]:
+    """Where one answer's time goes, from torch's profiler: lines to print."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+    with profile(activities=activities) as prof:
+        wall, _ = answer()
+    events = prof.key_averages()
+    kernels = [e for e in events if e.device_type == torch.autograd.DeviceType.CUDA]
+    busy = sum(e.self_device_time_total for e in kernels) / 1e6
+    calls = {e.key: e.count for e in events}
+    waits = sum(
+        calls.get(k, 0)
+        for k in ("cudaStreamSynchronize", "cudaDeviceSynchronize", "aten::_local_scalar_dense")
+    )
+    lines = [
+        f"  profile: wall {wall:.3f} s, {sum(e.count for e in kernels):,} kernels, device busy {busy:.3f} s "
+        f"({busy / wall:.0%}), {calls.get('cudaLaunchKernel', 0):,} launches, {calls.get('cudaGraphLaunch', 0):,} "
+        f"graph replays, {waits:,} host waits for the device",
+        "  host operations by own time:",
+    ]
+    host = sorted(
+        (e for e in events if e.device_type != torch.autograd.DeviceType.CUDA),
+        key=lambda e: -e.self_cpu_time_total,
+    )
+    lines += [
+        f"    {e.key[:60]:<60} {e.count:>7,} calls {e.self_cpu_time_total / 1e3:>9.1f} ms" for e in host[:10]
+    ]
+    if kernels:
+        lines.append("  device kernels by time:")
+        kernels.sort(key=lambda e: -e.self_device_time_total)
+        lines += [
+            f"    {e.key[:60]:<60} {e.count:>7,} calls {e.self_device_time_total / 1e3:>9.1f} ms"
+            for e in kernels[:6]
+        ]
+    return lines
 
 
 def time_offline_generator(
@@ -201,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         "--warmup", type=int, default=2, help="untimed calls first (the 1st compiles, the 2nd records graphs)"
     )
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
+    parser.add_argument("--profile", action="store_true", help="profile one more answer per decoding")
     parser.add_argument(
         "--offline", action="store_true", help="time the offline generator (entity_extractive)"
     )
@@ -268,6 +318,7 @@ def main(argv: list[str] | None = None) -> int:
             batch_size=args.batch_size,
             repeats=args.repeats,
             warmup=args.warmup,
+            profile=args.profile,
         )
         for row in rows:
             runs = " ".join(f"{t:.3f}" for t in row["times"])
@@ -277,6 +328,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{shape:<14} {row['parameters_m']:>10.0f} {row['dtype']:>9} {row['decoding']:>9} "
                 f"{row['first_seconds']:>8.2f} {row['seconds_per_answer']:>9.3f}  {same:<20}  {runs}"
             )
+            for line in row["profile"]:
+                print(line)
     return 0
 
 

@@ -9,12 +9,13 @@ from the cache) and a summary; a second pass (``--passes 2``) shows what the cac
     .venv/bin/python bench/llm.py --base-url http://localhost:8000/v1 --model Qwen/Qwen2.5-7B-Instruct
     .venv/bin/python bench/llm.py --base-url URL --model M --turns 20 --passes 2 --cache-dir /tmp/llm-bench
 
-``--engine SHAPE`` times a real engine without a checkpoint: a chat model of a published shape (``qwen2.5-7b``,
-``llama-3.1-8b``; ``tiny`` for a CPU) with random weights and a word tokenizer over the topics' words is written to
+``--engine SHAPE`` times a real engine without a checkpoint: a chat model of a published shape (``smollm2-135m``,
+``qwen2.5-7b``, ``llama-3.1-8b``; ``tiny`` for a CPU) with random weights and a word tokenizer over the topics' words is written to
 a temporary folder and served by ``transformers serve`` (``cast.testing.ServedModel``), which the turns then ask.
 Random weights never stop early, so every completion runs to its ``max_tokens``::
 
     python bench/llm.py --engine qwen2.5-7b --engine-device cuda --turns 16 --concurrency 1 16
+    python bench/llm.py --engine smollm2-135m --engine-device cuda --engine-continuous-batching --concurrency 1 16
 """
 
 from __future__ import annotations
@@ -60,6 +61,11 @@ def main(argv: list[str] | None = None) -> int:
         "--engine-dtype",
         default="auto",
         help="the engine model's dtype (auto: float32 on a CPU, else bfloat16)",
+    )
+    parser.add_argument(
+        "--engine-continuous-batching",
+        action="store_true",
+        help="serve with transformers' continuous batching (requests in flight decoded together)",
     )
     parser.add_argument("--api-key-env", help="the environment variable holding the server's API key")
     # Path defaults, checked after parsing (require_paths): --help needs no data folder.
@@ -130,7 +136,9 @@ def time_engine(args: argparse.Namespace, conversations: list[Any], passages: di
     with tempfile.TemporaryDirectory(prefix="cast-engine-") as folder:
         start = time.perf_counter()
         model = chat_model(Path(folder) / "model", words, args.engine, dtype, args.engine_device)
-        engine = ServedModel(model, Path(folder) / "home", args.engine_device)
+        engine = ServedModel(
+            model, Path(folder) / "home", args.engine_device, args.engine_continuous_batching
+        )
         try:
             engine.wait()
             print(f"{args.engine} ({dtype}, random weights, {len(words):,}-word tokenizer) served on "

@@ -41,11 +41,14 @@ PUBLISHED_SHAPES: dict[str, tuple[str, dict[str, Any]]] = {
     ),
 }  # fmt: skip
 
-# Decoder-only chat models: a tiny one for the tests, and the architectures of Qwen/Qwen2.5-7B-Instruct and
-# meta-llama/Llama-3.1-8B-Instruct (from their configs) for timing an engine.
+# Decoder-only chat models: a tiny one for the tests, and the architectures of HuggingFaceTB/SmolLM2-135M-Instruct,
+# Qwen/Qwen2.5-7B-Instruct and meta-llama/Llama-3.1-8B-Instruct (from their configs) for timing an engine.
 CHAT_SHAPES: dict[str, tuple[str, dict[str, Any]]] = {
     "tiny": ("llama", dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
                            num_key_value_heads=4)),
+    "smollm2-135m": ("llama", dict(vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
+                                   num_attention_heads=9, num_key_value_heads=3, rope_theta=100000.0,
+                                   tie_word_embeddings=True)),
     "qwen2.5-7b": ("qwen2", dict(vocab_size=152064, hidden_size=3584, intermediate_size=18944, num_hidden_layers=28,
                                  num_attention_heads=28, num_key_value_heads=4, rope_theta=1000000.0)),
     "llama-3.1-8b": ("llama", dict(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
@@ -133,6 +136,22 @@ def published_shape_model(shape: str) -> Any:
     return model_class(config_class(**settings))
 
 
+def random_weights_like(source: Path, folder: Path) -> Path:
+    """A copy of the sentence-transformers (or Hugging Face) model folder ``source`` in ``folder`` with random
+    weights of the same shape: what a machine without the weights times instead (a rate does not depend on the
+    weights). ``source`` needs its configuration and tokenizer files, not its weights."""
+    import shutil
+
+    import torch
+    from transformers import AutoConfig, AutoModel
+
+    weights = {"model.safetensors", "pytorch_model.bin"}
+    shutil.copytree(source, folder, ignore=lambda _, names: [n for n in names if n in weights or n == "onnx"])
+    torch.manual_seed(1234)
+    AutoModel.from_config(AutoConfig.from_pretrained(str(source))).save_pretrained(str(folder))
+    return folder
+
+
 def chat_model(
     folder: Path, words: Iterable[str], shape: str = "tiny", dtype: str = "float32", device: str = "cpu"
 ) -> Path:
@@ -177,7 +196,7 @@ class ServedModel:
     """``transformers serve FOLDER`` on 127.0.0.1 (a real OpenAI-compatible engine), offline, in a process of its
     own; :meth:`wait` returns once it listens. ``url`` is its API root."""
 
-    def __init__(self, model: Path, home: Path, device: str = "cpu"):
+    def __init__(self, model: Path, home: Path, device: str = "cpu", continuous_batching: bool = False):
         with socket.socket() as probe:  # a free port (the engine takes no port 0)
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
@@ -189,6 +208,10 @@ class ServedModel:
         }
         command = [sys.executable, "-m", "transformers.cli.transformers", "serve", str(model), "--host",
                    "127.0.0.1", "--port", str(port), "--device", device, "--log-level", "info"]  # fmt: skip
+        if (
+            continuous_batching
+        ):  # requests in flight decoded together (paged attention), not one after another
+            command.append("--continuous-batching")
         self.process = subprocess.Popen(
             command, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
         )

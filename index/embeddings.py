@@ -25,10 +25,11 @@ import json
 import logging
 import shutil
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -42,6 +43,7 @@ from cast.infra.atomic import atomic_path, write_lines_atomic, write_text_atomic
 from cast.infra.cluster import RayOptions, map_in_order
 from cast.infra.text import passage_text
 
+T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
@@ -266,13 +268,73 @@ class _ChunkEmbedder:
     def __call__(self, chunk: EmbeddingChunk) -> np.ndarray:
         if not chunk.texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        vectors = np.asarray(self.embed(list(chunk.texts)), dtype=np.float32)
+        return self.checked(chunk, self.embed(list(chunk.texts)))
+
+    def checked(self, chunk: EmbeddingChunk, vectors: Any) -> np.ndarray:
+        vectors = np.asarray(vectors, dtype=np.float32)
         if vectors.shape != (len(chunk.texts), self.dimension):
             raise CastError(
                 f"the encoder returned vectors of shape {vectors.shape}, expected "
                 f"({len(chunk.texts)}, {self.dimension})"
             )
         return vectors
+
+    def stream(self, chunks: Iterator[EmbeddingChunk]) -> Iterator[tuple[EmbeddingChunk, np.ndarray]]:
+        """``(chunk, vectors)`` for each chunk, in order: through the encoder's own ``stream`` where it has one
+        (:class:`RerankerEncoder`: the device kept busy from one chunk to the next), else chunk by chunk. The
+        chunks are read on a thread of their own, ahead of the encoder."""
+        stream = getattr(self.embed, "stream", None)
+        if stream is None:
+            yield from ((chunk, self(chunk)) for chunk in chunks)
+            return
+        read: deque[EmbeddingChunk] = deque()
+
+        def texts() -> Iterator[tuple[str, ...]]:
+            for chunk in read_ahead(chunks):
+                read.append(chunk)
+                yield chunk.texts
+
+        for vectors in stream(texts()):
+            chunk = read.popleft()
+            yield chunk, self.checked(chunk, vectors)
+
+
+def read_ahead(items: Iterator[T], ahead: int = 2) -> Iterator[T]:
+    """The items of ``items``, produced on a thread of their own up to ``ahead`` in advance (an error there is
+    raised here)."""
+    import queue
+    import threading
+
+    slots: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=ahead)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if stop.is_set():
+                    return
+                slots.put((True, item))
+            slots.put((False, None))
+        except BaseException as error:  # handed to the consumer
+            slots.put((False, error))
+
+    producer = threading.Thread(target=produce, daemon=True)
+    producer.start()
+    try:
+        while True:
+            more, item = slots.get()
+            if not more:
+                if item is not None:
+                    raise item
+                return
+            yield item
+    finally:
+        stop.set()
+        while producer.is_alive():  # let a blocked producer finish its put and see the stop
+            try:
+                slots.get_nowait()
+            except queue.Empty:
+                producer.join(0.05)
 
 
 class RerankerEncoder:
@@ -300,6 +362,10 @@ class RerankerEncoder:
 
     def __call__(self, texts: list[str]) -> Any:
         return self.reranker.embed(texts)
+
+    def stream(self, chunks: Iterable[Sequence[str]]) -> Iterator[Any]:
+        """The embeddings of each chunk, the device kept busy across chunks (in this process)."""
+        return self.reranker.embed_stream(chunks)
 
 
 def build_embeddings(
@@ -412,7 +478,8 @@ def build_embeddings(
         smoothing=0.1,
     ) as bar:
         # Parts are written here, in order, whether the vectors come from this process or from Ray workers.
-        embedded_chunks = map_in_order(_ChunkEmbedder(embed, dimension), chunks(), ray)
+        embedder = _ChunkEmbedder(embed, dimension)
+        embedded_chunks = embedder.stream(chunks()) if ray is None else map_in_order(embedder, chunks(), ray)
         for number, (chunk, vectors) in enumerate(embedded_chunks, start=len(done)):
             with atomic_path(parts_dir / f"part-{number:06d}.npz") as tmp, tmp.open("wb") as file:
                 np.savez(

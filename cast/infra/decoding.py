@@ -1,10 +1,11 @@
-"""Beam search for encoder-decoder models (the T5 rewriter, the seq2seq summarizers), three ways that give the
+"""Beam search for encoder-decoder models (the T5 rewriter, the seq2seq summarizers), four ways that give the
 same tokens.
 
 Decoding on a GPU is bound by per-step overheads, not arithmetic. :class:`BeamDecoder` therefore offers,
-besides transformers' plain ``generate()``, a fixed-shape KV cache (``static``) and that cache with the model's
-step compiled into CUDA graphs (``compiled``), both meant to give the tokens of ``plain``: the tests check it on a
-CPU, bench/generation_latency.py and bench/latency.py on any device.
+besides transformers' plain ``generate()``, a fixed-shape KV cache (``static``), that cache with the model's
+step compiled into CUDA graphs (``compiled``), and, for BART, the whole step (decoder, logits processors, beam
+bookkeeping) recorded as one CUDA graph (``graphed``: :mod:`cast.infra.graphed_beam`), all meant to give the
+tokens of ``plain``: the tests check it on a CPU, bench/generation_latency.py and bench/latency.py on any device.
 """
 
 from __future__ import annotations
@@ -17,15 +18,17 @@ from pydantic import Field
 
 from cast.core.settings import Runtime
 from cast.errors import ConfigError
+from cast.infra.graphed_beam import GraphedBeamSearch, check_graphable
 
 # How the decoder's KV cache is kept (see BeamDecoder).
 # The setting of the stages that decode with a beam search (the T5 rewriter, the seq2seq summarizer).
 Decoding = Annotated[
-    Literal["plain", "static", "compiled"],
+    Literal["plain", "static", "graphed", "compiled"],
     Field(
-        description="``plain`` (transformers' ``generate()`` as is), ``static`` (a fixed-shape KV cache) or "
-        "``compiled`` (that cache with the decoder step compiled into CUDA graphs: for a GPU); the same tokens, "
-        "see :class:`cast.infra.decoding.BeamDecoder`."
+        description="``plain`` (transformers' ``generate()`` as is), ``static`` (a fixed-shape KV cache), "
+        "``compiled`` (that cache with the decoder step compiled into CUDA graphs: for a GPU) or ``graphed`` "
+        "(BART: the whole beam-search step as one CUDA graph, no compilation); the same tokens, see "
+        ":class:`cast.infra.decoding.BeamDecoder`."
     ),
     Runtime(),
 ]
@@ -60,7 +63,7 @@ def row_max_length_processor(max_lengths: Any, num_beams: int, eos_token_id: int
 
 
 class BeamDecoder:
-    """Beam search with ``model.generate()``, in one of three ways that give the same tokens.
+    """Beam search in one of four ways that give the same tokens.
 
     - ``plain``: transformers' default, a KV cache that grows by one position each step.
     - ``static``: a KV cache allocated once per batch size and kept between calls, with room for
@@ -72,6 +75,9 @@ class BeamDecoder:
       ``reduce-overhead``: CUDA graphs on a GPU). ``generate()`` runs the encoder outside that call, once per
       batch, so what is compiled is the decoder step. The first call compiles (a minute or more on a CPU), as
       does the first with another batch size; on a GPU each batch size also records its CUDA graphs once.
+    - ``graphed`` (BART models): :class:`cast.infra.graphed_beam.GraphedBeamSearch`, transformers' beam search
+      and logits processors re-expressed over fixed-shape buffers, each step one CUDA graph replay on a GPU
+      (recorded on the first call with a batch size, in about a second: nothing is compiled).
 
     Padding and unused cache positions are masked, so the three compute the same scores up to the order of
     floating-point sums; tests/integration/test_summarize_seq2seq.py and tests/integration/test_rewrite_t5.py
@@ -97,7 +103,9 @@ class BeamDecoder:
         if decoding not in DECODINGS:
             raise ConfigError(f"{setting} must be one of {', '.join(DECODINGS)}, got {decoding!r}")
         # transformers' flag for the models whose layers take a static cache and compile into one graph.
-        if decoding != "plain" and not getattr(model, "_can_compile_fullgraph", False):
+        if decoding == "graphed":
+            check_graphable(model, setting)
+        elif decoding != "plain" and not getattr(model, "_can_compile_fullgraph", False):
             raise ConfigError(
                 f"{setting} {decoding!r} needs a model that decodes with a static KV cache, and "
                 f"{type(model).__name__} does not: use decoding: plain"
@@ -115,6 +123,11 @@ class BeamDecoder:
         self._caches: dict[int, Any] = {}  # rows (inputs x beams) -> the cache kept for them
         if decoding == "compiled":
             model.compile(mode="reduce-overhead")
+        self._graphed = (
+            GraphedBeamSearch(model, self.max_input_tokens, self.max_output_tokens)
+            if decoding == "graphed"
+            else None
+        )
 
     def __call__(
         self, input_ids: Any, attention_mask: Any, max_lengths: Any, num_beams: int, **settings: Any
@@ -130,6 +143,8 @@ class BeamDecoder:
         import torch
         from transformers import LogitsProcessorList
 
+        if self._graphed is not None:
+            return self._graphed(input_ids, attention_mask, max_lengths, num_beams=num_beams, **settings)
         if isinstance(max_lengths, int):
             max_length, processors = max_lengths, []
         else:

@@ -16,7 +16,7 @@ passages, so the fusion beats both alone; the offline profile uses it (see bench
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -318,6 +318,10 @@ class BiEncoderReranker(FusingReranker):
     def embed(self, texts: Sequence[str]) -> Any:
         """Unit-length embeddings of ``texts`` (a float32 numpy array ``[len(texts), dim]``)."""
         return self.encoder.embed(texts, self.setting_values.batch_size)
+
+    def embed_stream(self, chunks: Iterable[Sequence[str]]) -> Iterator[Any]:
+        """:meth:`embed` of each chunk, in order, the encoder kept busy across chunks (``cast index embed``)."""
+        return self.encoder.embed_stream(chunks, self.setting_values.batch_size)
 
     def embed_passages(self, texts: Sequence[str], docids: Sequence[str] | None = None) -> Any:
         """Passage embeddings: from the precomputed store where it holds the passage ``docids`` (aligned with

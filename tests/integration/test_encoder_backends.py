@@ -93,3 +93,25 @@ def test_quantised_embeddings_are_cached_apart_from_exact_ones(exports):
         texts, cache
     )
     assert entries() == 4
+
+
+def test_torch_gives_sentence_transformers_own_embeddings(torch_vectors):
+    """The toolkit's torch pipeline (Rust tokenizer on threads, batches longest first) against
+    sentence-transformers' ``encode`` on the same model: the same inputs, the same vectors."""
+    encoder = SentenceEncoder(None, "cpu", 64)
+    reference = encoder.model.model.encode(SENTENCES, batch_size=2, normalize_embeddings=True)
+    np.testing.assert_allclose(torch_vectors, reference, atol=1e-6)
+    features = encoder.model.features(SENTENCES[:3])
+    expected = encoder.model.model.preprocess(SENTENCES[:3])
+    assert sorted(features) == ["attention_mask", "input_ids", "token_type_ids"]
+    for name, values in features.items():
+        assert values.tolist() == expected[name].tolist(), name
+
+
+def test_a_stream_of_chunks_gives_each_chunks_embeddings_in_order(torch_vectors):
+    encoder = SentenceEncoder(None, "cpu", 64)
+    chunks = [SENTENCES[:2], [], SENTENCES[2:], SENTENCES[1:2]]
+    streamed = list(encoder.embed_stream(iter(chunks), batch_size=2))
+    assert [len(v) for v in streamed] == [2, 0, 3, 1]
+    np.testing.assert_allclose(np.concatenate(streamed[:3]), torch_vectors, atol=1e-6)
+    np.testing.assert_allclose(streamed[3], torch_vectors[1:2], atol=1e-6)

@@ -269,10 +269,41 @@ def test_compiled_decoding_gives_the_tokens_of_plain_decoding(model_folders, tmp
     assert_decodes_as_plain(plain, compiled)
 
 
+@pytest.mark.filterwarnings("ignore:Unfeasible length constraints")
+@pytest.mark.parametrize("published", [False, True])
+def test_graphed_decoding_gives_the_tokens_of_plain_decoding(model_folders, tmp_path, published):
+    """On a CPU the graphed step runs as it is: transformers' beam search and logits processors re-expressed
+    over fixed-shape buffers must pick plain's tokens, with the published BART settings too."""
+    folder = published_settings(model_folders, tmp_path, "bart") if published else model_folders["bart"]
+    plain = summarizer(folder, min_length=12)
+    graphed = summarizer(folder, min_length=12, decoding="graphed")
+    assert_decodes_as_plain(plain, graphed)
+    encoded = plain.tokenizer(list(TURNS), padding=True, return_tensors="pt")
+    for settings in (  # one maximum for all rows; early_stopping False and "never"; length penalties
+        dict(num_beams=3, no_repeat_ngram_size=2, early_stopping=False, length_penalty=1.3),
+        dict(num_beams=4, no_repeat_ngram_size=0, early_stopping="never", length_penalty=0.8, min_length=3),
+    ):
+        expected = plain.decoder(encoded["input_ids"], encoded["attention_mask"], 9, **settings)
+        assert graphed.decoder(encoded["input_ids"], encoded["attention_mask"], 9, **settings).tolist() == (
+            expected.tolist()
+        )
+
+
+def test_graphed_decoding_refuses_what_it_does_not_apply(model_folders):
+    graphed = summarizer(model_folders["bart"], decoding="graphed")
+    encoded = graphed.tokenizer([TURNS[0]], return_tensors="pt")
+    with pytest.raises(ValueError, match="graphed decoding does not apply repetition_penalty=1.2"):
+        graphed.decoder(encoded["input_ids"], encoded["attention_mask"], 9, 4, repetition_penalty=1.2)
+    with pytest.raises(ConfigError, match="'graphed' decodes BART models .*, not t5: use decoding: compiled"):
+        summarizer(model_folders["t5"], decoding="graphed")
+
+
 def test_an_unknown_decoding_or_a_model_without_a_static_cache_is_refused(tmp_path, model_folders):
     from transformers import LongT5Config, LongT5ForConditionalGeneration
 
-    with pytest.raises(ConfigError, match="decoding must be one of plain, static, compiled, got 'fast'"):
+    with pytest.raises(
+        ConfigError, match="decoding must be one of plain, static, graphed, compiled, got 'fast'"
+    ):
         summarizer(model_folders["t5"], decoding="fast")
     vocab_size = len(tiny_models.word_tokenizer(tmp_path, "t5"))
     config = LongT5Config(vocab_size=vocab_size, d_model=16, d_kv=4, d_ff=32, num_layers=1, num_heads=4)

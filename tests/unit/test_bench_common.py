@@ -80,9 +80,15 @@ def test_encoder_bench_backend_specs() -> None:
     assert encoders.backend_settings("onnx-int8@1") == {"backend": "onnx", "quantize": "int8", "threads": 1}
     assert encoders.backend_settings("torch-fp16") == {
         "backend": "torch",
-        "quantize": "none",
+        "precision": "float16",
         "threads": None,
     }
+    assert encoders.backend_settings("st-bf16@2") == {
+        "backend": "torch",
+        "precision": "bfloat16",
+        "threads": 2,
+    }
+    assert encoders.backend_settings("onnx") == {"backend": "onnx", "precision": "float32", "threads": None}
 
 
 def test_minilm_flops_by_hand() -> None:

@@ -50,9 +50,9 @@ def test_the_export_key_follows_the_model_files_the_backend_and_its_options(tmp_
         ({"backend": "onnx", "threads": "two"}, "encoder.threads: expected a positive whole number"),
         (
             {"backend": "onnx", "thread": 2},
-            "encoder: unknown setting(s) thread; allowed: backend, quantize, threads",
+            "encoder: unknown setting(s) thread; allowed: backend, precision, quantize, threads",
         ),
-        ("onnx", "encoder: expected a section (backend, quantize, threads), got 'onnx'"),
+        ("onnx", "encoder: expected a section (backend, quantize, threads, precision), got 'onnx'"),
     ],
 )
 def test_the_settings_errors_name_the_setting(section, message):
@@ -90,3 +90,44 @@ def test_a_model_the_export_cannot_reproduce_is_refused(tmp_path):
         ModelUnavailableError, match="export transformer \\+ mean pooling models.*use encoder.backend=torch"
     ):
         SentenceEncoder(str(tmp_path), "cpu", 64, EncoderSettings("onnx"), tmp_path / "exports")
+
+
+@pytest.mark.parametrize(
+    "section, device, message",
+    [
+        (
+            {"backend": "onnx", "precision": "float16"},
+            "cpu",
+            "encoder.precision: float16 applies to backend torch",
+        ),
+        ({"backend": "torch", "precision": "bfloat16"}, "cpu", "encoder.precision bfloat16 is for a GPU"),
+        (
+            {"backend": "torch", "precision": "int4"},
+            "cuda",
+            "encoder.precision: 'int4' is not one of float32",
+        ),
+    ],
+)
+def test_a_halved_precision_is_for_torch_on_a_gpu(section, device, message):
+    with pytest.raises(ConfigError, match=message):
+        EncoderSettings.from_config(section).on(device)
+
+
+def test_auto_on_a_gpu_keeps_the_precision():
+    settings = EncoderSettings.from_config({"backend": "auto", "precision": "float16"})
+    assert settings.on("cuda") == EncoderSettings("torch", "none", None, "float16")
+
+
+def test_run_ahead_runs_in_order_with_preparation_ahead():
+    from cast.infra.encoder import run_ahead
+
+    prepared: list[int] = []
+
+    def prepare(item: int) -> int:
+        prepared.append(item)
+        return item * 10
+
+    results = run_ahead(range(7), prepare, lambda value: value + 1, workers=2)
+    assert next(results) == 1
+    assert list(results) == [11, 21, 31, 41, 51, 61]
+    assert sorted(prepared) == list(range(7))

@@ -134,3 +134,59 @@ def test_a_file_that_cannot_be_read_as_text_is_a_data_format_error(
     path.write_bytes(content)
     with pytest.raises(DataFormatError, match=rf"{name}{message}"):
         list(read_passages(path))
+
+
+class StreamingToy:
+    """An encoder with a ``stream`` of its own, as ``cast index embed``'s: each text's vector from its length."""
+
+    def __init__(self, fail_at: int | None = None):
+        self.fail_at = fail_at
+        self.streamed = 0
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        return np.array([[len(t), 1.0, 0.0, 0.0] for t in texts], dtype=np.float32)
+
+    def stream(self, chunks):
+        for texts in chunks:
+            self.streamed += 1
+            if self.streamed == self.fail_at:
+                raise KeyboardInterrupt
+            yield self(list(texts))
+
+
+def test_a_streaming_encoder_fills_the_store_as_chunk_by_chunk_would(tmp_path: Path) -> None:
+    collection = write_jsonl(
+        tmp_path / "c.jsonl", [passage(f"p{n}", "word " * (n + 1)) for n in range(7)] + [passage("p7", "")]
+    )
+    toy = StreamingToy()
+    streamed = build_embeddings(collection, tmp_path / "a", SETTINGS, toy, 4, chunk_size=3, progress=False)
+    chunked = build_embeddings(
+        collection, tmp_path / "b", SETTINGS, toy.__call__, 4, chunk_size=3, progress=False
+    )
+    assert toy.streamed == 3 and streamed.count == chunked.count == 7
+    for name in ("embeddings.npy", "docids.txt"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def test_an_interrupted_stream_resumes_from_its_last_written_part(tmp_path: Path) -> None:
+    collection = write_jsonl(tmp_path / "c.jsonl", [passage(f"p{n}") for n in range(5)])
+    store = tmp_path / "ix.embeddings"
+    with pytest.raises(KeyboardInterrupt):
+        build_embeddings(
+            collection, store, SETTINGS, StreamingToy(fail_at=2), 4, chunk_size=2, progress=False
+        )
+    summary = build_embeddings(collection, store, SETTINGS, StreamingToy(), 4, chunk_size=2, progress=False)
+    assert (summary.resumed, summary.embedded, summary.count) == (2, 3, 5)
+
+
+def test_read_ahead_hands_on_the_readers_error() -> None:
+    from cast.index.embeddings import read_ahead
+
+    def items():
+        yield 1
+        raise DataFormatError("c.jsonl", "not JSON", line=2)
+
+    read = read_ahead(items())
+    assert next(read) == 1
+    with pytest.raises(DataFormatError, match="c.jsonl:2: not JSON"):
+        next(read)
