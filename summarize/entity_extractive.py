@@ -11,9 +11,9 @@ sentence or, with ``relevance: dense`` (the offline profile's), the cosine of th
 sentence-transformers embeddings (negative cosines count as 0), which credits a sentence that answers in other
 words ("how tall" / "330 metres high"); "new entities" is the rank mass of the sentence's entities that no picked
 sentence mentions yet (relative to the top-ranked entity), and the position prior favours the first sentences of
-the best passages (news-style lead sentences). Whole sentences are added while they fit in the word budget, then
-the best remaining one, cut and marked with "…", fills it; the answer lists the whole sentences in passage order,
-then the cut one, each attributed to its passage.
+the best passages (news-style lead sentences). Whole sentences are added while they fit in the word budget, a ceiling
+(``fill`` completes it with the best remaining sentence cut and marked with "…", as answers were once written);
+the answer lists the sentences in passage order, each attributed to its passage.
 
 Entities come from the selection stage: ``selection.explanation["entity_ranks"]`` (``{entity: rank score}``)
 and ``selection.explanation["passage_entities"]`` (``{passage id: [{"surface", "start", "end", "entity"}]}``,
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -34,7 +34,8 @@ from cast.core.records import Answer, AnswerSentence, Selection
 from cast.core.resources import Resources
 from cast.core.stages import Summarizer
 from cast.errors import ConfigError
-from cast.infra.text import WORD_JOINERS, count_words, split_sentences, word_tokens
+from cast.infra.readable import readable_sentences
+from cast.infra.text import WORD_JOINERS, SentenceSpan, count_words, split_sentences, word_tokens
 from cast.summarize import no_answer
 
 # Function words carry no topical evidence for relevance or redundancy.
@@ -159,11 +160,17 @@ class SentencePicker:
     fill: bool
 
     def candidates(self, selection: Selection) -> list[Candidate]:
-        """The distinct sentences of the selected passages, with their terms and entities.
+        """The distinct sentences of the selected passages that read as sentences (whole, without page
+        boilerplate: :func:`cast.infra.readable.readable_sentences`), with their terms and entities.
 
-        Sentences shorter than ``min_sentence_words`` are left out, unless there is nothing else.
+        Sentences shorter than ``min_sentence_words`` are left out, unless there is nothing else; where nothing
+        reads as a sentence, the passages' sentences as they are.
         """
-        return _sentences(selection, self.min_sentence_words) or _sentences(selection, 1)
+        return (
+            _sentences(selection, self.min_sentence_words)
+            or _sentences(selection, 1)
+            or _sentences(selection, 1, split=split_sentences)
+        )
 
     def pick(
         self,
@@ -174,8 +181,9 @@ class SentencePicker:
         """Greedy maximal-marginal-relevance choice of sentences within the word budget (never empty), given
         each candidate's relevance to the question.
 
-        Whole sentences are taken while they fit; with ``fill``, the best remaining sentence, cut to the words
-        left, completes the budget (as the top-k trim baseline's answers do), so answers are as long as asked.
+        Whole sentences are taken while they fit: the budget is a ceiling (where no sentence fits, the best one is
+        the answer, whole). With ``fill``, the best remaining sentence, cut to the words left and marked "…",
+        completes the budget (as the top-k trim baseline's answers do), so answers are as long as asked.
         """
         top_rank = max(ranks.values(), default=0.0)
         picked: list[Candidate] = []
@@ -192,11 +200,13 @@ class SentencePicker:
         while remaining and budget > 0:
             fitting = [i for i in remaining if candidates[i].words <= budget]
             if not fitting:
-                if self.fill or not picked:
+                if self.fill:
                     last = candidates[best_of(remaining)]
                     # A cut sentence reads as one only at the end of the answer, marked as cut.
                     cut = " ".join(last.text.split()[:budget]) + "…"
                     picked.append(Candidate(cut, last.passage_id, LAST, last.terms, last.entities, budget))
+                elif not picked:  # no sentence fits: the best one, whole, rather than none or a cut one
+                    picked.append(candidates[best_of(remaining)])
                 break
             best = best_of(fitting)
             picked.append(candidates[best])
@@ -285,7 +295,7 @@ class EntityExtractiveSummarizer(SentenceExtractiveSummarizer):
                 description="the share of the position prior (lead sentences of the best passages) in relevance.",
             ),
         ] = 0.3
-        fill: Fill = True
+        fill: Fill = False
         relevance: Annotated[
             Literal["overlap", "dense"],
             Field(
@@ -382,13 +392,17 @@ def sentence_entities(
     return frozenset(found)
 
 
-def _sentences(selection: Selection, min_words: int) -> list[Candidate]:
+def _sentences(
+    selection: Selection,
+    min_words: int,
+    split: Callable[[str], list[SentenceSpan]] = readable_sentences,
+) -> list[Candidate]:
     mentions = selection.explanation.get("passage_entities", {})
     found: dict[str, Candidate] = {}
     for rank, scored in enumerate(selection.passages):
         text = scored.passage.text
         passage_mentions = mentions.get(scored.id, ())
-        for index, span in enumerate(split_sentences(text)):
+        for index, span in enumerate(split(text)):
             key = " ".join(span.text.lower().split())
             words = count_words(span.text)
             if key in found or words < min_words:

@@ -77,8 +77,6 @@ _TERMINAL = re.compile(r"[.!?][\"')\]’”]*$")
 _ELLIPSIS = re.compile(r"\.\.\.|…")
 # A sentence shorter than this after cleaning is a heading or a fragment.
 MIN_WORDS = 4
-# A sentence where at most this share of the words are in lower case (but for joining words) is a title or a menu.
-TITLE_SHARE = 0.1
 
 
 def is_cut(sentence: str) -> bool:
@@ -119,13 +117,13 @@ def _quotes_closed(text: str) -> bool:
 
 
 def _title_like(text: str) -> bool:
-    """A page title or a menu: no comma, and hardly a word in lower case but the joining ones ("Vancouver Weather:
-    What to Expect and How to Pack"; a list of names has commas and a verb: "Notable winners include ...")."""
+    """A page title or a menu: no comma, and no word in lower case but the joining ones ("Vancouver Weather: What
+    to Expect and How to Pack"; a list of names has commas and a verb: "Notable winners include ...")."""
     tokens = [t for t in text.split() if re.search(r"[A-Za-z]", t)]
     if len(tokens) < MIN_WORDS or "," in text:
         return False
     lower = sum(1 for t in tokens if t[:1].islower() and t.lower() not in _JOINING)
-    return lower <= TITLE_SHARE * len(tokens)
+    return lower == 0
 
 
 def readable_sentence(span: SentenceSpan) -> SentenceSpan | None:

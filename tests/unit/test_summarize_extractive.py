@@ -68,7 +68,7 @@ def entities_explanation() -> dict:
 
 
 def test_every_sentence_comes_from_the_passage_it_is_attributed_to():
-    answer = stage(words=40).summarize(
+    answer = stage(words=40, fill=True).summarize(
         "where was obama born", selection(P1, P2, explanation=entities_explanation())
     )
     passages = {"p1": P1, "p2": P2}
@@ -156,7 +156,9 @@ def test_sentences_are_read_in_passage_order():
 
 def test_the_answer_is_never_empty():
     long_sentence = " ".join(f"word{i}" for i in range(30)) + "."
-    cut = stage(words=10, fill=False).summarize("word3", selection(long_sentence))
+    whole = stage(words=10).summarize("word3", selection(long_sentence))
+    assert whole.text == long_sentence  # the only sentence, longer than the budget: whole, not cut
+    cut = stage(words=10, fill=True).summarize("word3", selection(long_sentence))
     assert cut.text == " ".join(f"word{i}" for i in range(10)) + "…"
     assert cut.sentences[0].passage_id == "p1"
     fragments = stage(words=10).summarize("q", selection("Yes. No."))
@@ -210,3 +212,12 @@ def test_top_k_trim_keeps_the_first_words_in_passage_order():
     assert count_words(answer.text) == 12
     assert [s.passage_id for s in answer.sentences] == ["p1", "p3"]
     assert baseline.summarize("q", selection()).no_answer_reason == "no passages were selected"
+
+
+def test_answers_are_whole_clean_sentences_within_the_budget():
+    kilt = "Section::::Early life. " + P1 + " The average price comes in just under $27,000 while"
+    for words in (8, 15, 25, 40, 200):
+        answer = stage(words=words).summarize("obama president", selection(kilt, P2))
+        assert count_words(answer.text) <= max(words, 11)  # 11: the longest sentence, alone where none fits
+        for sentence in answer.sentences:
+            assert sentence.text in [s.text for s in split_sentences(P1 + " " + P2)]
