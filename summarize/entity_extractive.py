@@ -34,9 +34,18 @@ from cast.core.records import Answer, AnswerSentence, Selection
 from cast.core.resources import Resources
 from cast.core.stages import Summarizer
 from cast.errors import ConfigError
-from cast.infra.readable import readable_sentences
-from cast.infra.text import WORD_JOINERS, SentenceSpan, count_words, split_sentences, word_tokens
+from cast.infra.readable import opens_with_reference, readable_sentences
+from cast.infra.text import (
+    WORD_JOINERS,
+    SentenceSpan,
+    count_words,
+    entity_label,
+    sentences,
+    split_sentences,
+    word_tokens,
+)
 from cast.summarize import no_answer
+from cast.summarize.question import answer_kind, fits_kind, natural_question
 
 # Function words carry no topical evidence for relevance or redundancy.
 STOPWORDS = frozenset(
@@ -136,20 +145,43 @@ Fill = Annotated[
     bool,
     Field(description="complete the budget with the start of the best sentence that does not fit whole."),
 ]
+LeadSentences = Annotated[
+    int,
+    Field(
+        ge=0,
+        description="open the answer with a featured snippet: the best sentence and the sentences around it in its "
+        "passage that it needs (the one before, where it opens on a reference) or that are relevant too, up to "
+        "this many (0: no lead, the sentences in passage order).",
+    ),
+]
+AddShare = Annotated[
+    float,
+    Field(
+        ge=0,
+        le=1,
+        description="after the lead, add a sentence only where its relevance reaches this share of the lead "
+        "sentence's (0: fill the budget).",
+    ),
+]
+# A sentence whose content words overlap this much with a sentence of an earlier answer repeats it.
+REPEATED_OVERLAP = 0.8
 
 
 @dataclass(frozen=True)
 class SentencePicker:
-    """How an extractive answer is put together from the selected passages' sentences: a greedy
-    maximal-marginal-relevance choice within the word budget (see :meth:`pick`).
+    """How an extractive answer is put together from the selected passages' sentences (see :meth:`pick`).
 
     Attributes:
-        words: the word budget.
+        words: the word budget (a ceiling).
         entity_weight: the share of entity coverage (vs query relevance) in a sentence's score.
         novelty_weight: how much overlap with the sentences already picked counts against a sentence.
         min_sentence_words: shorter sentences are not considered, unless there is nothing else.
         position_weight: the share of the position prior (lead sentences of the best passages) in the score.
         fill: complete the budget with the start of the best sentence that does not fit whole.
+        lead_sentences: the longest span of consecutive sentences of one passage that opens the answer, built
+            around the best sentence (0: no lead; every sentence in passage order).
+        add_share: after the lead, a sentence is added only where its relevance reaches this share of the lead
+            sentence's.
     """
 
     words: int
@@ -158,6 +190,8 @@ class SentencePicker:
     min_sentence_words: int
     position_weight: float
     fill: bool
+    lead_sentences: int = 0
+    add_share: float = 0.0
 
     def candidates(self, selection: Selection) -> list[Candidate]:
         """The distinct sentences of the selected passages that read as sentences (whole, without page
@@ -178,17 +212,23 @@ class SentencePicker:
         ranks: Mapping[str, float],
         relevance: Sequence[float],
     ) -> list[Candidate]:
-        """Greedy maximal-marginal-relevance choice of sentences within the word budget (never empty), given
-        each candidate's relevance to the question.
+        """The answer's sentences in reading order (never none), given each candidate's relevance to the question.
+
+        With ``lead_sentences``, the answer opens with a featured snippet: the best sentence, with the sentence
+        before it in its passage where it opens on a reference to it ("She ...", "The book ..."), and the
+        sentences after it that are relevant too, up to ``lead_sentences`` in all. Then sentences of any passage
+        are added greedily (maximal marginal relevance) while they fit, are relevant enough (``add_share``) and
+        read where they stand: a sentence that opens on a reference comes only right after the sentence before it
+        in its passage. Without a lead, sentences are picked greedily and read in passage order.
 
         Whole sentences are taken while they fit: the budget is a ceiling (where no sentence fits, the best one is
         the answer, whole). With ``fill``, the best remaining sentence, cut to the words left and marked "…",
         completes the budget (as the top-k trim baseline's answers do), so answers are as long as asked.
         """
         top_rank = max(ranks.values(), default=0.0)
+        position = {c.order: i for i, c in enumerate(candidates)}
         picked: list[Candidate] = []
         covered: set[str] = set()
-        budget = self.words
         remaining = list(range(len(candidates)))
 
         def best_of(indices: list[int]) -> int:
@@ -197,8 +237,29 @@ class SentencePicker:
             }
             return max(indices, key=lambda i: (scores[i], -i))
 
+        def before(i: int) -> int | None:
+            rank, index = candidates[i].order
+            return position.get((rank, index - 1))
+
+        def reads_here(i: int) -> bool:
+            # A sentence that opens on a reference reads only after the sentence before it in its passage.
+            if not opens_with_reference(candidates[i].text):
+                return True
+            previous = before(i)
+            return previous is not None and candidates[previous] in picked
+
+        lead: list[int] = []
+        if self.lead_sentences > 0:
+            lead = self._lead(candidates, relevance, best_of, before, position)
+            for i in lead:
+                picked.append(candidates[i])
+                covered |= candidates[i].entities
+                remaining.remove(i)
+            floor = self.add_share * max(relevance[i] for i in lead)
+            remaining = [i for i in remaining if relevance[i] >= floor and relevance[i] > 0]
+        budget = self.words - sum(c.words for c in picked)
         while remaining and budget > 0:
-            fitting = [i for i in remaining if candidates[i].words <= budget]
+            fitting = [i for i in remaining if candidates[i].words <= budget and reads_here(i)]
             if not fitting:
                 if self.fill:
                     last = candidates[best_of(remaining)]
@@ -213,7 +274,41 @@ class SentencePicker:
             covered |= candidates[best].entities
             budget -= candidates[best].words
             remaining.remove(best)
-        return picked
+        return reading_order(picked[: len(lead)], picked[len(lead) :])
+
+    def _lead(
+        self,
+        candidates: Sequence[Candidate],
+        relevance: Sequence[float],
+        best_of: Callable[[list[int]], int],
+        before: Callable[[int], int | None],
+        position: Mapping[tuple[float, int], int],
+    ) -> list[int]:
+        """The featured snippet that opens the answer: indices of consecutive sentences of one passage."""
+        usable = [
+            i
+            for i in range(len(candidates))
+            if candidates[i].words <= self.words
+            and (not opens_with_reference(candidates[i].text) or before(i) is not None)
+        ]
+        best = best_of(usable or list(range(len(candidates))))
+        span = [best]
+        previous = before(best)
+        if opens_with_reference(candidates[best].text) and previous is not None:
+            span.insert(0, previous)
+        words = sum(candidates[i].words for i in span)
+        while len(span) < self.lead_sentences:
+            rank, index = candidates[span[-1]].order
+            following = position.get((rank, index + 1))
+            if (
+                following is None
+                or words + candidates[following].words > self.words
+                or relevance[following] < self.add_share * relevance[best]
+            ):
+                break
+            span.append(following)
+            words += candidates[following].words
+        return span
 
     def _score(
         self,
@@ -234,9 +329,33 @@ class SentencePicker:
         return (1.0 - self.novelty_weight) * combined - self.novelty_weight * redundancy
 
 
+def reading_order(lead: Sequence[Candidate], rest: Sequence[Candidate]) -> list[Candidate]:
+    """The lead first, then the other sentences in passage order, each sentence that follows another of the
+    answer in its passage kept right after it (a sentence opening on a reference reads after its antecedent)."""
+    ordered = [*lead, *sorted(rest, key=lambda c: c.order)]
+    placed: list[Candidate] = []
+    for candidate in ordered:
+        if candidate in placed:
+            continue
+        placed.append(candidate)
+        rank, index = candidate.order
+        successor = next((c for c in ordered if c.order == (rank, index + 1)), None)
+        while successor is not None and successor not in placed and successor not in lead:
+            placed.append(successor)
+            rank, index = successor.order
+            successor = next((c for c in ordered if c.order == (rank, index + 1)), None)
+    return placed
+
+
+def already_said(candidate: Candidate, said: Sequence[frozenset[str]]) -> bool:
+    """Whether an earlier answer of the conversation gave this sentence (or one with nearly its words)."""
+    return any(overlap(candidate.terms, terms) >= REPEATED_OVERLAP for terms in said)
+
+
 class SentenceExtractiveSummarizer(Summarizer):
     """Answers made of the selected passages' sentences, each attributed to its passage: the sentences a
-    :attr:`picker` picks by their :meth:`relevance` to the question."""
+    :attr:`picker` picks by their :meth:`relevance` to the question, none that an earlier answer of the
+    conversation gave."""
 
     @property
     @abstractmethod
@@ -251,21 +370,24 @@ class SentenceExtractiveSummarizer(Summarizer):
         """The sentences of the selected passages an answer is made of (:meth:`SentencePicker.candidates`)."""
         return self.picker.candidates(selection)
 
-    def summarize(self, query: str, selection: Selection) -> Answer:
+    def summarize(self, query: str, selection: Selection, earlier: Sequence[str] = ()) -> Answer:
         source_ids = tuple(p.id for p in selection.passages)
         picker = self.picker
         candidates = picker.candidates(selection)
+        said = [frozenset(content_terms(s)) for answer in earlier for s in sentences(answer)]
+        # Nothing an earlier answer said, unless that is all there is.
+        candidates = [c for c in candidates if not already_said(c, said)] or candidates
         if not candidates:
             return no_answer(self, source_ids)
         picked = picker.pick(
             candidates, entity_ranks(selection), self.relevance(query, selection, candidates)
         )
-        sentences = tuple(AnswerSentence(c.text, c.passage_id) for c in sorted(picked, key=lambda c: c.order))
+        answer_sentences = tuple(AnswerSentence(c.text, c.passage_id) for c in picked)
         return Answer(
-            text=" ".join(s.text for s in sentences),
+            text=" ".join(s.text for s in answer_sentences),
             source_ids=source_ids,
             generator=self.name,
-            sentences=sentences,
+            sentences=answer_sentences,
             settings=self.describe(),
         )
 
@@ -296,12 +418,32 @@ class EntityExtractiveSummarizer(SentenceExtractiveSummarizer):
             ),
         ] = 0.3
         fill: Fill = False
-        relevance: Annotated[
-            Literal["overlap", "dense"],
+        lead_sentences: LeadSentences = 0
+        add_share: AddShare = 0.0
+        kind_weight: Annotated[
+            float,
             Field(
-                description="how a sentence matches the query: ``overlap`` (idf-weighted shared words) or "
+                ge=0,
+                le=1,
+                description="the share, in a sentence's relevance, of fitting the kind of answer the question asks "
+                "for (a definition, a cause, a procedure, a yes or no, a quantity, a date, a list; "
+                "summarize/question.py), in [0, 1].",
+            ),
+        ] = 0.0
+        resolve_question: Annotated[
+            bool,
+            Field(
+                description="match sentences to the question with its first third-person pronoun replaced by the "
+                "conversation's salient entity (the best-ranked entity of the queries), not to the utterance "
+                "as said."
+            ),
+        ] = False
+        relevance: Annotated[
+            Literal["overlap", "dense", "hybrid"],
+            Field(
+                description="how a sentence matches the question: ``overlap`` (idf-weighted shared words), "
                 "``dense`` (cosine of sentence embeddings; needs ``resources``, embeddings kept in the shared "
-                "cache)."
+                "cache) or ``hybrid`` (their mean)."
             ),
         ] = "overlap"
         model: Annotated[
@@ -319,14 +461,15 @@ class EntityExtractiveSummarizer(SentenceExtractiveSummarizer):
 
     def __init__(self, *, resources: Resources | None = None):
         settings = self.setting_values
-        if settings.relevance == "dense" and resources is None:
+        dense = settings.relevance != "overlap"
+        if dense and resources is None:
             raise ConfigError(
-                "summarizer.relevance: dense needs the pipeline's resources (build it from a config)"
+                f"summarizer.relevance: {settings.relevance} needs the pipeline's resources (build it from a config)"
             )
         # Loaded at start-up, so that a missing model stops the run before any turn.
         self.encoder = (
             resources.sentence_encoder(settings.model, settings.max_seq_length)
-            if settings.relevance == "dense" and resources
+            if dense and resources
             else None
         )
         self.cache = resources.cache if self.encoder is not None and resources else None
@@ -341,27 +484,56 @@ class EntityExtractiveSummarizer(SentenceExtractiveSummarizer):
             min_sentence_words=settings.min_sentence_words,
             position_weight=settings.position_weight,
             fill=settings.fill,
+            lead_sentences=settings.lead_sentences,
+            add_share=settings.add_share,
         )
 
     def described_extras(self) -> dict[str, Any]:
         return {"model": self.encoder.model_id} if self.encoder is not None else {}
 
     def relevance(self, question: str, selection: Selection, candidates: Sequence[Candidate]) -> list[float]:
-        return self.query_match(question, candidates)
+        settings = self.setting_values
+        if settings.resolve_question:
+            question = natural_question(question, salient_entity(selection))
+        match = self.query_match(question, candidates)
+        if settings.kind_weight == 0:
+            return match
+        kind = answer_kind(question)
+        return [
+            (1.0 - settings.kind_weight) * m + settings.kind_weight * float(fits_kind(kind, c.text))
+            for m, c in zip(match, candidates, strict=True)
+        ]
 
     def query_match(self, query: str, candidates: Sequence[Candidate]) -> list[float]:
         """Each candidate's match with the query, in [0, 1], per the ``relevance`` setting."""
-        if self.encoder is None:
+        overlaps: list[float] = []
+        if self.setting_values.relevance != "dense":
             query_terms = content_terms(query)
             idf = smoothed_idf([c.terms for c in candidates])
-            return [query_relevance(query_terms, c.terms, idf) for c in candidates]
+            overlaps = [query_relevance(query_terms, c.terms, idf) for c in candidates]
+        if self.encoder is None:
+            return overlaps
         vectors = self.encoder.cached_embeddings([query, *(c.text for c in candidates)], self.cache)
-        return dense_relevance(vectors[0], vectors[1:])
+        cosines = dense_relevance(vectors[0], vectors[1:])
+        if not overlaps:
+            return cosines
+        return [(a + b) / 2 for a, b in zip(overlaps, cosines, strict=True)]
 
 
 def position_prior(passage_rank: float, sentence_index: int) -> float:
     """``1 / ((1 + passage_rank) * (1 + sentence_index))``: the lead sentence of the best passage scores 1."""
     return 1.0 / ((1 + passage_rank) * (1 + sentence_index))
+
+
+def salient_entity(selection: Selection) -> str | None:
+    """The name of the conversation's salient entity at this turn: the best-ranked entity of the queries (the
+    selection's focus entity where the queries have none ranked)."""
+    ranks = entity_ranks(selection)
+    queried = [
+        e for e in selection.explanation.get("query_entities", ()) if isinstance(e, str) and e in ranks
+    ]
+    best = max(queried, key=lambda e: (ranks[e], e), default=selection.focus_entity)
+    return entity_label(best) if best else None
 
 
 def entity_ranks(selection: Selection) -> dict[str, float]:
