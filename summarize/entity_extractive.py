@@ -34,7 +34,7 @@ from cast.core.records import Answer, AnswerSentence, Selection
 from cast.core.resources import Resources
 from cast.core.stages import Summarizer
 from cast.errors import ConfigError
-from cast.infra.readable import opens_with_reference, readable_sentences
+from cast.infra.readable import opens_with_reference, readable_sentence
 from cast.infra.text import (
     WORD_JOINERS,
     SentenceSpan,
@@ -74,6 +74,8 @@ class Candidate:
         terms: its content words (lower-cased, no stop words).
         entities: the entities mentioned in it.
         words: its length in words.
+        follows: it comes right after the candidate before it in its passage, with nothing dropped between (so
+            that a sentence opening on a reference to that one reads after it).
     """
 
     text: str
@@ -82,6 +84,7 @@ class Candidate:
     terms: frozenset[str]
     entities: frozenset[str]
     words: int
+    follows: bool = False
 
 
 def content_terms(text: str) -> list[str]:
@@ -194,8 +197,8 @@ class SentencePicker:
     add_share: float = 0.0
 
     def candidates(self, selection: Selection) -> list[Candidate]:
-        """The distinct sentences of the selected passages that read as sentences (whole, without page
-        boilerplate: :func:`cast.infra.readable.readable_sentences`), with their terms and entities.
+        """The distinct sentences of the selected passages that read as sentences and are not questions (whole,
+        without page boilerplate: :func:`statements`), with their terms and entities.
 
         Sentences shorter than ``min_sentence_words`` are left out, unless there is nothing else; where nothing
         reads as a sentence, the passages' sentences as they are.
@@ -203,7 +206,7 @@ class SentencePicker:
         return (
             _sentences(selection, self.min_sentence_words)
             or _sentences(selection, 1)
-            or _sentences(selection, 1, split=split_sentences)
+            or _sentences(selection, 1, keep=lambda sentence: sentence)
         )
 
     def pick(
@@ -239,7 +242,7 @@ class SentencePicker:
 
         def before(i: int) -> int | None:
             rank, index = candidates[i].order
-            return position.get((rank, index - 1))
+            return position.get((rank, index - 1)) if candidates[i].follows else None
 
         def reads_here(i: int) -> bool:
             # A sentence that opens on a reference reads only after the sentence before it in its passage.
@@ -284,24 +287,30 @@ class SentencePicker:
         before: Callable[[int], int | None],
         position: Mapping[tuple[float, int], int],
     ) -> list[int]:
-        """The featured snippet that opens the answer: indices of consecutive sentences of one passage."""
-        usable = [
-            i
-            for i in range(len(candidates))
-            if candidates[i].words <= self.words
-            and (not opens_with_reference(candidates[i].text) or before(i) is not None)
-        ]
+        """The featured snippet that opens the answer: indices of consecutive sentences of one passage, the first
+        of which opens on no reference."""
+
+        def back_to_start(i: int) -> list[int] | None:
+            # The sentence with the sentences before it that it refers to, back to one that refers to none.
+            span = [i]
+            while opens_with_reference(candidates[span[0]].text):
+                previous = before(span[0])
+                if previous is None or len(span) >= max(self.lead_sentences, 2):
+                    return None
+                span.insert(0, previous)
+            return span if sum(candidates[k].words for k in span) <= self.words else None
+
+        starts = {i: back_to_start(i) for i in range(len(candidates))}
+        usable = [i for i, span in starts.items() if span is not None]
         best = best_of(usable or list(range(len(candidates))))
-        span = [best]
-        previous = before(best)
-        if opens_with_reference(candidates[best].text) and previous is not None:
-            span.insert(0, previous)
+        span = starts[best] or [best]
         words = sum(candidates[i].words for i in span)
         while len(span) < self.lead_sentences:
             rank, index = candidates[span[-1]].order
             following = position.get((rank, index + 1))
             if (
                 following is None
+                or not candidates[following].follows
                 or words + candidates[following].words > self.words
                 or relevance[following] < self.add_share * relevance[best]
             ):
@@ -339,11 +348,11 @@ def reading_order(lead: Sequence[Candidate], rest: Sequence[Candidate]) -> list[
             continue
         placed.append(candidate)
         rank, index = candidate.order
-        successor = next((c for c in ordered if c.order == (rank, index + 1)), None)
+        successor = next((c for c in ordered if c.order == (rank, index + 1) and c.follows), None)
         while successor is not None and successor not in placed and successor not in lead:
             placed.append(successor)
             rank, index = successor.order
-            successor = next((c for c in ordered if c.order == (rank, index + 1)), None)
+            successor = next((c for c in ordered if c.order == (rank, index + 1) and c.follows), None)
     return placed
 
 
@@ -564,17 +573,29 @@ def sentence_entities(
     return frozenset(found)
 
 
+def statements(span: SentenceSpan) -> SentenceSpan | None:
+    """What of a passage's sentence an answer may use: what reads as a sentence
+    (:func:`cast.infra.readable.readable_sentence`), unless it is a question (a page's "What can we expect from
+    COP26?" answers nothing)."""
+    kept = readable_sentence(span)
+    return None if kept is None or kept.text.rstrip("\"')”’").endswith("?") else kept
+
+
 def _sentences(
     selection: Selection,
     min_words: int,
-    split: Callable[[str], list[SentenceSpan]] = readable_sentences,
+    keep: Callable[[SentenceSpan], SentenceSpan | None] = statements,
 ) -> list[Candidate]:
     mentions = selection.explanation.get("passage_entities", {})
     found: dict[str, Candidate] = {}
     for rank, scored in enumerate(selection.passages):
         text = scored.passage.text
         passage_mentions = mentions.get(scored.id, ())
-        for index, span in enumerate(split(text)):
+        index, last = 0, -2  # the candidate's number in its passage; the passage's sentence it was
+        for number, sentence in enumerate(split_sentences(text)):
+            span = keep(sentence)
+            if span is None:
+                continue
             key = " ".join(span.text.lower().split())
             words = count_words(span.text)
             if key in found or words < min_words:
@@ -586,5 +607,8 @@ def _sentences(
                 terms=frozenset(content_terms(span.text)),
                 entities=sentence_entities(text, span.start, span.end, passage_mentions),
                 words=words,
+                # nothing dropped between: not a sentence before, nor the start of this one (a heading, a byline)
+                follows=number == last + 1 and span.start == sentence.start,
             )
+            index, last = index + 1, number
     return list(found.values())

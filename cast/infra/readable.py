@@ -40,8 +40,10 @@ _FURNITURE = re.compile(
             r"\bShare(?: on \w+| this| Pin| Email| Tweet| Print)+\b",
             r"\b(?:Sign up|Subscribe)(?: (?:now|to|for) (?:our )?)?(?:[Nn]ewsletter)?\b",
             r"\bADVERTISEMENT\b|\bAdvertisement\b",
+            r"\bHome (?:Menu|Shows|News)\b|\bMenu Home\b",  # "- CBBC Newsround Home Menu Home Shows Games"
+            r"\b(?:Keep reading|Continue reading|Read on|Find out more|To read more)\b",
             r"\bcontinued below\b",
-            r"/ (?:Getty Images|Shutterstock|iStock)\b|©",
+            r"(?:/ )?\b(?:Getty Images|Shutterstock|iStock)\b|©",
             r"\b(?:Photo|Image)(?: [Cc]redits?)?:",
             r"\b(?:Updated|Published|Posted|Last updated|Page last reviewed)(?: [Oo]n)?:? (?:\d|[A-Z][a-z]+ \d)",
             r"\bMedically [Rr]eviewed by\b",
