@@ -217,8 +217,8 @@ class SentencePicker:
     ) -> list[Candidate]:
         """The answer's sentences in reading order (never none), given each candidate's relevance to the question.
 
-        With ``lead_sentences``, the answer opens with a featured snippet: the best sentence, with the sentence
-        before it in its passage where it opens on a reference to it ("She ...", "The book ..."), and the
+        With ``lead_sentences``, the answer opens with a featured snippet: the most relevant sentence, with the sentences
+        before it in its passage it refers to ("She ...", "The book ..."), and the
         sentences after it that are relevant too, up to ``lead_sentences`` in all. Then sentences of any passage
         are added greedily (maximal marginal relevance) while they fit, are relevant enough (``add_share``) and
         read where they stand: a sentence that opens on a reference comes only right after the sentence before it
@@ -253,7 +253,7 @@ class SentencePicker:
 
         lead: list[int] = []
         if self.lead_sentences > 0:
-            lead = self._lead(candidates, relevance, best_of, before, position)
+            lead = self._lead(candidates, relevance, before, position)
             for i in lead:
                 picked.append(candidates[i])
                 covered |= candidates[i].entities
@@ -283,7 +283,6 @@ class SentencePicker:
         self,
         candidates: Sequence[Candidate],
         relevance: Sequence[float],
-        best_of: Callable[[list[int]], int],
         before: Callable[[int], int | None],
         position: Mapping[tuple[float, int], int],
     ) -> list[int]:
@@ -302,7 +301,9 @@ class SentencePicker:
 
         starts = {i: back_to_start(i) for i in range(len(candidates))}
         usable = [i for i, span in starts.items() if span is not None]
-        best = best_of(usable or list(range(len(candidates))))
+        # The sentence that answers best, by its relevance alone: the position prior and the entities' coverage
+        # choose what follows it.
+        best = max(usable or range(len(candidates)), key=lambda i: (relevance[i], -i))
         span = starts[best] or [best]
         words = sum(candidates[i].words for i in span)
         while len(span) < self.lead_sentences:
@@ -581,6 +582,17 @@ def statements(span: SentenceSpan) -> SentenceSpan | None:
     return None if kept is None or kept.text.rstrip("\"')”’").endswith("?") else kept
 
 
+def _without_title(sentence: SentenceSpan, title: str | None) -> SentenceSpan:
+    """A passage's first sentence without the page title glued in front of it ("Paris Agreement The Paris
+    Agreement is ...", as KILT's Wikipedia passages start)."""
+    if not title or not sentence.text.startswith(title + " "):
+        return sentence
+    rest = sentence.text[len(title) + 1 :]
+    if not rest[:1].isupper():
+        return sentence
+    return SentenceSpan(rest, sentence.start + len(title) + 1, sentence.end)
+
+
 def _sentences(
     selection: Selection,
     min_words: int,
@@ -593,7 +605,7 @@ def _sentences(
         passage_mentions = mentions.get(scored.id, ())
         index, last = 0, -2  # the candidate's number in its passage; the passage's sentence it was
         for number, sentence in enumerate(split_sentences(text)):
-            span = keep(sentence)
+            span = keep(_without_title(sentence, scored.passage.title) if number == 0 else sentence)
             if span is None:
                 continue
             key = " ".join(span.text.lower().split())

@@ -40,7 +40,8 @@ _FURNITURE = re.compile(
             r"\bShare(?: on \w+| this| Pin| Email| Tweet| Print)+\b",
             r"\b(?:Sign up|Subscribe)(?: (?:now|to|for) (?:our )?)?(?:[Nn]ewsletter)?\b",
             r"\bADVERTISEMENT\b|\bAdvertisement\b",
-            r"\bHome (?:Menu|Shows|News)\b|\bMenu Home\b",  # "- CBBC Newsround Home Menu Home Shows Games"
+            r"\bHome (?:Menu|Shows|News)\b|\bMenu Home\b",
+            r"\b(?:have|enable|turn on) JavaScript\b|\bJavaScript (?:turned on|enabled|is disabled)\b",  # "- CBBC Newsround Home Menu Home Shows Games"
             r"\b(?:Keep reading|Continue reading|Read on|Find out more|To read more)\b",
             r"\bcontinued below\b",
             r"(?:/ )?\b(?:Getty Images|Shutterstock|iStock)\b|©",
