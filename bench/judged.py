@@ -56,13 +56,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     draw = commands.add_parser("sample", help="draw the fixed sample of turns")
-    draw.add_argument("--data", type=existing_path, default=DATA, help="the data folder (default: %(default)s)")
+    draw.add_argument(
+        "--data", type=existing_path, default=DATA, help="the data folder (default: %(default)s)"
+    )
     draw.add_argument("--out", type=Path, default=SAMPLE, help="the sample file (default: %(default)s)")
     sheet = commands.add_parser("sheet", help="write a blind paired sheet and its key")
     sheet.add_argument("--old", type=existing_path, required=True, help="the baseline run's --out folder")
     sheet.add_argument("--new", type=existing_path, required=True, help="the candidate run's --out folder")
     sheet.add_argument("--sample", type=existing_path, default=SAMPLE, help="default: %(default)s")
-    sheet.add_argument("--data", type=existing_path, default=DATA, help="the data folder (default: %(default)s)")
+    sheet.add_argument(
+        "--data", type=existing_path, default=DATA, help="the data folder (default: %(default)s)"
+    )
     sheet.add_argument("--sheet", type=Path, required=True, help="the sheet to write (Markdown)")
     sheet.add_argument("--key", type=Path, required=True, help="the key to write: which run is A, per turn")
     sheet.add_argument("--seed", type=int, default=SEED, help="draws A and B per turn (default: %(default)s)")
@@ -209,7 +213,9 @@ def read_judgements(path: Path) -> dict[int, dict[str, dict[str, int]]]:
             try:
                 values = {name: int(filled[name]) for name in RUBRIC}
             except ValueError:
-                raise DataFormatError(path, f"line {line_number}: a judgement left blank or not a number") from None
+                raise DataFormatError(
+                    path, f"line {line_number}: a judgement left blank or not a number"
+                ) from None
             judged.setdefault(number, {})[filled["side"]] = values
     return judged
 
@@ -227,7 +233,9 @@ def rubric_scores(judgements: Sequence[dict[str, int]]) -> dict[str, float]:
     }
 
 
-def paired(old: Sequence[dict[str, int]], new: Sequence[dict[str, int]], measure: str) -> tuple[int, int, int]:
+def paired(
+    old: Sequence[dict[str, int]], new: Sequence[dict[str, int]], measure: str
+) -> tuple[int, int, int]:
     """Turns where the new run is better, equal, worse than the old on ``measure``."""
     better = sum(n[measure] > o[measure] for o, n in zip(old, new, strict=True))
     worse = sum(n[measure] < o[measure] for o, n in zip(old, new, strict=True))

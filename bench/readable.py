@@ -30,8 +30,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--input", nargs="+", type=existing_path, required=True, help="collection files")
-    parser.add_argument("--examples", type=Path, help="write a sample of dropped and trimmed sentences here (TSV)")
-    parser.add_argument("--per-outcome", type=int, default=100, help="examples per outcome and file (default: 100)")
+    parser.add_argument(
+        "--examples", type=Path, help="write a sample of dropped and trimmed sentences here (TSV)"
+    )
+    parser.add_argument(
+        "--per-outcome", type=int, default=100, help="examples per outcome and file (default: 100)"
+    )
     parser.add_argument("--seed", type=int, default=1)
     return parser.parse_args(argv)
 
@@ -85,7 +89,9 @@ def main(argv: list[str] | None = None) -> int:
         total = sum(counts.values())
         shares = " | ".join(f"{counts[o]:,} ({100 * counts[o] / max(total, 1):.2f}%)" for o in OUTCOMES)
         print(f"| {path.name} | {passages:,} | {total:,} | {shares} |")
-        rows += [(path.name, what, before, after) for what, found in samples.items() for before, after in found]
+        rows += [
+            (path.name, what, before, after) for what, found in samples.items() for before, after in found
+        ]
     if args.examples:
         args.examples.parent.mkdir(parents=True, exist_ok=True)
         lines = ["file\toutcome\tsentence\tkept"]
