@@ -37,7 +37,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from bench.common import DATA, existing_path, run  # noqa: E402
+from bench.common import DATA, documented_parser, existing_path, run  # noqa: E402
 from bench.pooled import DATASETS, load_dataset  # noqa: E402
 
 SAMPLE = REPO / "bench" / "judged" / "sample.tsv"
@@ -49,11 +49,7 @@ _TURN = re.compile(r"^## (?P<number>\d+)\. turn (?P<dataset>\S+) (?P<qid>\S+)\s*
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        epilog="usage examples:" + __doc__.split("Usage:")[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = documented_parser(__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     draw = commands.add_parser("sample", help="draw the fixed sample of turns")
     draw.add_argument(

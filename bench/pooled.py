@@ -55,7 +55,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from bench.common import DATA, existing_path, load_average, run  # noqa: E402
+from bench.common import DATA, documented_parser, existing_path, load_average, run  # noqa: E402
 
 if TYPE_CHECKING:
     import numpy as np
@@ -108,11 +108,7 @@ COLLECTION = (
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        epilog="usage examples:" + __doc__.split("Usage:")[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = documented_parser(__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     bench = commands.add_parser("run", help="answer and score every dataset with one config")
     bench.add_argument("--config", default="offline", help="pipeline config (default: offline)")

@@ -18,17 +18,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from bench.common import existing_path, run  # noqa: E402
+from bench.common import documented_parser, existing_path, run  # noqa: E402
 
 OUTCOMES = ("kept", "trimmed", "dropped: cut", "dropped: boilerplate", "dropped: short", "dropped: title")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        epilog="usage examples:" + __doc__.split("Usage:")[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = documented_parser(__doc__)
     parser.add_argument("--input", nargs="+", type=existing_path, required=True, help="collection files")
     parser.add_argument(
         "--examples", type=Path, help="write a sample of dropped and trimmed sentences here (TSV)"
