@@ -169,7 +169,7 @@ def test_a_failing_stage_is_reported_and_the_server_keeps_serving(client, explor
     summarizer = explorer.stage("summarizer", sections["summarizer"])
     original = summarizer.summarize_batch
 
-    def broken(items):
+    def broken(items, earlier=None):
         raise RuntimeError("boom")
 
     summarizer.summarize_batch = broken
