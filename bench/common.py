@@ -31,6 +31,15 @@ DEFAULT_INDEX = str(
 IKAT_INDEX = str(Path(os.environ.get("CAST_IKAT_INDEX") or REPO / "indexes" / "ikat2023-dev").expanduser())
 
 
+def documented_parser(doc: str) -> argparse.ArgumentParser:
+    """A script's parser described by its docstring: the first paragraph, and the examples after ``Usage:``."""
+    return argparse.ArgumentParser(
+        description=doc.split("\n\n")[0],
+        epilog="usage examples:" + doc.split("Usage:")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
 def existing_path(value: str) -> Path:
     """An argparse ``type``: a file or folder that exists (a string default is checked too)."""
     path = Path(value).expanduser()

@@ -20,7 +20,9 @@ minutes on 2 cores)::
 ``run`` answers every dataset's turns with one config (``cast run``'s outputs in ``--out``: an interrupted
 benchmark resumes, a finished dataset is reused when made with the same settings), scores retrieval (MRR,
 nDCG@3, R@100 over judged turns) and answers (ROUGE-1, ROUGE-L, METEOR, BLEU-1, groundedness over turns with a
-written response) per dataset and pooled, writes ``--out/per-turn.tsv``, and tests each measure against the
+written response) per dataset and pooled, with a reader's form checks on every answer (the share of answers with a
+cut sentence, boilerplate, a sentence opening on a reference with nothing before it, or repeating an earlier
+answer of its conversation; :mod:`cast.evaluate.form`) and their length, writes ``--out/per-turn.tsv``, and tests each measure against the
 baseline file (per-turn scores of the profile's current defaults, ``bench/baselines/<config>.tsv``): paired
 t-test and randomisation test, Holm-corrected over the measures of each row. It names every measure that got
 significantly worse and exits with status 3 when a headline measure (MRR, nDCG@3, ROUGE-L, METEOR) did, pooled.
@@ -53,7 +55,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from bench.common import DATA, existing_path, load_average, run  # noqa: E402
+from bench.common import DATA, documented_parser, existing_path, load_average, run  # noqa: E402
 
 if TYPE_CHECKING:
     import numpy as np
@@ -62,6 +64,9 @@ if TYPE_CHECKING:
 RETRIEVAL = ("MRR", "nDCG@3", "R@100")
 ANSWERS = ("ROUGE-1", "ROUGE-L", "METEOR", "BLEU-1", "grounded")
 MEASURES = (*RETRIEVAL, *ANSWERS)
+# A reader's form checks (cast.evaluate.form), per turn 100 where the answer is at fault, and its length in words:
+# printed beside the measures; per-turn files written before them lack these columns.
+FORM = ("words", "cut", "boilerplate", "dangling", "repeat")
 HEADLINE = ("MRR", "nDCG@3", "ROUGE-L", "METEOR")
 BASELINES = REPO / "bench" / "baselines"
 POOLED = "pooled"
@@ -103,11 +108,7 @@ COLLECTION = (
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        epilog="usage examples:" + __doc__.split("Usage:")[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = documented_parser(__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     bench = commands.add_parser("run", help="answer and score every dataset with one config")
     bench.add_argument("--config", default="offline", help="pipeline config (default: offline)")
@@ -250,7 +251,8 @@ def topic_of(dataset: Dataset, conversation: Any) -> str:
 
 
 def score_datasets(args: argparse.Namespace, datasets: Sequence[Dataset]) -> pd.DataFrame:
-    """One row per turn (``dataset``, ``topic``, ``qid``, then :data:`MEASURES`; empty where not measured)."""
+    """One row per turn (``dataset``, ``topic``, ``qid``, then :data:`MEASURES` and :data:`FORM`; empty where not
+    measured)."""
     import pandas as pd
     from tqdm import tqdm
 
@@ -270,19 +272,44 @@ def score_datasets(args: argparse.Namespace, datasets: Sequence[Dataset]) -> pd.
         ).per_turn
         answers = read_answers(f"{prefix}.answers.jsonl")
         sources = {pid for answer in answers.answers.values() for pid in answer.source_ids}
+        passages = passages_from_index(args.index, sources)
         scored = evaluate_answers(
             answers,
             response_references(conversations),
             scorer=scorer,
             references_name="written responses",
-            passage_texts=passages_from_index(args.index, sources),
+            passage_texts=passages,
             progress=lambda turns, name=dataset.name: tqdm(list(turns), desc=f"scoring {name}", unit="turn"),
         ).per_turn[list(ANSWERS)]
-        frame = retrieval.join(scored, how="outer")
+        form = form_per_turn(conversations, answers.answers, passages).reindex(scored.index)
+        frame = retrieval.join(scored.join(form), how="outer")
         frame.insert(0, "topic", [topics[qid] for qid in frame.index])
         frame.insert(0, "dataset", dataset.name)
         frames.append(frame.reset_index())
-    return pd.concat(frames, ignore_index=True)[["dataset", "topic", "qid", *MEASURES]]
+    return pd.concat(frames, ignore_index=True)[["dataset", "topic", "qid", *MEASURES, *FORM]]
+
+
+def form_per_turn(
+    conversations: Sequence[Any], answers: dict[str, Any], passages: dict[str, str]
+) -> pd.DataFrame:
+    """Each answered turn's length and form checks (100: at fault), each answer checked against the earlier
+    answers of its conversation."""
+    import pandas as pd
+
+    from cast.evaluate.form import form_checks
+    from cast.infra.text import count_words
+
+    table = {}
+    for conversation in conversations:
+        earlier = []
+        for turn in conversation.turns:
+            answer = answers.get(turn.qid)
+            if answer is None:
+                continue
+            checks = form_checks(answer, earlier, passages)
+            table[turn.qid] = {"words": count_words(answer.text), **{k: 100 * v for k, v in checks.items()}}
+            earlier.append(answer)
+    return pd.DataFrame.from_dict(table, orient="index", columns=list(FORM))
 
 
 def read_per_turn(path: Path) -> pd.DataFrame:
@@ -297,6 +324,9 @@ def read_per_turn(path: Path) -> pd.DataFrame:
     missing = [c for c in ("dataset", "topic", "qid", *MEASURES) if c not in frame.columns]
     if missing:
         raise DataFormatError(path, f"not a per-turn table of this benchmark (no column {missing[0]!r})")
+    for column in FORM:  # files written before the form checks
+        if column not in frame.columns:
+            frame[column] = float("nan")
     return frame
 
 
@@ -330,7 +360,7 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
 
     table = {}
     for name, group in rows(frame).items():
-        means = group[list(MEASURES)].mean()
+        means = group.reindex(columns=[*MEASURES, *FORM]).mean()  # FORM: absent from older files
         means["judged"] = group["MRR"].notna().sum()
         means["answered"] = group["ROUGE-L"].notna().sum()
         table[name] = means
@@ -414,7 +444,7 @@ def leave_one_topic_out(
         held_out.append(keyed[chosen[topic]].reindex(base.index[~elsewhere]))
     pooled = pd.concat(held_out).reindex(base.index)
     pooled["topic"] = base["topic"]
-    return pooled.reset_index()[["dataset", "topic", "qid", *MEASURES]], chosen
+    return pooled.reset_index().reindex(columns=["dataset", "topic", "qid", *MEASURES, *FORM]), chosen
 
 
 def print_summary(title: str, frame: pd.DataFrame, tests: dict[str, dict[str, Test]] | None) -> list[str]:
@@ -436,6 +466,11 @@ def print_summary(title: str, frame: pd.DataFrame, tests: dict[str, dict[str, Te
                 cell += SIGNIFICANT_MARK
             cells.append(cell)
         print(f"| {name} | {means['judged']:.0f} | {means['answered']:.0f} | " + " | ".join(cells) + " |")
+    print("\nForm checks (% of answered turns at fault; words: mean length)")
+    print("| row | " + " | ".join(FORM) + " |")
+    print("| --- " * (1 + len(FORM)) + "|")
+    for name, means in table.iterrows():
+        print(f"| {name} | " + " | ".join(f"{means[c]:.1f}" for c in FORM) + " |")
     if tests is None:
         return []
     worse = {

@@ -11,9 +11,9 @@ sentence or, with ``relevance: dense`` (the offline profile's), the cosine of th
 sentence-transformers embeddings (negative cosines count as 0), which credits a sentence that answers in other
 words ("how tall" / "330 metres high"); "new entities" is the rank mass of the sentence's entities that no picked
 sentence mentions yet (relative to the top-ranked entity), and the position prior favours the first sentences of
-the best passages (news-style lead sentences). Whole sentences are added while they fit in the word budget, then
-the best remaining one, cut and marked with "…", fills it; the answer lists the whole sentences in passage order,
-then the cut one, each attributed to its passage.
+the best passages (news-style lead sentences). Whole sentences are added while they fit in the word budget, a ceiling
+(``fill`` completes it with the best remaining sentence cut and marked with "…", as answers were once written);
+the answer lists the sentences in passage order, each attributed to its passage.
 
 Entities come from the selection stage: ``selection.explanation["entity_ranks"]`` (``{entity: rank score}``)
 and ``selection.explanation["passage_entities"]`` (``{passage id: [{"surface", "start", "end", "entity"}]}``,
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -34,8 +34,18 @@ from cast.core.records import Answer, AnswerSentence, Selection
 from cast.core.resources import Resources
 from cast.core.stages import Summarizer
 from cast.errors import ConfigError
-from cast.infra.text import WORD_JOINERS, count_words, split_sentences, word_tokens
+from cast.infra.readable import opens_with_reference, readable_sentence
+from cast.infra.text import (
+    WORD_JOINERS,
+    SentenceSpan,
+    count_words,
+    entity_label,
+    sentences,
+    split_sentences,
+    word_tokens,
+)
 from cast.summarize import no_answer
+from cast.summarize.question import answer_kind, fits_kind, natural_question
 
 # Function words carry no topical evidence for relevance or redundancy.
 STOPWORDS = frozenset(
@@ -64,6 +74,8 @@ class Candidate:
         terms: its content words (lower-cased, no stop words).
         entities: the entities mentioned in it.
         words: its length in words.
+        follows: it comes right after the candidate before it in its passage, with nothing dropped between (so
+            that a sentence opening on a reference to that one reads after it).
     """
 
     text: str
@@ -72,6 +84,7 @@ class Candidate:
     terms: frozenset[str]
     entities: frozenset[str]
     words: int
+    follows: bool = False
 
 
 def content_terms(text: str) -> list[str]:
@@ -135,20 +148,43 @@ Fill = Annotated[
     bool,
     Field(description="complete the budget with the start of the best sentence that does not fit whole."),
 ]
+LeadSentences = Annotated[
+    int,
+    Field(
+        ge=0,
+        description="open the answer with a featured snippet: the best sentence and the sentences around it in its "
+        "passage that it needs (the one before, where it opens on a reference) or that are relevant too, up to "
+        "this many (0: no lead, the sentences in passage order).",
+    ),
+]
+AddShare = Annotated[
+    float,
+    Field(
+        ge=0,
+        le=1,
+        description="after the lead, add a sentence only where its relevance reaches this share of the lead "
+        "sentence's (0: fill the budget).",
+    ),
+]
+# A sentence whose content words overlap this much with a sentence of an earlier answer repeats it.
+REPEATED_OVERLAP = 0.8
 
 
 @dataclass(frozen=True)
 class SentencePicker:
-    """How an extractive answer is put together from the selected passages' sentences: a greedy
-    maximal-marginal-relevance choice within the word budget (see :meth:`pick`).
+    """How an extractive answer is put together from the selected passages' sentences (see :meth:`pick`).
 
     Attributes:
-        words: the word budget.
+        words: the word budget (a ceiling).
         entity_weight: the share of entity coverage (vs query relevance) in a sentence's score.
         novelty_weight: how much overlap with the sentences already picked counts against a sentence.
         min_sentence_words: shorter sentences are not considered, unless there is nothing else.
         position_weight: the share of the position prior (lead sentences of the best passages) in the score.
         fill: complete the budget with the start of the best sentence that does not fit whole.
+        lead_sentences: the longest span of consecutive sentences of one passage that opens the answer, built
+            around the best sentence (0: no lead; every sentence in passage order).
+        add_share: after the lead, a sentence is added only where its relevance reaches this share of the lead
+            sentence's.
     """
 
     words: int
@@ -157,13 +193,21 @@ class SentencePicker:
     min_sentence_words: int
     position_weight: float
     fill: bool
+    lead_sentences: int = 0
+    add_share: float = 0.0
 
     def candidates(self, selection: Selection) -> list[Candidate]:
-        """The distinct sentences of the selected passages, with their terms and entities.
+        """The distinct sentences of the selected passages that read as sentences and are not questions (whole,
+        without page boilerplate: :func:`statements`), with their terms and entities.
 
-        Sentences shorter than ``min_sentence_words`` are left out, unless there is nothing else.
+        Sentences shorter than ``min_sentence_words`` are left out, unless there is nothing else; where nothing
+        reads as a sentence, the passages' sentences as they are.
         """
-        return _sentences(selection, self.min_sentence_words) or _sentences(selection, 1)
+        return (
+            _sentences(selection, self.min_sentence_words)
+            or _sentences(selection, 1)
+            or _sentences(selection, 1, keep=lambda sentence: sentence)
+        )
 
     def pick(
         self,
@@ -171,16 +215,23 @@ class SentencePicker:
         ranks: Mapping[str, float],
         relevance: Sequence[float],
     ) -> list[Candidate]:
-        """Greedy maximal-marginal-relevance choice of sentences within the word budget (never empty), given
-        each candidate's relevance to the question.
+        """The answer's sentences in reading order (never none), given each candidate's relevance to the question.
 
-        Whole sentences are taken while they fit; with ``fill``, the best remaining sentence, cut to the words
-        left, completes the budget (as the top-k trim baseline's answers do), so answers are as long as asked.
+        With ``lead_sentences``, the answer opens with a featured snippet: the most relevant sentence, with the sentences
+        before it in its passage it refers to ("She ...", "The book ..."), and the
+        sentences after it that are relevant too, up to ``lead_sentences`` in all. Then sentences of any passage
+        are added greedily (maximal marginal relevance) while they fit, are relevant enough (``add_share``) and
+        read where they stand: a sentence that opens on a reference comes only right after the sentence before it
+        in its passage. Without a lead, sentences are picked greedily and read in passage order.
+
+        Whole sentences are taken while they fit: the budget is a ceiling (where no sentence fits, the best one is
+        the answer, whole). With ``fill``, the best remaining sentence, cut to the words left and marked "…",
+        completes the budget (as the top-k trim baseline's answers do), so answers are as long as asked.
         """
         top_rank = max(ranks.values(), default=0.0)
+        position = {c.order: i for i, c in enumerate(candidates)}
         picked: list[Candidate] = []
         covered: set[str] = set()
-        budget = self.words
         remaining = list(range(len(candidates)))
 
         def best_of(indices: list[int]) -> int:
@@ -189,21 +240,85 @@ class SentencePicker:
             }
             return max(indices, key=lambda i: (scores[i], -i))
 
+        def before(i: int) -> int | None:
+            rank, index = candidates[i].order
+            return position.get((rank, index - 1)) if candidates[i].follows else None
+
+        def reads_here(i: int) -> bool:
+            # A sentence that opens on a reference reads only after the sentence before it in its passage.
+            if not opens_with_reference(candidates[i].text):
+                return True
+            previous = before(i)
+            return previous is not None and candidates[previous] in picked
+
+        lead: list[int] = []
+        if self.lead_sentences > 0:
+            lead = self._lead(candidates, relevance, before, position)
+            for i in lead:
+                picked.append(candidates[i])
+                covered |= candidates[i].entities
+                remaining.remove(i)
+            floor = self.add_share * max(relevance[i] for i in lead)
+            remaining = [i for i in remaining if relevance[i] >= floor and relevance[i] > 0]
+        budget = self.words - sum(c.words for c in picked)
         while remaining and budget > 0:
-            fitting = [i for i in remaining if candidates[i].words <= budget]
+            fitting = [i for i in remaining if candidates[i].words <= budget and reads_here(i)]
             if not fitting:
-                if self.fill or not picked:
+                if self.fill:
                     last = candidates[best_of(remaining)]
                     # A cut sentence reads as one only at the end of the answer, marked as cut.
                     cut = " ".join(last.text.split()[:budget]) + "…"
                     picked.append(Candidate(cut, last.passage_id, LAST, last.terms, last.entities, budget))
+                elif not picked:  # no sentence fits: the best one, whole, rather than none or a cut one
+                    picked.append(candidates[best_of(remaining)])
                 break
             best = best_of(fitting)
             picked.append(candidates[best])
             covered |= candidates[best].entities
             budget -= candidates[best].words
             remaining.remove(best)
-        return picked
+        return reading_order(picked[: len(lead)], picked[len(lead) :])
+
+    def _lead(
+        self,
+        candidates: Sequence[Candidate],
+        relevance: Sequence[float],
+        before: Callable[[int], int | None],
+        position: Mapping[tuple[float, int], int],
+    ) -> list[int]:
+        """The featured snippet that opens the answer: indices of consecutive sentences of one passage, the first
+        of which opens on no reference."""
+
+        def back_to_start(i: int) -> list[int] | None:
+            # The sentence with the sentences before it that it refers to, back to one that refers to none.
+            span = [i]
+            while opens_with_reference(candidates[span[0]].text):
+                previous = before(span[0])
+                if previous is None or len(span) >= max(self.lead_sentences, 2):
+                    return None
+                span.insert(0, previous)
+            return span if sum(candidates[k].words for k in span) <= self.words else None
+
+        starts = {i: back_to_start(i) for i in range(len(candidates))}
+        usable = [i for i, span in starts.items() if span is not None]
+        # The sentence that answers best, by its relevance alone: the position prior and the entities' coverage
+        # choose what follows it.
+        best = max(usable or range(len(candidates)), key=lambda i: (relevance[i], -i))
+        span = starts[best] or [best]
+        words = sum(candidates[i].words for i in span)
+        while len(span) < self.lead_sentences:
+            rank, index = candidates[span[-1]].order
+            following = position.get((rank, index + 1))
+            if (
+                following is None
+                or not candidates[following].follows
+                or words + candidates[following].words > self.words
+                or relevance[following] < self.add_share * relevance[best]
+            ):
+                break
+            span.append(following)
+            words += candidates[following].words
+        return span
 
     def _score(
         self,
@@ -224,9 +339,33 @@ class SentencePicker:
         return (1.0 - self.novelty_weight) * combined - self.novelty_weight * redundancy
 
 
+def reading_order(lead: Sequence[Candidate], rest: Sequence[Candidate]) -> list[Candidate]:
+    """The lead first, then the other sentences in passage order, each sentence that follows another of the
+    answer in its passage kept right after it (a sentence opening on a reference reads after its antecedent)."""
+    ordered = [*lead, *sorted(rest, key=lambda c: c.order)]
+    placed: list[Candidate] = []
+    for candidate in ordered:
+        if candidate in placed:
+            continue
+        placed.append(candidate)
+        rank, index = candidate.order
+        successor = next((c for c in ordered if c.order == (rank, index + 1) and c.follows), None)
+        while successor is not None and successor not in placed and successor not in lead:
+            placed.append(successor)
+            rank, index = successor.order
+            successor = next((c for c in ordered if c.order == (rank, index + 1) and c.follows), None)
+    return placed
+
+
+def already_said(candidate: Candidate, said: Sequence[frozenset[str]]) -> bool:
+    """Whether an earlier answer of the conversation gave this sentence (or one with nearly its words)."""
+    return any(overlap(candidate.terms, terms) >= REPEATED_OVERLAP for terms in said)
+
+
 class SentenceExtractiveSummarizer(Summarizer):
     """Answers made of the selected passages' sentences, each attributed to its passage: the sentences a
-    :attr:`picker` picks by their :meth:`relevance` to the question."""
+    :attr:`picker` picks by their :meth:`relevance` to the question, none that an earlier answer of the
+    conversation gave."""
 
     @property
     @abstractmethod
@@ -241,21 +380,24 @@ class SentenceExtractiveSummarizer(Summarizer):
         """The sentences of the selected passages an answer is made of (:meth:`SentencePicker.candidates`)."""
         return self.picker.candidates(selection)
 
-    def summarize(self, query: str, selection: Selection) -> Answer:
+    def summarize(self, query: str, selection: Selection, earlier: Sequence[str] = ()) -> Answer:
         source_ids = tuple(p.id for p in selection.passages)
         picker = self.picker
         candidates = picker.candidates(selection)
+        said = [frozenset(content_terms(s)) for answer in earlier for s in sentences(answer)]
+        # Nothing an earlier answer said, unless that is all there is.
+        candidates = [c for c in candidates if not already_said(c, said)] or candidates
         if not candidates:
             return no_answer(self, source_ids)
         picked = picker.pick(
             candidates, entity_ranks(selection), self.relevance(query, selection, candidates)
         )
-        sentences = tuple(AnswerSentence(c.text, c.passage_id) for c in sorted(picked, key=lambda c: c.order))
+        answer_sentences = tuple(AnswerSentence(c.text, c.passage_id) for c in picked)
         return Answer(
-            text=" ".join(s.text for s in sentences),
+            text=" ".join(s.text for s in answer_sentences),
             source_ids=source_ids,
             generator=self.name,
-            sentences=sentences,
+            sentences=answer_sentences,
             settings=self.describe(),
         )
 
@@ -285,13 +427,33 @@ class EntityExtractiveSummarizer(SentenceExtractiveSummarizer):
                 description="the share of the position prior (lead sentences of the best passages) in relevance.",
             ),
         ] = 0.3
-        fill: Fill = True
-        relevance: Annotated[
-            Literal["overlap", "dense"],
+        fill: Fill = False
+        lead_sentences: LeadSentences = 0
+        add_share: AddShare = 0.0
+        kind_weight: Annotated[
+            float,
             Field(
-                description="how a sentence matches the query: ``overlap`` (idf-weighted shared words) or "
+                ge=0,
+                le=1,
+                description="the share, in a sentence's relevance, of fitting the kind of answer the question asks "
+                "for (a definition, a cause, a procedure, a yes or no, a quantity, a date, a list; "
+                "summarize/question.py), in [0, 1].",
+            ),
+        ] = 0.0
+        resolve_question: Annotated[
+            bool,
+            Field(
+                description="match sentences to the question with its first third-person pronoun replaced by the "
+                "conversation's salient entity (the best-ranked entity of the queries), not to the utterance "
+                "as said."
+            ),
+        ] = False
+        relevance: Annotated[
+            Literal["overlap", "dense", "hybrid"],
+            Field(
+                description="how a sentence matches the question: ``overlap`` (idf-weighted shared words), "
                 "``dense`` (cosine of sentence embeddings; needs ``resources``, embeddings kept in the shared "
-                "cache)."
+                "cache) or ``hybrid`` (their mean)."
             ),
         ] = "overlap"
         model: Annotated[
@@ -309,14 +471,15 @@ class EntityExtractiveSummarizer(SentenceExtractiveSummarizer):
 
     def __init__(self, *, resources: Resources | None = None):
         settings = self.setting_values
-        if settings.relevance == "dense" and resources is None:
+        dense = settings.relevance != "overlap"
+        if dense and resources is None:
             raise ConfigError(
-                "summarizer.relevance: dense needs the pipeline's resources (build it from a config)"
+                f"summarizer.relevance: {settings.relevance} needs the pipeline's resources (build it from a config)"
             )
         # Loaded at start-up, so that a missing model stops the run before any turn.
         self.encoder = (
             resources.sentence_encoder(settings.model, settings.max_seq_length)
-            if settings.relevance == "dense" and resources
+            if dense and resources
             else None
         )
         self.cache = resources.cache if self.encoder is not None and resources else None
@@ -331,27 +494,56 @@ class EntityExtractiveSummarizer(SentenceExtractiveSummarizer):
             min_sentence_words=settings.min_sentence_words,
             position_weight=settings.position_weight,
             fill=settings.fill,
+            lead_sentences=settings.lead_sentences,
+            add_share=settings.add_share,
         )
 
     def described_extras(self) -> dict[str, Any]:
         return {"model": self.encoder.model_id} if self.encoder is not None else {}
 
     def relevance(self, question: str, selection: Selection, candidates: Sequence[Candidate]) -> list[float]:
-        return self.query_match(question, candidates)
+        settings = self.setting_values
+        if settings.resolve_question:
+            question = natural_question(question, salient_entity(selection))
+        match = self.query_match(question, candidates)
+        if settings.kind_weight == 0:
+            return match
+        kind = answer_kind(question)
+        return [
+            (1.0 - settings.kind_weight) * m + settings.kind_weight * float(fits_kind(kind, c.text))
+            for m, c in zip(match, candidates, strict=True)
+        ]
 
     def query_match(self, query: str, candidates: Sequence[Candidate]) -> list[float]:
         """Each candidate's match with the query, in [0, 1], per the ``relevance`` setting."""
-        if self.encoder is None:
+        overlaps: list[float] = []
+        if self.setting_values.relevance != "dense":
             query_terms = content_terms(query)
             idf = smoothed_idf([c.terms for c in candidates])
-            return [query_relevance(query_terms, c.terms, idf) for c in candidates]
+            overlaps = [query_relevance(query_terms, c.terms, idf) for c in candidates]
+        if self.encoder is None:
+            return overlaps
         vectors = self.encoder.cached_embeddings([query, *(c.text for c in candidates)], self.cache)
-        return dense_relevance(vectors[0], vectors[1:])
+        cosines = dense_relevance(vectors[0], vectors[1:])
+        if not overlaps:
+            return cosines
+        return [(a + b) / 2 for a, b in zip(overlaps, cosines, strict=True)]
 
 
 def position_prior(passage_rank: float, sentence_index: int) -> float:
     """``1 / ((1 + passage_rank) * (1 + sentence_index))``: the lead sentence of the best passage scores 1."""
     return 1.0 / ((1 + passage_rank) * (1 + sentence_index))
+
+
+def salient_entity(selection: Selection) -> str | None:
+    """The name of the conversation's salient entity at this turn: the best-ranked entity of the queries (the
+    selection's focus entity where the queries have none ranked)."""
+    ranks = entity_ranks(selection)
+    queried = [
+        e for e in selection.explanation.get("query_entities", ()) if isinstance(e, str) and e in ranks
+    ]
+    best = max(queried, key=lambda e: (ranks[e], e), default=selection.focus_entity)
+    return entity_label(best) if best else None
 
 
 def entity_ranks(selection: Selection) -> dict[str, float]:
@@ -382,13 +574,40 @@ def sentence_entities(
     return frozenset(found)
 
 
-def _sentences(selection: Selection, min_words: int) -> list[Candidate]:
+def statements(span: SentenceSpan) -> SentenceSpan | None:
+    """What of a passage's sentence an answer may use: what reads as a sentence
+    (:func:`cast.infra.readable.readable_sentence`), unless it is a question (a page's "What can we expect from
+    COP26?" answers nothing)."""
+    kept = readable_sentence(span)
+    return None if kept is None or kept.text.rstrip("\"')”’").endswith("?") else kept
+
+
+def _without_title(sentence: SentenceSpan, title: str | None) -> SentenceSpan:
+    """A passage's first sentence without the page title glued in front of it ("Paris Agreement The Paris
+    Agreement is ...", as KILT's Wikipedia passages start)."""
+    if not title or not sentence.text.startswith(title + " "):
+        return sentence
+    rest = sentence.text[len(title) + 1 :]
+    if not rest[:1].isupper():
+        return sentence
+    return SentenceSpan(rest, sentence.start + len(title) + 1, sentence.end)
+
+
+def _sentences(
+    selection: Selection,
+    min_words: int,
+    keep: Callable[[SentenceSpan], SentenceSpan | None] = statements,
+) -> list[Candidate]:
     mentions = selection.explanation.get("passage_entities", {})
     found: dict[str, Candidate] = {}
     for rank, scored in enumerate(selection.passages):
         text = scored.passage.text
         passage_mentions = mentions.get(scored.id, ())
-        for index, span in enumerate(split_sentences(text)):
+        index, last = 0, -2  # the candidate's number in its passage; the passage's sentence it was
+        for number, sentence in enumerate(split_sentences(text)):
+            span = keep(_without_title(sentence, scored.passage.title) if number == 0 else sentence)
+            if span is None:
+                continue
             key = " ".join(span.text.lower().split())
             words = count_words(span.text)
             if key in found or words < min_words:
@@ -400,5 +619,8 @@ def _sentences(selection: Selection, min_words: int) -> list[Candidate]:
                 terms=frozenset(content_terms(span.text)),
                 entities=sentence_entities(text, span.start, span.end, passage_mentions),
                 words=words,
+                # nothing dropped between: not a sentence before, nor the start of this one (a heading, a byline)
+                follows=number == last + 1 and span.start == sentence.start,
             )
+            index, last = index + 1, number
     return list(found.values())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated
 
 from pydantic import Field
@@ -21,7 +22,7 @@ class TopKTrimSummarizer(Summarizer):
 
     setting_values: Settings
 
-    def summarize(self, query: str, selection: Selection) -> Answer:
+    def summarize(self, query: str, selection: Selection, earlier: Sequence[str] = ()) -> Answer:
         source_ids = tuple(p.id for p in selection.passages)
         pieces: list[AnswerSentence] = []
         budget = self.setting_values.words

@@ -40,6 +40,7 @@ from cast.summarize.entity_extractive import (
     query_relevance,
     smoothed_idf,
 )
+from cast.summarize.question import CAUSE, DEFINITION, DIGIT, LIST, YEAR
 
 BUNDLED_MODEL = Path(__file__).resolve().parent / "data" / "sentence-scorer.json"
 RETRAIN = "cast train sentence-scorer"
@@ -102,14 +103,7 @@ FIRST_WORD_ONLY = ("yes_no", "request")
 WH_REACH = 12  # words from the start within which a wh-word counts
 LEAD_INS = frozenset(("and", "so", "but", "ok", "okay", "then", "also", "now"))
 _QUANTITY = re.compile(r"\bhow (?:many|much|long|old|far|big|tall|high|large|often)\b")
-_DIGIT = re.compile(r"\d")
-_YEAR = re.compile(r"\b(?:1[0-9]|20)\d\d\b")
-_CAUSE = re.compile(
-    r"\b(?:because|due to|caused|causes|cause|result of|as a result|leads? to|since|therefore)\b"
-)
-_DEFINITION = re.compile(r"^[^,;]{0,80}?\b(?:is|are|was|were|refers to|means)\s+(?:a|an|the|one)\b", re.I)
 _PRONOUN_START = re.compile(r"^(?:it|he|she|they|this|these|those|that|his|her|its|their|such)\b", re.I)
-_LIST = re.compile(r"(?:,.*){2,}|\b(?:including|such as|include)\b")
 
 FEATURES = (
     "question_match",
@@ -210,12 +204,12 @@ def sentence_features(question: str, selection: Selection, candidates: Sequence[
                 if others
                 else 0.0
             ),
-            "has_digit": 1.0 if _DIGIT.search(c.text) else 0.0,
-            "has_year": 1.0 if _YEAR.search(c.text) else 0.0,
-            "has_cause": 1.0 if _CAUSE.search(c.text.lower()) else 0.0,
-            "is_definition": 1.0 if _DEFINITION.search(c.text) else 0.0,
+            "has_digit": 1.0 if DIGIT.search(c.text) else 0.0,
+            "has_year": 1.0 if YEAR.search(c.text) else 0.0,
+            "has_cause": 1.0 if CAUSE.search(c.text.lower()) else 0.0,
+            "is_definition": 1.0 if DEFINITION.search(c.text) else 0.0,
             "pronoun_start": 1.0 if _PRONOUN_START.search(c.text) else 0.0,
-            "has_list": 1.0 if _LIST.search(c.text) else 0.0,
+            "has_list": 1.0 if LIST.search(c.text) else 0.0,
             **kinds,
         }
         rows.append([row[name] for name in FEATURES])

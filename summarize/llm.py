@@ -153,10 +153,12 @@ class LLMSummarizer(ChatModelStage, Summarizer):
             passages="\n".join(numbered), question=question, words=str(self.setting_values.words)
         )
 
-    def summarize(self, query: str, selection: Selection) -> Answer:
+    def summarize(self, query: str, selection: Selection, earlier: Sequence[str] = ()) -> Answer:
         return self.summarize_batch([(query, selection)])[0]
 
-    def summarize_batch(self, items: Sequence[tuple[str, Selection]]) -> list[Answer]:
+    def summarize_batch(
+        self, items: Sequence[tuple[str, Selection]], earlier: Sequence[Sequence[str]] | None = None
+    ) -> list[Answer]:  # the conversation's earlier answers are not in the model's input
         answerable = [i for i, (_, s) in enumerate(items) if any(p.passage.text.strip() for p in s.passages)]
         replies = self.ask([self.messages(*items[i]) for i in answerable], self.max_tokens)
         by_item = dict(zip(answerable, replies, strict=True))

@@ -180,10 +180,12 @@ class Seq2SeqSummarizer(Summarizer):
             "decoding": self.decoder.decoding,
         }
 
-    def summarize(self, query: str, selection: Selection) -> Answer:
+    def summarize(self, query: str, selection: Selection, earlier: Sequence[str] = ()) -> Answer:
         return self.summarize_batch([(query, selection)])[0]
 
-    def summarize_batch(self, items: Sequence[tuple[str, Selection]]) -> list[Answer]:
+    def summarize_batch(
+        self, items: Sequence[tuple[str, Selection]], earlier: Sequence[Sequence[str]] | None = None
+    ) -> list[Answer]:  # the conversation's earlier answers are not in the model's input
         from tqdm import tqdm
 
         texts = [

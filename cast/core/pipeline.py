@@ -271,6 +271,7 @@ class Pipeline:
                 for p, (_, selection) in zip(prepared, selected, strict=True)
             ],
             timed=timed,
+            earlier=[tuple(past.answer for past in history if past.answer) for history, _ in items],
         )
         _rest_as_other(timings, started, len(items))
         return [
@@ -325,12 +326,16 @@ class Pipeline:
         return list(zip(links, selections, strict=True))
 
     def write_answers(
-        self, items: Sequence[tuple[str, Selection]], *, timed: Timer | None = None
+        self,
+        items: Sequence[tuple[str, Selection]],
+        *,
+        timed: Timer | None = None,
+        earlier: Sequence[Sequence[str]] | None = None,
     ) -> list[tuple[Answer, Verification | None]]:
-        """The answer step of :meth:`finish_batch`: each question's answer written from its selection (and
-        checked, where the config has a verifier)."""
+        """The answer step of :meth:`finish_batch`: each question's answer written from its selection, given the
+        earlier answers of its conversation (and checked, where the config has a verifier)."""
         timed = timed or step_timer({}, max(len(items), 1), self.on_stage)
-        answers = timed("summarize", lambda: self.summarizer.summarize_batch(list(items)))
+        answers = timed("summarize", lambda: self.summarizer.summarize_batch(list(items), earlier))
         verifier = self.verifier
         if verifier is None:
             return [(answer, None) for answer in answers]

@@ -166,13 +166,15 @@ class Rewrite:
 
 @dataclass(frozen=True)
 class PastTurn:
-    """What later turns may use of an earlier turn: its query, its top passage and its entities."""
+    """What later turns may use of an earlier turn: its query, its top passage, its entities and the answer the
+    user read (``None`` where none was given, or the turn was not answered by the pipeline)."""
 
     turn: Turn
     query: str
     top_passage: Passage | None = None
     query_entities: tuple[EntityMention, ...] = ()
     focus_entity: str | None = None
+    answer: str | None = None
 
 
 @dataclass(frozen=True)
@@ -348,6 +350,7 @@ class TurnResult(PreparedTurn):
             super().past_turn(),
             turn=_with_response(self.turn, answer.text, answer.no_answer_reason, answer_as_response),
             focus_entity=self.selection.focus_entity,
+            answer=answer.text if answer.no_answer_reason is None else None,
         )
 
     def to_record(self, top: int = 10) -> dict[str, Any]:
@@ -385,6 +388,7 @@ def past_turn_from_record(turn: Turn, record: dict[str, Any], answer_as_response
         top_passage=from_dict(Passage, top) if top else None,
         query_entities=tuple(from_dict(EntityMention, m) for m in record.get("query_entities", ())),
         focus_entity=(record.get("selection") or {}).get("focus_entity"),
+        answer=answer.get("text") if answer.get("text") and answer.get("no_answer_reason") is None else None,
     )
 
 
@@ -518,6 +522,7 @@ def _past_turn(d: dict) -> PastTurn:
         top_passage=_passage(d.get("top_passage")),
         query_entities=tuple(_mention(m) for m in d.get("query_entities", ())),
         focus_entity=d.get("focus_entity"),
+        answer=d.get("answer"),
     )
 
 

@@ -14,7 +14,7 @@ Per turn the pipeline calls, in order::
     Reranker.rerank(query, passages) -> list[ScoredPassage]
     EntityLinker.link(text) -> list[EntityMention]            (queries and the top passages)
     PassageSelector.select(SelectionInput) -> Selection
-    Summarizer.summarize(query, selection) -> Answer
+    Summarizer.summarize(query, selection, earlier) -> Answer   (earlier: the conversation's earlier answers)
     Verifier.verify(question, selection, answer) -> (Answer, Verification)   (where the config has one)
 
 Stages that ask a chat model (the ``llm`` rewriter and summarizer) share :class:`ChatModelStage`.
@@ -304,11 +304,16 @@ class Summarizer(Stage):
     kind = "summarizer"
 
     @abstractmethod
-    def summarize(self, query: str, selection: Selection) -> Answer:
+    def summarize(self, query: str, selection: Selection, earlier: Sequence[str] = ()) -> Answer:
+        """The answer to ``query`` from the selected passages; ``earlier`` holds the conversation's earlier
+        answers, which a generator may avoid repeating."""
         raise NotImplementedError
 
-    def summarize_batch(self, items: Sequence[tuple[str, Selection]]) -> list[Answer]:
-        return [self.summarize(q, s) for q, s in items]
+    def summarize_batch(
+        self, items: Sequence[tuple[str, Selection]], earlier: Sequence[Sequence[str]] | None = None
+    ) -> list[Answer]:
+        said = earlier if earlier is not None else [()] * len(items)
+        return [self.summarize(q, s, e) for (q, s), e in zip(items, said, strict=True)]
 
 
 class Verifier(Stage):

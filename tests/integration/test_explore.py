@@ -85,7 +85,7 @@ def test_results_are_cached_per_turn_and_settings(client, explorer):
     calls = []
     summarizer = explorer.stage("summarizer", first_sections(explorer, words=5))
     original = summarizer.summarize_batch
-    summarizer.summarize_batch = lambda items: calls.append(items) or original(items)
+    summarizer.summarize_batch = lambda items, earlier=None: calls.append(items) or original(items, earlier)
     try:
         again = client.post("/api/jobs", json={"conversation_id": "1", "turn": 2, "params": {"words": 5}})
         assert again.status_code == 200 and again.json()["cached"]
@@ -169,7 +169,7 @@ def test_a_failing_stage_is_reported_and_the_server_keeps_serving(client, explor
     summarizer = explorer.stage("summarizer", sections["summarizer"])
     original = summarizer.summarize_batch
 
-    def broken(items):
+    def broken(items, earlier=None):
         raise RuntimeError("boom")
 
     summarizer.summarize_batch = broken

@@ -119,9 +119,9 @@ def test_the_answer_generator_answers_the_rewrites_question_and_retrieval_uses_i
         def __init__(self, inner):
             self.inner, self.questions = inner, []
 
-        def summarize(self, query, selection):
+        def summarize(self, query, selection, earlier=()):
             self.questions.append(query)
-            return self.inner.summarize(query, selection)
+            return self.inner.summarize(query, selection, earlier)
 
     summarizer = RecordingSummarizer(pipeline.summarizer)
     stages = {kind: getattr(pipeline, kind) for kind in STAGE_KINDS}

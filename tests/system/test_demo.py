@@ -8,6 +8,30 @@ import sys
 import pytest
 
 from cast.commands.demo import SAMPLE_CONVERSATION
+from cast.infra.text import sentences
+
+# Per turn of the sample conversation, words of which the first sentence of its answer must hold one: it answers
+# the question there, not after something else. None: not answered yet. Turn 1's passages (chosen by the entity
+# graph) hold no sentence that says who she was; turn 3's answer ("named after ... Poland") opens on "Also
+# tentatively called", which reads as a reference to what came before.
+ANSWER_BEARING = (
+    None,  # Who was Marie Curie? ("physicist", "chemist")
+    ("polonium", "radium"),  # Which elements did she discover?
+    None,  # Why did she name the first one that way? ("poland")
+    ("pierre", "becquerel"),  # Who did she share her first Nobel Prize with?
+    ("accident", "carriage", "wagon", "run over", "struck", "killed"),  # How did her husband die?
+    ("cancer", "radiotherapy", "treatment", "medicine"),  # Is the other element still used to treat cancer?
+)
+
+
+def first_sentences(stdout: str, turns: int) -> list[str]:
+    """The first sentence of each answer the demo printed (the line after each ``Q<n>:`` line)."""
+    lines = stdout.splitlines()
+    found = []
+    for number in range(1, turns + 1):
+        at = next(i for i, line in enumerate(lines) if line.startswith(f"Q{number}: "))
+        found.append(sentences(lines[at + 1])[0])
+    return found
 
 
 # About 3 min: indexes the sample, builds the Wikipedia knowledge base (as on a fresh machine), loads the models;
@@ -35,6 +59,11 @@ def test_demo_builds_once_and_answers_every_turn(tmp_path):
     assert "No answer was found" not in first.stdout
     # The answers read the sample's passages, which are cited with their titles.
     assert "polonium" in first.stdout.lower() and "] Marie Curie" in first.stdout
+    # Each answer answers its question in its first sentence.
+    for number, (sentence, words) in enumerate(
+        zip(first_sentences(first.stdout, len(turns)), ANSWER_BEARING, strict=True), 1
+    ):
+        assert words is None or any(word in sentence.lower() for word in words), f"Q{number}: {sentence}"
 
     again = demo()
     assert again.returncode == 0, again.stderr

@@ -68,7 +68,7 @@ def entities_explanation() -> dict:
 
 
 def test_every_sentence_comes_from_the_passage_it_is_attributed_to():
-    answer = stage(words=40).summarize(
+    answer = stage(words=40, fill=True).summarize(
         "where was obama born", selection(P1, P2, explanation=entities_explanation())
     )
     passages = {"p1": P1, "p2": P2}
@@ -102,9 +102,16 @@ def test_the_answer_keeps_to_the_word_budget_and_repeats_no_sentence(words, fill
 
 def test_a_sentence_with_the_query_terms_and_the_top_entities_comes_first():
     answer = content_stage(words=12).summarize(
-        "where was he born", selection(P1, P2, explanation=entities_explanation())
+        "where was obama born", selection(P2, P1, explanation=entities_explanation())
     )
-    assert [s.text for s in answer.sentences] == ["He was born in Honolulu, Hawaii in 1961."]
+    assert [s.text for s in answer.sentences] == ["Barack Obama was the 44th president of the United States."]
+    # "He was born ..." opens on a reference: it comes only right after the sentence it refers to.
+    both = content_stage(words=20).summarize(
+        "where was he born", selection(P1, explanation=entities_explanation())
+    )
+    assert [s.text for s in both.sentences] == split_sentences(P1)[:2] or [
+        s.text for s in both.sentences
+    ] == [s.text for s in split_sentences(P1)[:2]]
 
 
 def test_the_position_prior_prefers_the_lead_sentence_of_the_best_passage():
@@ -156,7 +163,9 @@ def test_sentences_are_read_in_passage_order():
 
 def test_the_answer_is_never_empty():
     long_sentence = " ".join(f"word{i}" for i in range(30)) + "."
-    cut = stage(words=10, fill=False).summarize("word3", selection(long_sentence))
+    whole = stage(words=10).summarize("word3", selection(long_sentence))
+    assert whole.text == long_sentence  # the only sentence, longer than the budget: whole, not cut
+    cut = stage(words=10, fill=True).summarize("word3", selection(long_sentence))
     assert cut.text == " ".join(f"word{i}" for i in range(10)) + "…"
     assert cut.sentences[0].passage_id == "p1"
     fragments = stage(words=10).summarize("q", selection("Yes. No."))
@@ -210,3 +219,55 @@ def test_top_k_trim_keeps_the_first_words_in_passage_order():
     assert count_words(answer.text) == 12
     assert [s.passage_id for s in answer.sentences] == ["p1", "p3"]
     assert baseline.summarize("q", selection()).no_answer_reason == "no passages were selected"
+
+
+def test_answers_are_whole_clean_sentences_within_the_budget():
+    kilt = "Section::::Early life. " + P1 + " The average price comes in just under $27,000 while"
+    for words in (8, 15, 25, 40, 200):
+        answer = stage(words=words).summarize("obama president", selection(kilt, P2))
+        assert count_words(answer.text) <= max(words, 11)  # 11: the longest sentence, alone where none fits
+        for sentence in answer.sentences:
+            assert sentence.text in [s.text for s in split_sentences(P1 + " " + P2)]
+
+
+def test_the_featured_snippet_leads_with_the_best_sentence_and_what_it_needs():
+    texts = (
+        "Hawaii became the 50th state in 1959 after a long campaign. Many tourists visit every winter season.",
+        P1,
+    )
+    answer = content_stage(words=40, lead_sentences=2, add_share=0.5).summarize(
+        "where was he born", selection(*texts, explanation=entities_explanation())
+    )
+    # The best sentence opens on "He": the sentence before it in its passage comes first, then nothing unrelated.
+    assert [s.text for s in answer.sentences][:2] == [s.text for s in split_sentences(P1)[:2]]
+    assert "Many tourists" not in answer.text
+
+
+def test_no_sentence_an_earlier_answer_gave():
+    earlier = ["Barack Obama was the 44th president of the United States."]
+    answer = content_stage(words=12, lead_sentences=2).summarize(
+        "obama president", selection(P1, P2), earlier=earlier
+    )
+    assert "44th president" not in answer.text
+    # Where every sentence was said before, the answer still says something.
+    alone = content_stage(words=12).summarize("obama", selection(earlier[0]), earlier=earlier)
+    assert alone.text == earlier[0]
+
+
+def test_the_question_names_the_salient_entity_and_asks_for_a_kind_of_answer():
+    from cast.summarize.entity_extractive import salient_entity
+    from cast.summarize.question import answer_kind, fits_kind, natural_question
+
+    explanation = {**entities_explanation(), "query_entities": [HAWAII, OBAMA]}
+    assert salient_entity(selection(P1, explanation=explanation)) == "Barack Obama"
+    assert natural_question("When was he born?", "Barack Obama") == "When was Barack Obama born?"
+    assert natural_question("When was Obama born?", "Obama") == "When was Obama born?"
+    assert answer_kind("When was he born?") == "date" and fits_kind(
+        "date", "He was born in Honolulu in 1961."
+    )
+    assert answer_kind("Why is the sky blue?") == "cause" and not fits_kind("cause", "The sky is blue.")
+    texts = ("Hawaii is a state of the United States of America.", "Hawaii joined the union in 1959.")
+    question = "when did hawaii become a united states state"
+    plain = content_stage(words=10, entity_weight=0.0).summarize(question, selection(*texts))
+    dated = content_stage(words=10, entity_weight=0.0, kind_weight=0.5).summarize(question, selection(*texts))
+    assert "1959" not in plain.text and "1959" in dated.text

@@ -1,0 +1,88 @@
+"""A reader's form checks on answers, beside ROUGE and METEOR (which reward filling the word budget and see none of
+this): does an answer end on a cut sentence, carry web-page boilerplate, open a sentence on a reference with
+nothing before it, or repeat an earlier answer of its conversation?
+
+Per answer, each check is 1 (the fault is there) or 0; over turns, their means are the share of answers at fault.
+
+* ``cut``: a sentence of the answer is not whole (:func:`cast.infra.readable.is_cut`: no final stop, "..." or
+  "…", or a lower-case start).
+* ``boilerplate``: page furniture, a list number or a heading glued to a sentence
+  (:func:`cast.infra.readable.boilerplate_in`, patterns from the collections' real boilerplate).
+* ``dangling``: a sentence opens on a reference ("His...", "The book...", "Or...";
+  :func:`cast.infra.readable.opens_with_reference`) without the sentence it follows in its passage right before it
+  in the answer.
+* ``repeat``: at least half of the answer's word pairs (or of the earlier answer's, the shorter of the two) were in
+  an earlier answer of the same conversation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from cast.core.records import Answer, AnswerSentence
+from cast.infra.readable import boilerplate_in, is_cut, opens_with_reference
+from cast.infra.text import sentences, words
+
+FORM_CHECKS = ("cut", "boilerplate", "dangling", "repeat")
+REPEAT_SHARE = 0.5
+# What may stand between two sentences that follow each other in a passage (white space, a dropped marker).
+_ADJACENT_GAP = 40
+
+
+def answer_sentences(answer: Answer) -> list[AnswerSentence]:
+    """The answer's sentences as the generator attributed them, or its text's sentences (unattributed)."""
+    return list(answer.sentences) or [AnswerSentence(s, None) for s in sentences(answer.text)]
+
+
+def follows_in_passage(before: AnswerSentence, after: AnswerSentence, passages: Mapping[str, str]) -> bool:
+    """Whether ``after`` comes right after ``before`` in the passage both cite."""
+    if before.passage_id is None or before.passage_id != after.passage_id:
+        return False
+    text = passages.get(before.passage_id)
+    if text is None:
+        return False
+    end = text.find(before.text)
+    start = text.find(after.text, max(end, 0))
+    return 0 <= end and 0 <= start - (end + len(before.text)) <= _ADJACENT_GAP
+
+
+def dangling(answer: Answer, passages: Mapping[str, str]) -> bool:
+    """Whether a sentence of the answer opens on a reference whose antecedent is not right before it."""
+    said = answer_sentences(answer)
+    return any(
+        opens_with_reference(sentence.text)
+        and (number == 0 or not follows_in_passage(said[number - 1], sentence, passages))
+        for number, sentence in enumerate(said)
+    )
+
+
+def _pairs(text: str) -> set[tuple[str, str]]:
+    tokens = words(text)
+    return set(zip(tokens, tokens[1:], strict=False))
+
+
+def repeats(text: str, earlier: Sequence[str]) -> bool:
+    """Whether ``text`` shares at least :data:`REPEAT_SHARE` of its word pairs, or of an earlier answer's (the
+    shorter of the two), with one of ``earlier``."""
+    pairs = _pairs(text)
+    for other in earlier:
+        other_pairs = _pairs(other)
+        shorter = min(len(pairs), len(other_pairs))
+        if shorter and len(pairs & other_pairs) / shorter >= REPEAT_SHARE:
+            return True
+    return False
+
+
+def form_checks(answer: Answer, earlier: Sequence[Answer], passages: Mapping[str, str]) -> dict[str, float]:
+    """The four checks of one answer (1.0: at fault), given the conversation's earlier answers and the texts of
+    the passages it cites (by id). An answer that says none was found has no fault of form."""
+    if answer.no_answer_reason is not None:
+        return dict.fromkeys(FORM_CHECKS, 0.0)
+    said = answer_sentences(answer)
+    given = [a.text for a in earlier if a.no_answer_reason is None]
+    return {
+        "cut": float(any(is_cut(s.text) for s in said)),
+        "boilerplate": float(boilerplate_in(answer.text)),
+        "dangling": float(dangling(answer, passages)),
+        "repeat": float(repeats(answer.text, given)),
+    }

@@ -1,0 +1,69 @@
+"""bench/judged.py: a blind paired sheet filled in by hand, read back and scored with its key."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from argparse import Namespace
+from pathlib import Path
+
+import pytest
+
+from cast.errors import CastError, DataFormatError
+
+REPO = Path(__file__).resolve().parents[2]
+
+SHEET = """# Judging sheet
+
+## 1. turn cast2022 132_1-1
+
+ANSWER A: one
+ANSWER B: two
+
+A: answers=2 clean=1 correct=1 useful=1
+B: answers=0 clean=1 correct=1 useful=0
+
+## 2. turn ikat2023-train 1-1_2
+
+A: answers=1 clean=0 correct=1 useful=0
+B: answers=1 clean=1 correct=0 useful=0
+"""
+KEY = "number\tdataset\tqid\tA\tB\n1\tcast2022\t132_1-1\tnew\told\n2\tikat2023-train\t1-1_2\told\tnew\n"
+
+
+@pytest.fixture(scope="module")
+def judged():
+    spec = importlib.util.spec_from_file_location("judged_bench", REPO / "bench" / "judged.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_filled_sheet_is_scored_per_run_and_paired(judged, tmp_path, capsys):
+    (tmp_path / "sheet.md").write_text(SHEET)
+    (tmp_path / "key.tsv").write_text(KEY)
+    judged.score_sheet(Namespace(sheet=tmp_path / "sheet.md", key=tmp_path / "key.tsv"))
+    out = capsys.readouterr().out
+    # old: turn 1 B (0/1/1/0), turn 2 A (1/0/1/0); new: turn 1 A (2/1/1/1), turn 2 B (1/1/0/0)
+    assert "| old | 2 | 0.50 | 0.0 | 50.0 | 100.0 | 0.0 |" in out
+    assert "| new | 2 | 1.50 | 50.0 | 100.0 | 50.0 | 50.0 |" in out
+    assert "on useful: better 1, equal 1, worse 0" in out
+    assert "on answers: better 1, equal 1, worse 0" in out
+
+
+def test_a_sheet_left_blank_or_half_judged_is_refused(judged, tmp_path):
+    (tmp_path / "key.tsv").write_text(KEY)
+    (tmp_path / "blank.md").write_text(SHEET.replace("answers=2", "answers="))
+    with pytest.raises(DataFormatError, match="left blank"):
+        judged.score_sheet(Namespace(sheet=tmp_path / "blank.md", key=tmp_path / "key.tsv"))
+    (tmp_path / "half.md").write_text(SHEET.replace("B: answers=0 clean=1 correct=1 useful=0\n", ""))
+    with pytest.raises(CastError, match="turn 1"):
+        judged.score_sheet(Namespace(sheet=tmp_path / "half.md", key=tmp_path / "key.tsv"))
+
+
+def test_the_committed_sample_holds_80_turns_from_cast_2022_and_ikat_2023(judged):
+    sample = judged.read_sample(judged.SAMPLE)
+    assert len(sample) >= 80 and len(set(sample)) == len(sample)
+    sources = {dataset.split("-")[0] for dataset, _ in sample}
+    assert sources == {"cast2022", "ikat2023"}
