@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
 from typing import Any
 
 from cast.core.config import load_config
@@ -24,10 +23,11 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def config_from_args(args: argparse.Namespace, extra: Sequence[str] = ()) -> dict[str, Any]:
-    """The config ``--config``, ``--index`` and ``--set`` give, with the ``extra`` overrides applied last."""
+def config_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The config ``--config``, ``--index`` and ``--set`` give."""
+    return load_config(args.config, given_overrides(args))
 
-    overrides = [*args.overrides, *extra]
-    if args.index:
-        overrides.insert(0, f"index={args.index}")
-    return load_config(args.config, overrides)
+
+def given_overrides(args: argparse.Namespace) -> list[str]:
+    """``--index`` and the ``--set`` options, as ``--set`` values."""
+    return [*([f"index={args.index}"] if args.index else []), *args.overrides]
