@@ -1,7 +1,8 @@
 """`cast demo`, the README's main job, end to end: sample index and the linker's knowledge base built on first use,
-every turn answered."""
+every turn rewritten by the offline profile's own rewriter and answered on topic."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -9,16 +10,39 @@ import pytest
 
 from cast.commands.demo import SAMPLE_CONVERSATION
 
+# Per turn, words an answer on topic holds (any one of each group): what the sample's passages say.
+ANSWER_WORDS = [
+    [("physic", "chemist", "radioactiv")],  # Who was Marie Curie?
+    [("pierre",)],  # Who was her husband?
+    [("accident", "horse", "wheel")],  # How did he die?
+    [("polonium",), ("radium",)],  # Which chemical elements did she discover?
+    [("anemia", "radiation")],  # How did she die?
+    [("poland", "polonia")],  # Why did she name polonium that way?
+]
+
+
+def turns_of(output: str) -> list[dict[str, str]]:
+    """Each turn the demo printed: its rewrite, manual rewrite (with --manual) and answer."""
+    turns = []
+    for block in re.split(r"^Q\d+: .*$", output, flags=re.MULTILINE)[1:]:
+        lines = block.strip("\n").splitlines()
+        fields = {"rewrite": lines[0].removeprefix("  rewrite: ")}
+        if lines[1].startswith("  manual:  "):
+            fields["manual"] = lines.pop(1).removeprefix("  manual:  ")
+        fields["answer"] = lines[1]
+        turns.append(fields)
+    return turns
+
 
 # About 3 min: indexes the sample, builds the Wikipedia knowledge base (as on a fresh machine), loads the models;
 # make test (CI) runs it.
 @pytest.mark.slow
-def test_demo_builds_once_and_answers_every_turn(tmp_path):
-    def demo():
+def test_demo_builds_once_and_answers_every_turn_on_topic_with_its_own_rewrites(tmp_path):
+    def demo(*flags: str):
         return subprocess.run(
             [
                 *(sys.executable, "-m", "cast.cli", "demo", "--set", f"cache_dir={tmp_path}"),
-                *("--set", f"linker.kb_path={tmp_path / 'wikipedia-kb.sqlite'}"),
+                *("--set", f"linker.kb_path={tmp_path / 'wikipedia-kb.sqlite'}", *flags),
             ],
             capture_output=True,
             text=True,
@@ -27,16 +51,30 @@ def test_demo_builds_once_and_answers_every_turn(tmp_path):
 
     first = demo()
     assert first.returncode == 0, first.stderr
-    turns = json.loads(SAMPLE_CONVERSATION.read_text())["turns"]
-    for number, turn in enumerate(turns, start=1):
-        assert f"Q{number}: {turn['utterance']}" in first.stdout
     assert "building the sample index" in first.stdout
     assert "building the Wikipedia knowledge base" in first.stdout
-    assert "No answer was found" not in first.stdout
-    # The answers read the sample's passages, which are cited with their titles.
-    assert "polonium" in first.stdout.lower() and "] Marie Curie" in first.stdout
+    assert "rewriter: term_selection," in first.stdout  # the offline profile's own
+    conversation = json.loads(SAMPLE_CONVERSATION.read_text())["turns"]
+    turns = turns_of(first.stdout)
+    assert len(turns) == len(conversation) == len(ANSWER_WORDS)
+    for number, (turn, shown, groups) in enumerate(
+        zip(conversation, turns, ANSWER_WORDS, strict=True), start=1
+    ):
+        assert f"Q{number}: {turn['utterance']}" in first.stdout
+        assert shown["rewrite"].endswith(turn["utterance"]) and "manual" not in shown
+        answer = shown["answer"].lower()
+        for group in groups:
+            assert any(word in answer for word in group), (number, group, shown["answer"])
+    # "she", "her" and "he" resolved from the earlier utterances.
+    assert "Curie" in turns[1]["rewrite"] and "husband" in turns[2]["rewrite"]
+    assert "] Marie Curie" in first.stdout  # the answers cite the sample's passages with their titles
 
-    again = demo()
+    # Another rewriter, chosen on the command line, with the manual rewrites shown beside.
+    again = demo("--set", "rewriter.name=hqe", "--manual")
     assert again.returncode == 0, again.stderr
     assert "building the sample index" not in again.stdout
     assert "building the Wikipedia knowledge base" not in again.stdout
+    assert "rewriter: hqe," in again.stdout
+    shown = turns_of(again.stdout)
+    assert [t["manual"] for t in shown] == [t["manual_rewrite"] for t in conversation]
+    assert all(t["answer"] for t in shown)
