@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import time
 from pathlib import Path
 
 from cast.commands.common import add_config_arguments, given_overrides
 from cast.core.config import apply_overrides, load_profile, override_paths
-from cast.errors import CastError, ConfigError
+from cast.errors import CastError
 from cast.formats.topics import load_topics
 from cast.infra.cluster import add_ray_arguments, ray_options
 from cast.sweep import baseline_point, grid_points, run_sweep, sweep_report
+
+log = logging.getLogger(__name__)
 
 
 def add_parser(subparsers: argparse._SubParsersAction, summary: str | None = None) -> None:
@@ -58,8 +61,8 @@ def main(args: argparse.Namespace) -> int:
     profile = load_profile(args.config)
     given = override_paths(given_overrides(args))  # each warned about once, not once per point
     axes = {path for point in points for path in override_paths(point.overrides)}
-    if both := sorted(".".join(path) for path in axes & given.keys()):
-        raise ConfigError(f"--grid and --set both give {', '.join(both)}: give each once")
+    for both in sorted(".".join(path) for path in axes & given.keys()):
+        log.warning("%s is given twice (--set, then --grid): the grid's values hold", both)
     base = apply_overrides(profile, given)
     configs = {p.name: apply_overrides(profile, {**given, **override_paths(p.overrides)}) for p in points}
     conversations = load_topics(args.topics, rewrites=args.rewrites)

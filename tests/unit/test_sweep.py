@@ -45,11 +45,12 @@ def test_the_shared_pass_stops_as_late_as_the_swept_stages_allow():
     assert stop_point(grid_points(["selector.gamma=0,1"]), configs(responses="answers")) is None
 
 
-def test_a_setting_both_swept_and_set_is_refused_before_anything_runs(tmp_path, capsys):
+def test_a_setting_both_swept_and_set_is_said_once_and_the_grid_holds(tmp_path, caplog):
     from cast.cli import main
 
-    argv = ["sweep", "--topics", str(tmp_path / "none.json"), "--output", str(tmp_path / "out")]
-    grid = ["--grid", "selector.gamma=0,0.5", "--set", "selector={gamma: 0.3}"]
-    assert main([*argv, *grid]) == 1
-    assert "--grid and --set both give selector.gamma: give each once" in capsys.readouterr().err
-    assert not (tmp_path / "out").exists()
+    topics = tmp_path / "none.json"
+    grid = ["--grid", "selector.gamma=0,0.5", "--set", "selector={gamma: 0.3}", "--set", "selector.n=2"]
+    assert (
+        main(["sweep", "--topics", str(topics), "--output", str(tmp_path / "out"), *grid]) == 1
+    )  # no topics
+    assert caplog.messages == ["selector.gamma is given twice (--set, then --grid): the grid's values hold"]
