@@ -74,20 +74,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=os.environ.get("CAST_POOLED_INDEX"),
         help="a large Wikipedia index (default: $CAST_POOLED_INDEX)",
     )
-    parser.add_argument(
-        "--fit",
-        type=existing_path,
-        nargs="+",
-        default=list(FIT_TOPICS),
-        help="topics whose words fit the table (default: CAsT 2019-2021 and iKAT 2023 train)",
-    )
-    parser.add_argument(
-        "--check",
-        type=existing_path,
-        nargs="+",
-        default=list(CHECK_TOPICS),
-        help="topics whose words check it (default: CAsT 2022 dev and iKAT 2023 test 9-14)",
-    )
+    for name, topics, default in (
+        ("fit", FIT_TOPICS, "fit the table (default: CAsT 2019-2021 and iKAT 2023 train)"),
+        ("check", CHECK_TOPICS, "check it (default: CAsT 2022 dev and iKAT 2023 test 9-14)"),
+    ):
+        parser.add_argument(
+            f"--{name}",
+            type=existing_path,
+            nargs="+",
+            default=list(topics),
+            help=f"topics whose words {default}",
+        )
     parser.add_argument("--compare", type=existing_path, nargs="*", default=[], help="indexes to compare")
     args = parser.parse_args(argv)
     if args.index is None:

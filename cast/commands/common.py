@@ -13,13 +13,18 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         "--config", default="offline", help="a config name under configs/ or a YAML path (default: offline)"
     )
     parser.add_argument("--index", help="the Lucene index (overrides the config's `index`)")
+    add_set_argument(parser)
+
+
+def add_set_argument(parser: argparse.ArgumentParser) -> None:
+    """``--set KEY=VALUE`` (repeatable), applied by the rule of :mod:`cast.core.config`."""
     parser.add_argument(
         "--set",
         dest="overrides",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override a config value, e.g. --set first_stage.mu=1500 (repeatable)",
+        help="override a config value, e.g. --set first_stage.mu=1500 or --set rewriter.name=hqe (repeatable)",
     )
 
 

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from cast.commands.answer import format_result
+from cast.commands.common import add_set_argument
 from cast.conversation.walker import answer_conversations
 from cast.core.config import load_config
 from cast.core.pipeline import Pipeline
@@ -31,14 +32,7 @@ def add_parser(subparsers: argparse._SubParsersAction, summary: str | None = Non
         "answered.",
     )
     parser.add_argument("--config", default="offline", help="config name or YAML path (default: offline)")
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config value, e.g. --set rewriter.name=hqe (repeatable)",
-    )
+    add_set_argument(parser)
     parser.add_argument(
         "--manual",
         action="store_true",
