@@ -23,10 +23,12 @@ lint: setup
 
 # Everything, every tier and the slow tests: CI runs this target (.ci/run). The unit tier runs alone, where its guard
 # sees every import; the Ray tests run in a pytest process of their own: Ray's driver and the JVM crash in one process.
-test: setup lint
-	$(VENV)/bin/python -m pytest -q tests/unit
-	$(VENV)/bin/python -m pytest -q -m "not unit and not ray"
-	$(VENV)/bin/python -m pytest -q -m ray
+# Each step says how long it took (.ci/timed.sh), so that a slower suite is seen when it is made.
+test: setup
+	.ci/timed.sh lint $(MAKE) --no-print-directory lint
+	.ci/timed.sh unit $(VENV)/bin/python -m pytest -q tests/unit
+	.ci/timed.sh integration+system $(VENV)/bin/python -m pytest -q -m "not unit and not ray"
+	.ci/timed.sh ray $(VENV)/bin/python -m pytest -q -m ray
 
 # While editing: the unit tier, in seconds.
 test-unit: setup

@@ -73,27 +73,23 @@ ARTICLES = (
 BACKGROUND_EVERY = 30
 BACKGROUND_PASSAGES = 3
 
+# Each reference is one the offline profile's rewriter (term selection) resolves from the earlier utterances: "she"
+# and "her" (Marie Curie), "he" (her husband); the manual rewrites are shown beside with `cast demo --manual`.
 CONVERSATION = {
     "topic_id": "demo",
     "title": "Marie Curie and radioactivity",
     "turns": [
         {"utterance": "Who was Marie Curie?", "manual_rewrite": "Who was Marie Curie?"},
+        {"utterance": "Who was her husband?", "manual_rewrite": "Who was Marie Curie's husband?"},
+        {"utterance": "How did he die?", "manual_rewrite": "How did Pierre Curie die?"},
         {
-            "utterance": "Which elements did she discover?",
+            "utterance": "Which chemical elements did she discover?",
             "manual_rewrite": "Which chemical elements did Marie Curie discover?",
         },
+        {"utterance": "How did she die?", "manual_rewrite": "How did Marie Curie die?"},
         {
-            "utterance": "Why did she name the first one that way?",
-            "manual_rewrite": "Why did Marie Curie name polonium after Poland?",
-        },
-        {
-            "utterance": "Who did she share her first Nobel Prize with?",
-            "manual_rewrite": "Who did Marie Curie share her first Nobel Prize in Physics with?",
-        },
-        {"utterance": "How did her husband die?", "manual_rewrite": "How did Pierre Curie die?"},
-        {
-            "utterance": "Is the other element still used to treat cancer?",
-            "manual_rewrite": "Is radium still used in medicine to treat cancer?",
+            "utterance": "Why did she name polonium that way?",
+            "manual_rewrite": "Why did Marie Curie name polonium that way?",
         },
     ],
 }

@@ -5,6 +5,8 @@ absent) and ``tests/system`` (whole commands as processes, the wheel, the Ray cl
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,32 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 
 
 TIERS = ("unit", "integration", "system")
+# The tests' home: set for the whole run, before anything reads it, and removed after.
+_HOME = pytest.MonkeyPatch()
+HOME_KEY = pytest.StashKey[Path]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every run starts in an empty home of its own (``HOME`` and the XDG folders), as on a fresh machine: no test
+    can pass by something a first use left in the tester's home (matplotlib's font cache, the encoder's exports,
+    the knowledge base, the cache), nor write there. matplotlib builds its font cache from its own fonts, without
+    asking fontconfig for the system's (a process, which the unit tier refuses), so figures are the same
+    everywhere."""
+    home = Path(tempfile.mkdtemp(prefix="cast-tests-home-"))
+    config.stash[HOME_KEY] = home
+    for name, path in (
+        ("HOME", home),
+        ("XDG_CACHE_HOME", home / ".cache"),
+        ("XDG_CONFIG_HOME", home / ".config"),
+        ("XDG_DATA_HOME", home / ".local" / "share"),
+    ):
+        _HOME.setenv(name, str(path))
+    _HOME.setenv("MPL_IGNORE_SYSTEM_FONTS", "1")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    _HOME.undo()
+    shutil.rmtree(config.stash[HOME_KEY], ignore_errors=True)
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m selects by marker
@@ -79,7 +107,8 @@ def core_entities(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def ray_runtime():
-    """One local Ray runtime (2 CPUs) for every test that scales out; its start-up takes seconds."""
+    """One local Ray runtime (2 CPUs) for every test that scales out, in this process or in a command it runs
+    (:func:`ray_address`): its start-up takes seconds."""
     import os
 
     import ray
@@ -99,3 +128,9 @@ def ray_runtime():
     )
     yield ray
     ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def ray_address(ray_runtime) -> str:
+    """The address by which a command joins :func:`ray_runtime` (``--ray ADDRESS``) instead of starting its own."""
+    return ray_runtime.get_runtime_context().gcs_address

@@ -40,9 +40,13 @@ def add_parser(subparsers: argparse._SubParsersAction, summary: str | None = Non
     parser.set_defaults(func=main)
 
 
-def format_result(result) -> str:
-    """The answer, the query it answered, and the passages it used (ids and titles)."""
-    lines = [result.answer.text, f"  (query: {result.rewrite.query})"]
+def format_result(result, manual_rewrite: str | None = None) -> str:
+    """The query the utterance was rewritten to (above a manual rewrite of it, where given), the answer, and the
+    passages it used (ids and titles)."""
+    lines = [f"  rewrite: {result.rewrite.query}"]
+    if manual_rewrite is not None:
+        lines.append(f"  manual:  {manual_rewrite}")
+    lines.append(result.answer.text)
     for scored in result.selection.passages:
         title = f" {scored.passage.title}" if scored.passage.title else ""
         lines.append(f"  [{scored.id}]{title}")

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from cast.commands.answer import format_result
+from cast.commands.common import add_set_argument
 from cast.conversation.walker import answer_conversations
 from cast.core.config import load_config
 from cast.core.pipeline import Pipeline
@@ -19,9 +20,6 @@ from cast.infra.atomic import write_text_atomic
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "data" / "sample"
 SAMPLE_PASSAGES = SAMPLE_DIR / "passages.jsonl.gz"
 SAMPLE_CONVERSATION = SAMPLE_DIR / "conversation.json"
-# The sample is too small for HQE's idf thresholds (tuned on an 820k-passage collection), so the demo reads the
-# conversation's manual rewrites; --set rewriter.name=hqe shows automatic rewriting instead.
-DEMO_OVERRIDES = ["rewriter.name=manual", "rewriter.fallback=hqe"]
 
 
 def add_parser(subparsers: argparse._SubParsersAction, summary: str | None = None) -> None:
@@ -29,12 +27,17 @@ def add_parser(subparsers: argparse._SubParsersAction, summary: str | None = Non
         "demo",
         help=summary,
         description="Builds an index of the bundled Wikipedia sample into the cache directory (and the wikipedia "
-        "linker's knowledge base, `cast entity kb`) on first use, then "
-        "answers the sample conversation turn by turn with the offline profile (reading the conversation's "
-        "manual rewrites unless --set rewriter.name=... says otherwise).",
+        "linker's knowledge base, `cast entity kb`) on first use, then answers the sample conversation turn by "
+        "turn with the offline profile as it is: each utterance rewritten by the profile's rewriter, then "
+        "answered.",
     )
     parser.add_argument("--config", default="offline", help="config name or YAML path (default: offline)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    add_set_argument(parser)
+    parser.add_argument(
+        "--manual",
+        action="store_true",
+        help="show each turn's manual rewrite under the system's, for comparison",
+    )
     parser.add_argument(
         "--rebuild", action="store_true", help="rebuild the sample index and entity resources"
     )
@@ -70,7 +73,7 @@ def demo_kb(linker: dict) -> None:
 
 def main(args: argparse.Namespace) -> int:
 
-    config = load_config(args.config, DEMO_OVERRIDES + args.overrides)
+    config = load_config(args.config, args.overrides)
     index_dir = demo_index(Path(config.get("cache_dir", "~/.cache/cast-toolkit")).expanduser(), args.rebuild)
     config["index"] = str(index_dir)
     demo_kb(config["linker"])
@@ -82,7 +85,8 @@ def main(args: argparse.Namespace) -> int:
 
     def show(result: TurnResult) -> None:
         print(f"\nQ{result.turn.turn_id}: {result.turn.utterance}")
-        print(format_result(result))
+        manual = (result.turn.manual_rewrite or "(none)") if args.manual else None
+        print(format_result(result, manual))
 
     for conversation in load_topics(SAMPLE_CONVERSATION):
         print(f"# {conversation.title or conversation.topic_id}")

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import time
 from pathlib import Path
 
-from cast.commands.common import add_config_arguments, config_from_args
+from cast.commands.common import add_config_arguments, given_overrides
+from cast.core.config import apply_overrides, load_profile, override_paths
 from cast.errors import CastError
 from cast.formats.topics import load_topics
 from cast.infra.cluster import add_ray_arguments, ray_options
 from cast.sweep import baseline_point, grid_points, run_sweep, sweep_report
+
+log = logging.getLogger(__name__)
 
 
 def add_parser(subparsers: argparse._SubParsersAction, summary: str | None = None) -> None:
@@ -54,8 +58,13 @@ def main(args: argparse.Namespace) -> int:
 
     points = grid_points(args.grid)
     baseline_point(points, args.baseline)  # a misspelt point fails now, not after the runs
-    base = config_from_args(args)
-    configs = {p.name: config_from_args(args, p.overrides) for p in points}
+    profile = load_profile(args.config)
+    given = override_paths(given_overrides(args))  # each warned about once, not once per point
+    axes = {path for point in points for path in override_paths(point.overrides)}
+    for both in sorted(".".join(path) for path in axes & given.keys()):
+        log.warning("%s is given twice (--set, then --grid): the grid's values hold", both)
+    base = apply_overrides(profile, given)
+    configs = {p.name: apply_overrides(profile, {**given, **override_paths(p.overrides)}) for p in points}
     conversations = load_topics(args.topics, rewrites=args.rewrites)
     if args.qrels is None and not any(t.response for c in conversations for t in c.turns):
         # Checked before the runs: the report is what a sweep is for.

@@ -26,6 +26,7 @@ from typing import Any
 
 from cast.conversation.prepared import compact_ranking
 from cast.conversation.walker import Step, walk
+from cast.core.config import switch_stage
 from cast.core.pipeline import EARLY_STAGES, STAGE_KINDS, Pipeline, active_verifier, check_config
 from cast.core.records import Conversation, Turn, TurnResult, to_dict
 from cast.core.registry import build_stage, stage_class
@@ -97,7 +98,8 @@ def stage_sections(config: dict[str, Any], choice: Choice) -> tuple[dict[str, di
     """Every stage's config section once ``choice`` is applied to ``config``, and the settings not applied.
 
     A stage chosen by another name keeps those of its config section's settings that it also takes (e.g. the
-    selector's ``candidates`` and ``n`` when switching from EG to O).
+    selector's ``candidates`` and ``n`` when switching from EG to O), as ``--set SECTION.name=`` does
+    (:func:`cast.core.config.switch_stage`).
 
     Raises:
         ConfigError: a chosen name is not a registered stage.
@@ -106,9 +108,8 @@ def stage_sections(config: dict[str, Any], choice: Choice) -> tuple[dict[str, di
     for param, kind in STAGE_CHOICES.items():
         name = getattr(choice, param)
         if name is not None and name != sections[kind]["name"]:
-            accepted = stage_settings(kind, name)
-            kept = {k: v for k, v in sections[kind].items() if k in accepted}
-            sections[kind] = {"name": name, **kept}
+            stage_class(kind, name)  # an unknown name is the request's error
+            sections[kind] = switch_stage(kind, sections[kind], name)[0]
     ignored = []
     for param, (kind, setting) in STAGE_SETTINGS.items():
         value = getattr(choice, param)

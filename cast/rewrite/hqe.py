@@ -10,7 +10,8 @@ where the subtopic keywords are added only when the utterance looks ambiguous on
 predictor, the highest importance of its words, is at most ``eta``. (Lin et al. score a word by the BM25 score of
 its best passage and predict with the utterance's top BM25 score; idf orders words the same way up to the
 length normalisation and needs no search, so HQE costs one term look-up per word.) The thresholds are on the
-idf scale of the configured index: ln of the collection size bounds them (13.6 for 820k passages).
+idf scale of a large collection (ln of the collection size bounds idf: 13.6 for 820k passages); on a small one a
+word's importance is by default estimated from its English frequency (:mod:`cast.rewrite.vocabulary`).
 
 Words are analysed with the index's analyzer (Krovetz), so a keyword matches how the index stores it; a keyword
 whose term is already in the utterance, or already added, is not added again.
@@ -36,7 +37,7 @@ from cast.core.stages import Rewriter
 from cast.errors import ConfigError
 from cast.infra.text import word_tokens
 from cast.rewrite.baselines import require_text
-from cast.rewrite.vocabulary import IndexVocabulary, load_tagger
+from cast.rewrite.vocabulary import Importance, IndexVocabulary, load_tagger
 
 KEYWORD_FILTERS = ("pos", "stopwords", "none")
 # Penn Treebank tags of nouns and adjectives (NN, NNS, NNP, NNPS, JJ, JJR, JJS), as in Lin et al.'s POS filter.
@@ -166,6 +167,7 @@ class HQERewriter(Rewriter):
                 )
             ),
         ] = 0
+        importance: Importance = "auto"
 
         @classmethod
         def check_together(cls, values: Mapping[str, Any]) -> None:
@@ -183,7 +185,7 @@ class HQERewriter(Rewriter):
             if settings.keyword_filter == "pos"
             else None
         )
-        self.vocabulary = IndexVocabulary(resources)
+        self.vocabulary = IndexVocabulary(resources, settings.importance)
         self._keywords = lru_cache(maxsize=4096)(self._words_of)
 
     def candidate_words(self, utterance: str) -> list[str]:

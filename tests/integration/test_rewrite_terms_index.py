@@ -53,6 +53,7 @@ def test_the_rewriter_adds_what_the_model_chooses_as_the_conversation_wrote_it(f
         == "Dutch What does it cost?"
     )
     assert rewriter.describe()["model_version"] == "stump"
+    assert rewriter.describe()["resolved_importance"] == "english"  # ten passages: a small collection
 
     with pytest.raises(EmptyUtteranceError, match="1_2"):
         rewriter.rewrite([], Turn(qid="1_2", topic_id="1", turn_id="2", utterance="  "))

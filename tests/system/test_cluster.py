@@ -14,7 +14,7 @@ from cast.infra.cluster import RayOptions, map_in_order
 
 # Ray's driver and the JVM in one process crash (a segmentation fault, now and then): `make test` runs these in a
 # pytest process of their own, and every command that starts the JVM (building an index, a run) runs in a
-# subprocess of its own (`_cast`), as a user would run it.
+# subprocess of its own (`_cast`), as a user would run it, joining the tests' one Ray runtime (`ray_address`).
 pytestmark = pytest.mark.ray
 
 REPO = Path(__file__).resolve().parents[2]
@@ -88,12 +88,12 @@ def test_sharded_entity_dictionary_equals_the_local_one(
 
 
 @pytest.mark.slow
-def test_embeddings_built_on_ray_equal_the_local_ones(fixtures: Path, tmp_path: Path):
+def test_embeddings_built_on_ray_equal_the_local_ones(ray_address, fixtures: Path, tmp_path: Path):
     from cast.index.embeddings import store_path
 
     collection = fixtures / "index" / "passages.jsonl"  # 7 passages, 2 without text: 4 chunks
     stores = []
-    for name, ray in (("local", []), ("ray", ["--ray", "--ray-workers", "2"])):
+    for name, ray in (("local", []), ("ray", ["--ray", ray_address, "--ray-workers", "2"])):
         index = tmp_path / name / "ix"
         built = _cast("index", "build", "--input", collection, "--index", index, "--threads", "1")
         assert built.returncode == 0, built.stderr
@@ -147,10 +147,12 @@ def local_run(core_index, paths_topics, tmp_path_factory) -> Path:
     return prefix
 
 
-def test_run_on_ray_writes_the_files_of_the_single_process_run(core_index, paths_topics, local_run, tmp_path):
+def test_run_on_ray_writes_the_files_of_the_single_process_run(
+    ray_address, core_index, paths_topics, local_run, tmp_path
+):
     prefix = tmp_path / "ray"
     argv = ["run", "--index", core_index, *BASELINE, "--topics", paths_topics, "--output", prefix]
-    done = _cast(*argv, "--ray", "--ray-workers", "2")
+    done = _cast(*argv, "--ray", ray_address, "--ray-workers", "2")
     assert done.returncode == 0, done.stderr
     ray_run, local = Path(f"{prefix}.run"), Path(f"{local_run}.run")
     assert ray_run.read_bytes() == local.read_bytes()
@@ -161,7 +163,9 @@ def test_run_on_ray_writes_the_files_of_the_single_process_run(core_index, paths
 
 
 @pytest.mark.slow
-def test_run_on_ray_resumes_the_turns_of_an_interrupted_driver(core_index, paths_topics, local_run, tmp_path):
+def test_run_on_ray_resumes_the_turns_of_an_interrupted_driver(
+    ray_address, core_index, paths_topics, local_run, tmp_path
+):
     # What a driver killed after its first turn leaves: that turn in the .partial files.
     first = Path(f"{local_run}.answers.jsonl").read_text().splitlines()[0]
     qid = first.split('"qid": "')[1].split('"')[0]
@@ -170,7 +174,7 @@ def test_run_on_ray_resumes_the_turns_of_an_interrupted_driver(core_index, paths
     (tmp_path / "r.answers.jsonl.partial").write_text(first + "\n")
 
     argv = ["run", "--index", core_index, *BASELINE, "--topics", paths_topics, "--output", tmp_path / "r"]
-    done = _cast(*argv, "--ray", "--ray-workers", "2")
+    done = _cast(*argv, "--ray", ray_address, "--ray-workers", "2")
     assert done.returncode == 0, done.stderr
     assert "resuming: 1 turn(s)" in done.stderr
     assert (tmp_path / "r.run").read_bytes() == Path(f"{local_run}.run").read_bytes()
@@ -240,14 +244,16 @@ def test_an_unreachable_cluster_is_one_error_line(core_index, paths_topics, tmp_
     assert "ray start --head" in done.stderr and not list(tmp_path.iterdir())
 
 
-def test_a_sweep_on_ray_writes_the_files_of_the_single_process_sweep(core_index, paths_topics, tmp_path):
+def test_a_sweep_on_ray_writes_the_files_of_the_single_process_sweep(
+    ray_address, core_index, paths_topics, tmp_path
+):
     qrels = tmp_path / "qrels"
     qrels.write_text("1_1-2 0 p4 3\n2_1-1 0 p5 1\n")
     grid = ["--grid", "summarizer.words=5,9", "--qrels", qrels]
     argv = ["sweep", "--index", core_index, *BASELINE, "--topics", paths_topics, *grid]
     local = _cast(*argv, "--output", tmp_path / "local")
     assert local.returncode == 0, local.stderr
-    on_ray = _cast(*argv, "--output", tmp_path / "ray", "--ray", "--ray-workers", "2")
+    on_ray = _cast(*argv, "--output", tmp_path / "ray", "--ray", ray_address, "--ray-workers", "2")
     assert on_ray.returncode == 0, on_ray.stderr
     assert "(sharing the turns prepared as far as rerank)" in on_ray.stdout
     for point in ("words=5", "words=9"):

@@ -1,3 +1,5 @@
+import logging
+
 import pytest
 
 from cast.core.config import CONFIG_DIR, config_path, load_config, merge
@@ -18,9 +20,52 @@ def test_set_overrides_are_yaml_typed():
     assert config["index"] == "/tmp/x"
 
 
-def test_changing_a_stage_name_drops_its_old_settings():
-    config = load_config("offline", ["first_stage.name=bm25"])
-    assert config["first_stage"] == {"name": "bm25"}
+def test_switching_a_stage_keeps_the_settings_it_declares_and_says_which_it_leaves_out(caplog):
+    with caplog.at_level(logging.INFO, logger="cast.core.config"):
+        config = load_config("offline", ["first_stage.name=bm25"])
+    assert config["first_stage"] == {"name": "bm25", "k": 1000}  # lmd's mu is no BM25 setting
+    [line] = caplog.messages
+    assert (
+        line
+        == "--set first_stage.name=bm25: left out the config's lmd setting(s) mu, which bm25 does not take"
+    )
+
+
+def test_naming_the_profiles_own_stage_again_gives_its_settings_back(caplog):
+    with caplog.at_level(logging.WARNING, logger="cast.core.config"):
+        config = load_config("offline", ["summarizer.name=topk_trim", "summarizer.name=entity_extractive"])
+    assert config["summarizer"] == load_config("offline")["summarizer"]
+    assert config["summarizer"]["words"] == 70
+    assert caplog.messages == [
+        "--set summarizer.name is given twice (summarizer.name=topk_trim, then summarizer.name=entity_extractive): "
+        "the last holds"
+    ]
+
+
+def test_settings_given_for_a_stage_apply_to_the_stage_finally_named_in_any_order():
+    words = ["summarizer.words=30", "summarizer.name=topk_trim"]
+    assert load_config("offline", words)["summarizer"] == {"name": "topk_trim", "words": 30}
+    assert load_config("offline", words[::-1])["summarizer"] == {"name": "topk_trim", "words": 30}
+    # A section given as a mapping is one --set per key, so the order still does not matter.
+    for overrides in (
+        ["summarizer.words=50", "summarizer={name: entity_extractive}"],
+        ["summarizer={name: entity_extractive}", "summarizer.words=50"],
+        ["summarizer={name: entity_extractive, words: 50}"],
+    ):
+        assert load_config("offline", overrides)["summarizer"] == {
+            **load_config("offline")["summarizer"],
+            "words": 50,
+        }
+
+
+def test_a_setting_given_for_a_stage_that_does_not_take_it_fails_when_checked():
+    from cast.core.registry import check_section
+
+    config = load_config("offline", ["summarizer.name=topk_trim", "summarizer.entity_weight=0.5"])
+    with pytest.raises(
+        ConfigError, match="summarizer topk_trim: unknown setting.*entity_weight; allowed: words"
+    ):
+        check_section("summarizer", config["summarizer"])
 
 
 def test_paper_profile_inherits_offline_and_replaces_stages():

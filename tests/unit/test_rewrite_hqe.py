@@ -15,7 +15,7 @@ from cast.rewrite.hqe import (
     salient_keywords,
     split_keywords,
 )
-from cast.rewrite.vocabulary import bm25_idf
+from cast.rewrite.vocabulary import ENGLISH_IDF, bm25_idf, idf_of_zipf
 
 
 def kw(word: str, importance: float, qid: str = "1_1") -> Keyword:
@@ -25,6 +25,15 @@ def kw(word: str, importance: float, qid: str = "1_1") -> Keyword:
 def test_bm25_idf_matches_lucene():
     assert bm25_idf(1, 20) == pytest.approx(math.log(14))
     assert bm25_idf(10, 20) == pytest.approx(math.log(2))
+
+
+def test_english_idf_is_linear_between_its_knots_and_level_beyond_them():
+    assert idf_of_zipf(4.0) == pytest.approx(6.48)  # a knot
+    assert idf_of_zipf(4.25) == pytest.approx((6.48 + 5.58) / 2)  # halfway to the next
+    assert idf_of_zipf(0.0) == pytest.approx(12.7)  # a word wordfreq does not know
+    assert idf_of_zipf(7.7) == pytest.approx(2.38)  # "the": the last knot's
+    idfs = [idf for _, idf in ENGLISH_IDF]
+    assert idfs == sorted(idfs, reverse=True)  # a more frequent word is never rarer
 
 
 def test_split_keywords_by_thresholds():

@@ -43,3 +43,14 @@ def test_the_shared_pass_stops_as_late_as_the_swept_stages_allow():
     assert stop_point(grid_points(["linker.name=none,dictionary"]), configs()) == "rerank"
     assert stop_point(grid_points(["reranker.depth=10,100"]), configs()) is None
     assert stop_point(grid_points(["selector.gamma=0,1"]), configs(responses="answers")) is None
+
+
+def test_a_setting_both_swept_and_set_is_said_once_and_the_grid_holds(tmp_path, caplog):
+    from cast.cli import main
+
+    topics = tmp_path / "none.json"
+    grid = ["--grid", "selector.gamma=0,0.5", "--set", "selector={gamma: 0.3}", "--set", "selector.n=2"]
+    assert (
+        main(["sweep", "--topics", str(topics), "--output", str(tmp_path / "out"), *grid]) == 1
+    )  # no topics
+    assert caplog.messages == ["selector.gamma is given twice (--set, then --grid): the grid's values hold"]
