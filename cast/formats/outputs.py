@@ -22,9 +22,9 @@ from typing import Any
 
 from cast.core.records import ScoredPassage
 from cast.core.registry import without_runtime_settings
-from cast.errors import CastError, DataFormatError
+from cast.errors import CastError, DataFormatError, excerpt
 from cast.formats.runfile import RUN_COLUMNS, check_tag, format_query, read_run, write_run
-from cast.formats.textfiles import parse_json
+from cast.formats.textfiles import RECORD_LINE_BYTES, RUN_LINE_BYTES, json_lines, parse_json, utf8_lines
 from cast.infra.atomic import append_durably, remove_leftovers, write_lines_atomic
 
 _WHITESPACE = re.compile(r"\s")
@@ -120,27 +120,23 @@ class RunOutputs:
             return {}
         done: dict[str, dict[str, Any]] = {}
         kept_records: list[str] = []
-        for line in self.answers_partial.read_bytes().splitlines(keepends=True):
+        for line in _whole_lines(self.answers_partial, RECORD_LINE_BYTES):
             try:
-                record = parse_json(line.decode("utf-8"), self.answers_partial)
-            except (DataFormatError, UnicodeDecodeError):
+                record = parse_json(line, self.answers_partial)
+            except DataFormatError:
                 break  # a record cut short by the interruption: that turn is redone
-            if (
-                not line.endswith(b"\n")
-                or not isinstance(record, dict)
-                or not isinstance(record.get("qid"), str)
-            ):
+            if not isinstance(record, dict) or not isinstance(record.get("qid"), str):
                 break
             if record["qid"] not in done:
                 done[record["qid"]] = record
-                kept_records.append(line.decode("utf-8"))
+                kept_records.append(line)
         write_lines_atomic(self.answers_partial, kept_records)
         kept: dict[tuple[str, str], str] = {}
         if self.run_partial.exists():
-            for line in self.run_partial.read_bytes().splitlines(keepends=True):
-                fields = line.decode("utf-8", "replace").split()
-                if line.endswith(b"\n") and len(fields) == RUN_COLUMNS and fields[0] in done:
-                    kept.setdefault((fields[0], fields[2]), line.decode("utf-8", "replace"))
+            for line in _whole_lines(self.run_partial, RUN_LINE_BYTES):
+                fields = line.split()
+                if len(fields) == RUN_COLUMNS and fields[0] in done:
+                    kept.setdefault((fields[0], fields[2]), line)
         write_lines_atomic(self.run_partial, kept.values())
         return done
 
@@ -164,7 +160,7 @@ class RunOutputs:
 
     def finalize(self, qid_order: Sequence[str]) -> None:
         """Write both files in ``qid_order`` from the turns appended, and move them into place."""
-        records = [json.loads(line) for line in self.answers_partial.read_text(encoding="utf-8").splitlines()]
+        records = [record for _, record in json_lines(self.answers_partial)]
         # No run lines at all where no turn retrieved a passage.
         rankings = (
             read_run(self.run_partial)
@@ -196,6 +192,12 @@ class RunOutputs:
                 f"cannot finish the run: {len(missing)} turn(s) have no answer, e.g. {sorted(missing)[0]}"
             )
         records = sorted(records, key=lambda r: order[r["qid"]])
+        if records and not any(rankings.get(r["qid"]) for r in records):
+            raise CastError(
+                f"no turn retrieved a passage (turn {records[0]['qid']}'s query was {excerpt(records[0].get('query'))}), "
+                f"so {self.run_path} would have no lines: it is not written, nor {self.answers_path}. A query "
+                "retrieves nothing when each of its words is a stop word, or in no passage of the index"
+            )
         write_run(self.run_path, {qid: rankings[qid] for qid in order if qid in rankings}, self.tag)
         try:
             write_lines_atomic(self.answers_path, (json.dumps(r, ensure_ascii=False) + "\n" for r in records))
@@ -231,6 +233,17 @@ def held_lock(lock_path: Path, busy: str) -> Iterator[None]:
     finally:
         lock_path.unlink(missing_ok=True)
         os.close(fd)
+
+
+def _whole_lines(path: Path, line_limit: int) -> Iterator[str]:
+    """The lines of a partial output up to the first that an interruption cut short (no line end, or not UTF-8)."""
+    try:
+        for _, line in utf8_lines(path, line_limit):
+            if not line.endswith("\n"):
+                return
+            yield line
+    except DataFormatError:
+        return
 
 
 def _scored_ids(ranking: Sequence[ScoredPassage]) -> Iterator[tuple[str, float]]:
