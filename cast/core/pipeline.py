@@ -47,6 +47,7 @@ from cast.core.stages import (
 )
 from cast.errors import CastError, ConfigError
 from cast.index.record import index_identity
+from cast.infra.models import check_device
 
 STAGE_KINDS = ("rewriter", "first_stage", "reranker", "linker", "selector", "summarizer")
 # Where a prepared pass may stop, and the stages it has run by then, in pipeline order. Not before re-ranking: a
@@ -466,11 +467,12 @@ def check_config(config: dict[str, Any], resources: Resources) -> None:
     """A :class:`CastError` for a config that no pipeline can run: a missing section, a top-level setting
     (:class:`~cast.core.config_keys.ConfigKeys`, the ``encoder`` section included) or a stage's setting that does
     not fit its declaration (in every section, also those a pipeline builds late or not at all), an unknown stage,
-    or a stemmer that is not the index's."""
+    a device this machine lacks, or a stemmer that is not the index's."""
     missing = [k for k in STAGE_KINDS if k not in config]
     if missing:
         raise CastError(f"the config lacks the section(s): {', '.join(missing)}")
     ConfigKeys.of_config(config)
+    check_device(config.get("device"))
     for kind in STAGES:
         if kind in config:
             check_section(kind, config[kind])
