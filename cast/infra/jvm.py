@@ -246,6 +246,9 @@ def corrupt_index(path: str | Path, error: BaseException) -> CastError:
         if damage is None:
             return CastError(f"Lucene failed to search the index at {path} ({excerpt(said, 160)})")
         said = damage
+    # A searcher or reader over damaged files must not serve this process again (say, after a rebuild).
+    searcher.cache_clear()
+    index_reader.cache_clear()
     return IndexUnavailableError(
         f"cannot read the index at {path}, which looks damaged ({excerpt(said, 160)}); rebuild it with "
         f"`{index_command(path, 'build')}`"
