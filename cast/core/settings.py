@@ -122,13 +122,13 @@ class Setting:
         if self.choices:
             return "one of " + ", ".join(map(str, self.choices))
         low, high, open_low, open_high = _bounds(limits)
-        if low is None and high is None:
-            return ""
-        if high is None:
+        if low is not None and high is not None:
+            return f"in {'(' if open_low else '['}{_bound(low)}, {_bound(high)}{')' if open_high else ']'}"
+        if low is not None:
             return f"{'above' if open_low else 'at least'} {_bound(low)}"
-        if low is None:
+        if high is not None:
             return f"{'below' if open_high else 'at most'} {_bound(high)}"
-        return f"in {'(' if open_low else '['}{_bound(low)}, {_bound(high)}{')' if open_high else ']'}"
+        return ""
 
     @functools.cached_property
     def _adapter(self) -> TypeAdapter[Any]:
