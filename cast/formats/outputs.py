@@ -13,7 +13,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import re
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -23,11 +22,17 @@ from typing import Any
 from cast.core.records import ScoredPassage
 from cast.core.registry import without_runtime_settings
 from cast.errors import CastError, DataFormatError, excerpt
-from cast.formats.runfile import RUN_COLUMNS, check_tag, format_query, read_run, write_run
+from cast.formats.runfile import (
+    RUN_COLUMNS,
+    check_tag,
+    format_query,
+    id_problem,
+    read_run,
+    split_columns,
+    write_run,
+)
 from cast.formats.textfiles import RECORD_LINE_BYTES, RUN_LINE_BYTES, json_lines, parse_json, utf8_lines
 from cast.infra.atomic import append_durably, remove_leftovers, write_lines_atomic
-
-_WHITESPACE = re.compile(r"\s")
 
 
 def run_scores(ranking: Sequence[ScoredPassage]) -> list[float]:
@@ -134,7 +139,7 @@ class RunOutputs:
         kept: dict[tuple[str, str], str] = {}
         if self.run_partial.exists():
             for line in _whole_lines(self.run_partial, RUN_LINE_BYTES):
-                fields = line.split()
+                fields = split_columns(line)
                 if len(fields) == RUN_COLUMNS and fields[0] in done:
                     kept.setdefault((fields[0], fields[2]), line)
         write_lines_atomic(self.run_partial, kept.values())
@@ -248,11 +253,11 @@ def _whole_lines(path: Path, line_limit: int) -> Iterator[str]:
 
 def _scored_ids(ranking: Sequence[ScoredPassage]) -> Iterator[tuple[str, float]]:
     """``(passage id, run score)`` of a ranking, refusing an id a run file cannot hold."""
-    spaced = next((p.id for p in ranking if not p.id or _WHITESPACE.search(p.id)), None)
-    if spaced is not None:  # an index built before ids were checked: stop now, not after the last turn
+    odd = next((p.id for p in ranking if id_problem(p.id) is not None), None)
+    if odd is not None:  # an index built before ids were checked: stop now, not after the last turn
         raise CastError(
-            f"the index returned passage id {spaced!r}, which a run file cannot hold (its columns are split on "
-            "whitespace); rebuild the index with `cast index build`, which refuses such ids"
+            f"the index returned passage id {odd!r}, which a run file cannot hold (it {id_problem(odd)}); rebuild "
+            "the index with `cast index build`, which refuses such ids"
         )
     return zip((p.id for p in ranking), run_scores(ranking), strict=True)
 
