@@ -78,7 +78,7 @@ def main(args: argparse.Namespace) -> int:
         try:
             utterance = decode_text(raw, "standard input", number).strip()
         except DataFormatError as e:  # one mistyped line must not end the session
-            print(f"(line {number}: {e.problem}; type it again)", file=sys.stderr)
+            print(f"(line {number}: {e.problem.partition('; ')[0]}; type it again)", file=sys.stderr)
             continue
         if utterance == QUIT:
             break
