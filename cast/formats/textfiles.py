@@ -111,11 +111,8 @@ def read_text(path: str | Path, limit: int, what: str) -> str:
 
 
 _UTF8_BOM = b"\xef\xbb\xbf"
-_OTHER_BOMS = (
-    b"\xff\xfe",
-    b"\xfe\xff",
-    b"\x00\x00\xfe\xff",
-)  # UTF-16 LE (and UTF-32 LE), UTF-16 BE, UTF-32 BE
+# The byte-order marks of UTF-16 LE (and UTF-32 LE), UTF-16 BE and UTF-32 BE.
+_OTHER_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
 
 
 def decode_text(data: bytes, source: str | Path, line: int | None = None) -> str:
