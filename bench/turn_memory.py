@@ -7,7 +7,8 @@ The turns are the raw utterances of ``--topics`` repeated in order (each repeat 
 (:func:`cast.commands.run.write_outputs` over a local runner, writing the run and answers files to ``--work``),
 with the stages that cost least per turn: the raw utterance, Lucene LMD at depth ``--k``, no re-ranking or entity
 linking, the first-stage order, top-k trim answers. The resident memory (``/proc/self/statm``) is printed as each
-checkpoint's turn is written, with the time taken so far.
+checkpoint's turn is written, with the part of it that the JVM has committed to its heap (``Runtime.totalMemory``)
+and the time taken so far.
 
     .venv/bin/python bench/turn_memory.py --index INDEX [--turns 10000] [--conversations 1] [--k 100]
 """
@@ -39,6 +40,13 @@ def resident_mb() -> float:
     """This process's resident memory now, in MB."""
     pages = int(Path("/proc/self/statm").read_text().split()[1])
     return pages * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+def jvm_heap_mb() -> float:
+    """The JVM's committed heap now, in MB."""
+    from jnius import autoclass
+
+    return autoclass("java.lang.Runtime").getRuntime().totalMemory() / 1e6
 
 
 def repeated_topics(source: Path, turns: int, conversations: int) -> list[dict]:
@@ -107,9 +115,9 @@ def main() -> int:
             f"{args.turns:,} turns in {args.conversations:,} conversation(s), first_stage.k={args.k}, "
             f"{load_average()}"
         )
-        print("| turns answered | resident MB | seconds |\n| ---: | ---: | ---: |")
+        print("| turns answered | resident MB | JVM heap MB | seconds |\n| ---: | ---: | ---: | ---: |")
         with outputs.locked(), open_runner(config) as runner:
-            print(f"| 0 (pipeline loaded) | {resident_mb():.0f} | 0 |", flush=True)
+            print(f"| 0 (pipeline loaded) | {resident_mb():.0f} | | 0 |", flush=True)
             started, written = time.perf_counter(), 0
 
             def answer(done: dict, write: object) -> None:
@@ -119,7 +127,10 @@ def main() -> int:
                     written += 1
                     if written in checkpoints:
                         seconds = time.perf_counter() - started
-                        print(f"| {written:,} | {resident_mb():.0f} | {seconds:.0f} |", flush=True)
+                        print(
+                            f"| {written:,} | {resident_mb():.0f} | {jvm_heap_mb():.0f} | {seconds:.0f} |",
+                            flush=True,
+                        )
 
                 runner.run(conversations, done=done, on_result=counted)
 

@@ -11,7 +11,8 @@ Everything else asks this module for a searcher, an index reader or an indexer. 
 * The JVM is started with ``-Xrs``: otherwise it takes SIGINT, and Ctrl-C ends the process at once, with no
   KeyboardInterrupt, no clean-up of partial outputs and no message.
 * A JVM that cannot start (it could not reserve its memory) prints why and ends the process, with no chance for an
-  error of ours: its lines go to stderr (``-XX:+DisplayVMOutputToStderr``; stdout is the command's output), and
+  error of ours: its lines and its warnings go to stderr (``-XX:+DisplayVMOutputToStderr``, ``-Xlog``; stdout is
+  the command's output), and
   under an address-space limit (``ulimit -v``) ``java -version`` is tried first within the room this process has
   left, so that a JVM that would not start is one line (:func:`_check_room_for_java`).
 * numpy's BLAS is limited to one thread once the JVM runs (OpenBLAS threads crash the process beside it).
@@ -240,7 +241,7 @@ def corrupt_index(path: str | Path, error: BaseException) -> CastError:
     their checksums: where they are intact, the error is not the index's (a setting Lucene cannot use) and says so
     instead, since rebuilding would not help, and loses the index."""
 
-    said = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
+    said = _first_line(error)
     if not _READ_ERRORS.search(str(error)):
         damage = checksum_problem(path)
         if damage is None:
@@ -272,10 +273,15 @@ def checksum_problem(index_dir: str | Path) -> str | None:
         finally:
             reader.close()
     except Exception as e:  # jnius' JavaException, with Lucene's CorruptIndexException in its message
-        return next((line.strip() for line in str(e).splitlines() if line.strip()), type(e).__name__)
+        return _first_line(e)
     finally:
         directory.close()
     return None
+
+
+def _first_line(error: BaseException) -> str:
+    """A Java exception's message without its stack trace."""
+    return next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
 
 
 # Java exceptions that mean an index's files cannot be read (damaged, cut short, missing or of another version).
