@@ -273,9 +273,8 @@ def explorer_cases(files: dict[str, Path], here: Path) -> list[tuple[str, bool, 
         _, log = server.communicate(timeout=60)
     text = log.decode("utf-8", "replace")
     if not results:
-        return [
-            ("cast explore starts", False, f"no answer on /api/health: {text.strip().split(chr(10))[-1]}")
-        ]
+        last = text.strip().split("\n")[-1]
+        return [("cast explore starts", False, f"no answer on /api/health: {last}")]
     lines = [line for line in text.split("\n") if "went away" in line or "Traceback" in line]
     said = lines[0] if lines else "nothing logged"
     results.append(("a client that goes away mid-upload", lines == [said] and "went away" in said, said))
