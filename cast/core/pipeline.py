@@ -120,10 +120,12 @@ class Pipeline:
     def from_config(
         cls, config: dict[str, Any], resources: Resources | None = None, *, progress: bool = False
     ) -> Pipeline:
-        """Build every stage named in ``config`` (models load now, so a bad name fails before any turn);
-        ``progress``: a progress bar over the stages (seconds on a first use)."""
+        """Build every stage named in ``config`` (models load now, so a bad name fails before any turn, and so does
+        a device this machine lacks: checked here, where the pipeline runs, not on a Ray driver); ``progress``: a
+        progress bar over the stages (seconds on a first use)."""
         resources = resources or Resources(config)
         check_config(config, resources)
+        check_device(config.get("device"))
         kinds = tqdm(
             STAGE_KINDS, desc="loading the pipeline", unit=" stages", disable=not progress, leave=False
         )
@@ -467,12 +469,11 @@ def check_config(config: dict[str, Any], resources: Resources) -> None:
     """A :class:`CastError` for a config that no pipeline can run: a missing section, a top-level setting
     (:class:`~cast.core.config_keys.ConfigKeys`, the ``encoder`` section included) or a stage's setting that does
     not fit its declaration (in every section, also those a pipeline builds late or not at all), an unknown stage,
-    a device this machine lacks, or a stemmer that is not the index's."""
+    or a stemmer that is not the index's."""
     missing = [k for k in STAGE_KINDS if k not in config]
     if missing:
         raise CastError(f"the config lacks the section(s): {', '.join(missing)}")
     ConfigKeys.of_config(config)
-    check_device(config.get("device"))
     for kind in STAGES:
         if kind in config:
             check_section(kind, config[kind])
