@@ -43,6 +43,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from bench.common import load_average  # noqa: E402
+
 CAST = [sys.executable, "-m", "cast.cli"]
 FIXTURES = REPO / "tests" / "fixtures"
 CHEAP_STAGES = [
@@ -338,7 +341,7 @@ def main() -> None:
             print(
                 f"| cast explore: {name} | | {'yes' if ok else 'NO'} | | | {happened.replace(folder, 'TMP')[:110]} |"
             )
-        print(f"\n{failed} case(s) not as expected")
+        print(f"\n{failed} case(s) not as expected; {load_average()}")
 
 
 if __name__ == "__main__":
