@@ -18,7 +18,6 @@ chosen on val); ``--model`` scores another model file.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -58,6 +57,7 @@ def main() -> int:
     from cast.core.registry import shared_stage
     from cast.core.resources import Resources
     from cast.formats.conel import gold_links, read_dialogues, read_links, run_links, score, user_turns
+    from cast.formats.textfiles import json_lines
 
     val = user_turns(read_dialogues(args.val_data))
     gold = gold_links([[turn for turn, _ in val]])
@@ -66,7 +66,7 @@ def main() -> int:
         f"{'linker':<22} {'P':>6} {'R':>6} {'F1':>6} {'ms/query':>9} {'CPU ms':>7} {'start s':>8} "
         f"{'ms/turn':>8} {'passages/s':>11} {'CPU':>6}"
     )
-    texts = [json.loads(line)["contents"] for line in args.passages.read_text().splitlines() if line.strip()]
+    texts = [record["contents"] for _, record in json_lines(args.passages)]
     for name in args.linkers:
         settings = {"name": name}
         if name == "wikipedia":

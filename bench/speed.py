@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import filecmp
 import gzip
-import json
 import os
 import shutil
 import statistics
@@ -123,7 +122,9 @@ def prepare(side: Side, figure: str, args: argparse.Namespace) -> None:
 
 
 def answers_without_timings(path: Path) -> list[dict]:
-    return [{**json.loads(line), "timings": None} for line in path.read_text().splitlines()]
+    from cast.formats.textfiles import json_lines
+
+    return [{**record, "timings": None} for _, record in json_lines(path)]
 
 
 def same_outputs(figure: str, sides: list[Side]) -> str:
@@ -228,7 +229,7 @@ def main() -> int:
                     results[number].append(side.measure(command, figure, environment))
             turns = None
             if figure == "run":
-                turns = len((sides[1].work / "run.answers.jsonl").read_text().splitlines())
+                turns = len(answers_without_timings(sides[1].work / "run.answers.jsonl"))
             report(figure, results, same_outputs(figure, sides), turns)
         print(load_average())
     finally:

@@ -7,7 +7,9 @@ are prepared as far as entity linking; the linker: as far as re-ranking), the ea
 its later stages from them. Otherwise each point is a full run. Points run one after another in this process, or side by
 side on Ray actors (each holding the pipeline's early stages once, and the prepared turns shipped once). Each
 point's run and answers files are written whole, atomically, once its turns are answered (the files ``cast run``
-writes with its settings): a sweep run again keeps the points it finished and redoes the others.
+writes with its settings): a sweep run again keeps the points it finished and redoes the others. The folder's report
+(``report.md``, its CSVs, ``sweep.png``) is of the last sweep: one that would replace it with a report of fewer
+points (another grid) is refused, unless ``--overwrite``.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ PREPARED_FILE = "prepared.jsonl.gz"
 LOCK_FILE = "sweep.lock"
 # The base config a sweep's folder holds points of: points of another base config must not join them.
 MANIFEST_FILE = "sweep.json"
+REPORT_FILE = "report.md"
 
 
 @dataclass(frozen=True)
@@ -274,8 +277,9 @@ def _check_manifest(
     path: Path, config: dict[str, Any], inputs: dict[str, Any], points: Sequence[Point], overwrite: bool
 ) -> dict[str, list[str]]:
     """Refuse to add points to a folder holding a sweep of another base config or other inputs, or a point of
-    the same name made with other settings (``--overwrite``: replace them); record this sweep's. Returns the
-    points recorded before with the same settings (their files, if finished, are kept), by file name."""
+    the same name made with other settings, or to replace the folder's report with one that lacks some of its
+    points (``--overwrite``: replace them); record this sweep's. Returns the points recorded before with the same
+    settings (their files, if finished, are kept), by file name."""
 
     names = [p.file_name for p in points]
     repeated = sorted({n for n in names if names.count(n) > 1})
@@ -306,8 +310,17 @@ def _check_manifest(
                     f"{path.parent} holds a point {point.file_name} made with {', '.join(map(str, made))}, not "
                     f"{', '.join(point.overrides)}: choose another --output, or pass --overwrite"
                 )
+        reported = manifest.get("report")  # none in a manifest of an older version
+        dropped = [n for n in reported if n not in names] if isinstance(reported, list) else []
+        if dropped and (path.parent / REPORT_FILE).is_file():
+            raise CastError(
+                f"{path.parent} holds the report of another sweep, with point(s) {', '.join(map(str, dropped[:3]))} "
+                f"that this one lacks: its {REPORT_FILE}, CSVs and plot would be replaced. Choose another --output, "
+                "give a grid with those points too, or pass --overwrite"
+            )
     points_made = {**recorded, **{p.file_name: list(p.overrides) for p in points}}
-    write_text_atomic(path, json.dumps({**current, "points": points_made}, indent=2, sort_keys=True) + "\n")
+    manifest_now = {**current, "points": points_made, "report": names}
+    write_text_atomic(path, json.dumps(manifest_now, indent=2, sort_keys=True) + "\n")
     return recorded
 
 
@@ -406,8 +419,8 @@ def sweep_report(
             table.reset_index(drop=True), _axes(points), ("nDCG@3", "ROUGE-L", "METEOR"), out / "sweep.png"
         )
         sections += ["## Figure", "", f"![sweep]({plot.name})", ""]
-        rep.write_text(out / "report.md", "\n".join(sections))
-        return out / "report.md"
+        rep.write_text(out / REPORT_FILE, "\n".join(sections))
+        return out / REPORT_FILE
 
 
 def baseline_point(points: Sequence[Point], baseline: str | None) -> Point:

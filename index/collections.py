@@ -26,6 +26,7 @@ from typing import Any
 
 from cast.core.records import Passage
 from cast.errors import DataFormatError, excerpt
+from cast.formats.runfile import id_problem
 from cast.formats.textfiles import json_lines, utf8_lines
 
 FORMATS = ("jsonl", "msmarco", "car", "wapo", "ikat")
@@ -135,15 +136,17 @@ _Reader = Callable[[Path], Iterator[tuple[Passage, tuple[str, ...]]]]
 
 
 def passage_id(path: Path, value: Any, number: int, what: str = "record") -> str:
-    """A record's ``id`` as the string the run files will hold: a string or an integer, without whitespace
-    (a run-file line is split on whitespace, so ``"a b"`` would be indexed and then break every run's file)."""
+    """A record's ``id`` as the string the run files will hold: a string or an integer that is an id a run file can
+    hold (:func:`~cast.formats.runfile.id_problem`: a run-file line is split on whitespace, so ``"a b"`` would be
+    indexed and then break every run's file; a control or format character reads otherwise in other tools)."""
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
     if not isinstance(value, str) or not value:
         raise DataFormatError(path, f"{what} has no 'id' (a non-empty string or an integer)", number)
-    if any(character.isspace() for character in value):
+    problem = id_problem(value)
+    if problem is not None:
         raise DataFormatError(
-            path, f"{what} id {excerpt(value)} contains whitespace, which run files cannot hold", number
+            path, f"{what} id {excerpt(value)} {problem}, which run files cannot hold", number
         )
     return value
 

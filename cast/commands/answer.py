@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from cast.commands.common import add_config_arguments, config_from_args
 from cast.conversation.session import Session
 from cast.core.pipeline import Pipeline
-from cast.errors import CastError, EmptyUtteranceError
-from cast.formats.textfiles import TYPED_LINE_BYTES, bounded_lines
+from cast.errors import CastError, DataFormatError, EmptyUtteranceError
+from cast.formats.textfiles import TYPED_LINE_BYTES, bounded_lines, decode_text
 
 NEW_CONVERSATION = "/new"
 QUIT = "/quit"
@@ -80,9 +80,9 @@ def main(args: argparse.Namespace) -> int:
     conversation_number = 1
     for number, raw in lines:
         try:
-            utterance = raw.decode("utf-8").strip()
-        except UnicodeDecodeError:  # one mistyped line must not end the session
-            print(f"(line {number} is not UTF-8 text; type it again)", file=sys.stderr)
+            utterance = decode_text(raw, "standard input", number).strip()
+        except DataFormatError as e:  # one mistyped line must not end the session
+            print(f"(line {number}: {e.problem.partition('; ')[0]}; type it again)", file=sys.stderr)
             continue
         if utterance == QUIT:
             break

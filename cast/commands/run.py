@@ -138,7 +138,8 @@ def write_outputs(
 ) -> list[str]:
     """Answer ``conversations`` into ``outputs``: resume the turns of an interrupted run made with the same
     topics and settings (``described``), refuse (or with ``overwrite`` discard) one made otherwise, write each
-    turn as ``answer(done, write)`` gives it, and finalize the files. Returns the qids written, in order."""
+    turn as ``answer(done, write)`` gives it, and finalize the files (saying which turns retrieved nothing).
+    Returns the qids written, in order."""
 
     done = outputs.completed()
     utterances = {t.qid: bounded_turn(t).utterance for c in conversations for t in c.turns}  # as recorded
@@ -160,9 +161,12 @@ def write_outputs(
     if done:
         print(f"resuming: {len(done)} turn(s) already answered in {outputs.answers_partial}", file=sys.stderr)
     written = len(done)
+    unranked = [qid for qid, record in done.items() if not record.get("top_ids")]
 
     def write(result: TurnResult) -> None:
         nonlocal written
+        if not result.ranking:
+            unranked.append(result.qid)
         try:
             outputs.append(result.qid, result.ranking, {**result.to_record(), "config": described})
         except OSError as e:  # a full disk, most often: say what is safe, not where Python was
@@ -182,6 +186,13 @@ def write_outputs(
             f"{len(qids)} turns are kept in {outputs.answers_partial}, and running the same command again "
             "writes them"
         ) from e
+    if unranked:
+        print(
+            f"note: {len(unranked)} turn(s) retrieved nothing (e.g. {unranked[0]}): {outputs.run_path} has no lines "
+            "for them, they score 0 in `cast eval`, and their answers say none was found (a query retrieves nothing "
+            "when each of its words is a stop word, or in no passage of the index)",
+            file=sys.stderr,
+        )
     return qids
 
 

@@ -26,7 +26,8 @@ def add_parser(subparsers: argparse._SubParsersAction, summary: str | None = Non
         ".answers.jsonl per point, then OUTPUT/report.md (retrieval and answer measures, significance against the "
         "baseline point), its CSVs and OUTPUT/sweep.png. Where every swept setting belongs to a stage after "
         "re-ranking (selector, summarizer, knowledge_base, linker), retrieval and re-ranking run once for all "
-        "points (OUTPUT/prepared.jsonl.gz). Run again, a sweep keeps its finished points.",
+        "points (OUTPUT/prepared.jsonl.gz). Run again, a sweep keeps its finished points; a sweep whose grid lacks "
+        "points of the report in OUTPUT is refused (it would replace that report).",
     )
     add_config_arguments(parser)
     parser.add_argument("--topics", required=True, type=Path, help="a CAsT or iKAT topics file")
@@ -49,7 +50,11 @@ def add_parser(subparsers: argparse._SubParsersAction, summary: str | None = Non
     parser.add_argument(
         "--correction", choices=("holm",), help="Holm-Bonferroni-correct the p-values over the points tested"
     )
-    parser.add_argument("--overwrite", action="store_true", help="run every point again, replacing its files")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="run every point again, replacing its files (and a report of other points in OUTPUT)",
+    )
     add_ray_arguments(parser)
     parser.set_defaults(func=main)
 

@@ -29,7 +29,7 @@ from cast.core.pipeline import STOP_POINTS
 from cast.core.records import PreparedTurn, ScoredPassage, Turn, from_dict, to_dict
 from cast.core.registry import without_runtime_settings
 from cast.errors import CastError, ConfigError, DataFormatError, excerpt
-from cast.formats.textfiles import RECORD_LINE_BYTES, input_lines, json_object
+from cast.formats.textfiles import RECORD_LINE_BYTES, json_lines
 from cast.infra.atomic import atomic_path
 
 FORMAT = 1
@@ -137,11 +137,7 @@ class Prepared:
             raise CastError(
                 f"no prepared turns at {path}: make them with `cast run --stop-after rerank --prepared {path}` first"
             )
-        lines = (
-            (number, json_object(line, path, number))
-            for number, line in input_lines(path, RECORD_LINE_BYTES, gzipped=True)
-            if line.strip()
-        )
+        lines = json_lines(path, RECORD_LINE_BYTES, gzipped=True)
         number, header = next(lines, (1, {}))
         if (
             header.get("format") != FORMAT

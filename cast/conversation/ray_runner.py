@@ -162,7 +162,7 @@ class RayRunner:
     ) -> list[TurnResult]:
         """Answer every turn of ``conversations`` on the actors (see
         :func:`cast.conversation.walker.answer_conversations`); ``on_result`` is called here, with each result of a
-        group of conversations once the group is done."""
+        group of conversations once the group is done (and the result is not kept)."""
         done = dict(done or {})
         jobs = []
         for group in conversation_groups(list(conversations)):
@@ -196,8 +196,9 @@ class RayRunner:
         with tqdm(total=total, unit="turn", disable=not progress, desc=desc) as bar:
             for _, answered in self.pool.map(jobs):
                 for item in answered:
-                    items.append(item)
-                    if on_result is not None:
+                    if on_result is None:
+                        items.append(item)
+                    else:
                         on_result(item)
                 bar.update(len(answered))
         return items

@@ -41,7 +41,8 @@ class Runner(Protocol):
         progress: bool = False,
         prepared: Prepared | None = None,
     ) -> list[TurnResult]:
-        """Every turn of ``conversations`` answered (:func:`cast.conversation.walker.answer_conversations`)."""
+        """Every turn of ``conversations`` answered (:func:`cast.conversation.walker.answer_conversations`; none
+        returned where ``on_result`` takes each)."""
         ...
 
     def prepare(

@@ -1,10 +1,13 @@
 """The one walk over conversations: each turn taken once, in order, with the history before it.
 
-:func:`walk` takes the i-th turns of all conversations as one batch, so that neural stages batch over independent
-conversations and Lucene searches them with its own threads; a turn shared by several conversations (CAsT 2022
-paths share their prefixes) is taken once, by the first conversation that reaches it; each conversation's history
-grows by what later turns see of each of its turns (the taken item's ``past_turn()``, or ``done[qid]`` for a
-turn taken before). ``cast run`` (also on Ray workers), ``cast sweep``, ``cast demo``, the explorer and the
+:func:`walk` takes the i-th turns of all conversations as batches (of at most :data:`MAX_BATCH_TURNS`), so that
+neural stages batch over independent conversations and Lucene searches them with its own threads; a turn shared by
+several conversations (CAsT 2022 paths share their prefixes) is taken once, by the first conversation that reaches
+it; each conversation's history grows by what later turns see of each of its turns (the taken item's
+``past_turn()``, or ``done[qid]`` for a turn taken before). What a walk keeps of a turn once it is taken is that
+small view (a query, a top passage, entities): a turn's whole result (its ranking, ~1.5 MB at depth 1000) is handed
+on and dropped where a caller takes each as it comes (``on_item``), so that a run's memory stays flat however many
+turns it answers. ``cast run`` (also on Ray workers), ``cast sweep``, ``cast demo``, the explorer and the
 benchmarks walk conversations here, through:
 
 - :func:`answer_conversations`: every turn answered by a pipeline (or finished from prepared turns), resuming
@@ -31,6 +34,9 @@ from cast.core.stages import PTKBSelector, Rewriter
 from cast.errors import ConfigError
 
 Item = TypeVar("Item")
+# The most turns taken in one batch: a batch's results are all in memory at once (1,000 conversations' first turns
+# at depth 1000 are 1.5 GB), and larger batches buy little (Lucene's threads and a GPU are busy at a few dozen).
+MAX_BATCH_TURNS = 64
 
 
 @dataclass(frozen=True)
@@ -52,15 +58,28 @@ def walk(
     progress: bool = False,
     desc: str = "turns",
 ) -> list[Item]:
-    """Walk ``conversations`` turn by turn: the i-th turns not yet taken form one batch for ``take``, a turn
-    shared by several conversations is taken once, and each conversation's history grows by ``past_turn`` of each
-    turn's item (or by ``done[qid]``, for a turn taken before). ``on_item`` is called with each item as soon as
-    its batch is taken. Returns the items, in the order taken."""
+    """Walk ``conversations`` turn by turn: the i-th turns not yet taken form batches for ``take`` (of at most
+    :data:`MAX_BATCH_TURNS`), a turn shared by several conversations is taken once, and each conversation's history
+    grows by ``past_turn`` of each turn's item (or by ``done[qid]``, for a turn taken before). Returns the items, in
+    the order taken; with ``on_item``, each is handed to it as soon as its batch is taken and not kept (none are
+    returned)."""
     conversations = list(conversations)
     histories: list[list[PastTurn]] = [[] for _ in conversations]
     taken: dict[str, PastTurn] = dict(done or {})
     items: list[Item] = []
     total = len({t.qid for c in conversations for t in c.turns} - set(taken))
+
+    def take_batch(steps: list[Step]) -> int:
+        # A function of its own: nothing of the batch is held once it returns (a run hands on ~1.5 MB a turn).
+        new = take(steps)
+        for step, item in zip(steps, new, strict=True):
+            taken[step.turn.qid] = past_turn(item)
+            if on_item is None:
+                items.append(item)
+            else:
+                on_item(item)
+        return len(new)
+
     with tqdm(total=total, unit="turn", disable=not progress, desc=desc) as bar:
         for position in range(max((len(c.turns) for c in conversations), default=0)):
             batch: dict[str, Step] = {}
@@ -68,13 +87,9 @@ def walk(
                 if position < len(conversation.turns) and conversation.turns[position].qid not in taken:
                     turn = conversation.turns[position]
                     batch.setdefault(turn.qid, Step(conversation, turn, tuple(history)))
-            new = take(list(batch.values())) if batch else []
-            for step, item in zip(batch.values(), new, strict=True):
-                taken[step.turn.qid] = past_turn(item)
-                items.append(item)
-                if on_item is not None:
-                    on_item(item)
-            bar.update(len(new))
+            steps = list(batch.values())
+            for start in range(0, len(steps), MAX_BATCH_TURNS):
+                bar.update(take_batch(steps[start : start + MAX_BATCH_TURNS]))
             for conversation, history in zip(conversations, histories, strict=True):
                 if position < len(conversation.turns):
                     history.append(taken[conversation.turns[position].qid])
@@ -90,12 +105,14 @@ def answer_conversations(
     progress: bool = False,
     prepared: Prepared | None = None,
 ) -> list[TurnResult]:
-    """Answer every turn of ``conversations`` not in ``done``.
+    """Answer every turn of ``conversations`` not in ``done``: the results, in the order answered (none where
+    ``on_result`` takes each: a run does not keep them).
 
     Args:
         done: answers-file records of turns already answered (by qid), e.g. from an interrupted run: they are not
             answered again, only used as history.
-        on_result: called with each new result as soon as its batch is done (to write it out).
+        on_result: called with each new result as soon as its batch is done (to write it out); the result is not
+            kept.
         progress: show a progress bar over turns.
         prepared: every turn taken as far as re-ranking (or linking) by this pipeline's early stages: only the
             later stages run.

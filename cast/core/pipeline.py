@@ -47,6 +47,7 @@ from cast.core.stages import (
 )
 from cast.errors import CastError, ConfigError
 from cast.index.record import index_identity
+from cast.infra.models import check_device
 
 STAGE_KINDS = ("rewriter", "first_stage", "reranker", "linker", "selector", "summarizer")
 # Where a prepared pass may stop, and the stages it has run by then, in pipeline order. Not before re-ranking: a
@@ -119,10 +120,12 @@ class Pipeline:
     def from_config(
         cls, config: dict[str, Any], resources: Resources | None = None, *, progress: bool = False
     ) -> Pipeline:
-        """Build every stage named in ``config`` (models load now, so a bad name fails before any turn);
-        ``progress``: a progress bar over the stages (seconds on a first use)."""
+        """Build every stage named in ``config`` (models load now, so a bad name fails before any turn, and so does
+        a device this machine lacks: checked here, where the pipeline runs, not on a Ray driver); ``progress``: a
+        progress bar over the stages (seconds on a first use)."""
         resources = resources or Resources(config)
         check_config(config, resources)
+        check_device(config.get("device"))
         kinds = tqdm(
             STAGE_KINDS, desc="loading the pipeline", unit=" stages", disable=not progress, leave=False
         )

@@ -122,13 +122,13 @@ class Setting:
         if self.choices:
             return "one of " + ", ".join(map(str, self.choices))
         low, high, open_low, open_high = _bounds(limits)
-        if low is None and high is None:
-            return ""
-        if high is None:
-            return f"{'above' if open_low else 'at least'} {low:g}"
-        if low is None:
-            return f"{'below' if open_high else 'at most'} {high:g}"
-        return f"in {'(' if open_low else '['}{low:g}, {high:g}{')' if open_high else ']'}"
+        if low is not None and high is not None:
+            return f"in {'(' if open_low else '['}{_bound(low)}, {_bound(high)}{')' if open_high else ']'}"
+        if low is not None:
+            return f"{'above' if open_low else 'at least'} {_bound(low)}"
+        if high is not None:
+            return f"{'below' if open_high else 'at most'} {_bound(high)}"
+        return ""
 
     @functools.cached_property
     def _adapter(self) -> TypeAdapter[Any]:
@@ -257,6 +257,11 @@ def _declared(cls: type[BaseModel]) -> tuple[tuple[str, Setting], ...]:
         )
         for name, info in ((name, cls.model_fields[name]) for name in order)
     )
+
+
+def _bound(value: float) -> str:
+    """A bound as a message shows it: a whole number in full (``2147483647``, not ``2.14748e+09``)."""
+    return str(int(value)) if value.is_integer() else f"{value:g}"
 
 
 def _bounds(limits: list[Any]) -> tuple[float | None, float | None, bool, bool]:

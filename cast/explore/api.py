@@ -29,15 +29,19 @@ Example::
         -d '{"conversation_id": "1", "turn": 2, "params": {"method": "eg", "gamma": 0.5}}'
 
 Safety: the server binds 127.0.0.1 and accepts only local ``Host`` headers; request bodies over
-``max_body_bytes`` are refused with 413 (chunked ones too), and requests that change state from pages of another
-``Origin`` with 403; a turn is stopped after the time limit (504); the page sets every text as
-text (never as HTML) and a Content-Security-Policy allows only this server's own scripts and styles.
+``max_body_bytes`` are refused with 413 (chunked ones too), bodies not received within ``body_timeout`` seconds
+with 408 (and a request head not received in time closes the connection: :mod:`cast.explore.server`), and
+requests that change state from pages of another origin (scheme, host and port: ``Origin``) with 403; a client
+that goes away mid-request is one line in the log; a turn is stopped after the time limit (504); the page sets
+every text as text (never as HTML) and a Content-Security-Policy allows only this server's own scripts and
+styles.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -70,8 +74,12 @@ from cast.explore.engine import (
     stage_settings,
 )
 
+logger = logging.getLogger(__name__)
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 MAX_BODY_BYTES = 64 * 1024
+# Seconds a client has to send a request's body (64 KiB arrive in milliseconds on this machine): a client that
+# trickles it would otherwise hold its connection, and a server thread, for ever.
+BODY_TIMEOUT_S = 10.0
 RETRY_AFTER_S = 2  # told to clients refused while the server is busy
 LOCAL_HOSTS = ("127.0.0.1", "localhost")
 CONTENT_SECURITY_POLICY = (
@@ -204,15 +212,18 @@ def _job_response(job: Job, grace: float) -> JSONResponse:
 
 
 class BodySizeLimit:
-    """ASGI middleware: refuse request bodies over ``max_bytes`` with 413 (declared or streamed, chunked included).
+    """ASGI middleware: refuse request bodies over ``max_bytes`` with 413 (declared or streamed, chunked included),
+    and bodies not received within ``timeout`` seconds with 408; a client that goes away before its body is
+    received is one line in the log.
 
     The body is read here, up to the limit, before the application sees it: an error raised while the
     application reads it would become FastAPI's 400.
     """
 
-    def __init__(self, app: Any, max_bytes: int):
+    def __init__(self, app: Any, max_bytes: int, timeout: float = BODY_TIMEOUT_S):
         self.app = app
         self.max_bytes = max_bytes
+        self.timeout = timeout
 
     async def __call__(self, scope: dict, receive: Callable[[], Awaitable[dict]], send: Any) -> None:
         if scope["type"] != "http":
@@ -223,15 +234,33 @@ class BodySizeLimit:
             await self._refuse(scope, receive, send)
             return
         body, more = bytearray(), True
-        while more:
-            message = await receive()
-            if message["type"] != "http.request":  # the client went away
-                return
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
-            if len(body) > self.max_bytes:
-                await self._refuse(scope, receive, send)
-                return
+        try:
+            async with asyncio.timeout(self.timeout):
+                while more:
+                    message = await receive()
+                    if message["type"] != "http.request":
+                        client = "{}:{}".format(*scope.get("client") or ("a client", "?"))
+                        logger.warning(
+                            "explore: %s went away during its %s %s (after %d bytes of its body)",
+                            client,
+                            scope["method"],
+                            scope["path"],
+                            len(body),
+                        )
+                        return
+                    body += message.get("body", b"")
+                    more = message.get("more_body", False)
+                    if len(body) > self.max_bytes:
+                        await self._refuse(scope, receive, send)
+                        return
+        except TimeoutError:
+            response = JSONResponse(
+                {"error": f"the request body did not arrive within {self.timeout:g} s"},
+                status_code=408,
+                headers={"Connection": "close"},
+            )
+            await response(scope, receive, send)
+            return
         replayed = False
 
         async def replay() -> dict:
@@ -252,17 +281,20 @@ class BodySizeLimit:
 
 class SameOrigin:
     """ASGI middleware: refuse (403) a request that changes state (not GET, HEAD or OPTIONS) sent by a page of
-    another origin (its ``Origin`` header names another host), so that no other site's page can drive the explorer
-    through the user's browser. Requests without an ``Origin`` (curl, scripts) pass."""
+    another origin, so that no other site's page can drive the explorer through the user's browser. An origin is a
+    scheme, a host and a port: a page of ``http://localhost:9999`` or ``https://localhost`` is another site than
+    the explorer at ``http://localhost:8000``. Requests without an ``Origin`` (curl, scripts) pass."""
 
-    def __init__(self, app: Any, allowed_hosts: Sequence[str]):
+    def __init__(self, app: Any):
         self.app = app
-        self.allowed_hosts = set(allowed_hosts)
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope["method"] not in ("GET", "HEAD", "OPTIONS"):
-            origin = dict(scope.get("headers", ())).get(b"origin")
-            if origin is not None and urlsplit(origin.decode("latin-1")).hostname not in self.allowed_hosts:
+            headers = dict(scope.get("headers", ()))
+            origin = headers.get(b"origin")
+            if origin is not None and not same_origin(
+                origin.decode("latin-1"), scope["scheme"], headers.get(b"host", b"").decode("latin-1")
+            ):
                 response = JSONResponse(
                     {
                         "error": f"requests from pages of another origin ({origin.decode('latin-1')!r}) are refused"
@@ -274,10 +306,53 @@ class SameOrigin:
         await self.app(scope, receive, send)
 
 
+class SecurityHeaders:
+    """ASGI middleware: every response forbids scripts and styles from elsewhere (Content-Security-Policy),
+    content sniffing and referrers. Pure ASGI, so that a request whose client went away (no response at all) is
+    not an error here."""
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Callable[[dict], Awaitable[None]]) -> None:
+        async def send_with_headers(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [
+                    *message.get("headers", ()),
+                    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode("latin-1")),
+                    (b"x-content-type-options", b"nosniff"),
+                    (b"referrer-policy", b"no-referrer"),
+                ]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def same_origin(origin: str, scheme: str, host: str) -> bool:
+    """Whether a page of ``origin`` (an ``Origin`` header) is of the server that ``scheme`` and ``host`` (the
+    request's ``Host`` header, which the host check has let through) name: the same scheme, host and port.
+
+    Example:
+        >>> same_origin("http://localhost:8000", "http", "localhost:8000"), same_origin("https://localhost", "http", "localhost")
+        (True, False)
+    """
+    try:
+        page, own = urlsplit(origin), urlsplit(f"{scheme}://{host}")
+        default = {"http": 80, "https": 443}
+        return (page.scheme, page.hostname, page.port or default.get(page.scheme)) == (
+            own.scheme,
+            own.hostname,
+            own.port or default.get(own.scheme),
+        )
+    except ValueError:  # a port that is not a number
+        return False
+
+
 def create_app(
     explorer: Explorer,
     *,
     max_body_bytes: int = MAX_BODY_BYTES,
+    body_timeout: float = BODY_TIMEOUT_S,
     allowed_hosts: Sequence[str] = LOCAL_HOSTS,
 ) -> FastAPI:
     """The explorer's application over ``explorer`` (whose owner closes it)."""
@@ -289,17 +364,10 @@ def create_app(
         redoc_url=None,
     )
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))
-    app.add_middleware(SameOrigin, allowed_hosts=list(allowed_hosts))
-    app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes)
+    app.add_middleware(SameOrigin)
+    app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes, timeout=body_timeout)
+    app.add_middleware(SecurityHeaders)
     grace = max(2.0, 0.1 * explorer.time_limit)
-
-    @app.middleware("http")
-    async def security_headers(request: Request, call_next: Callable[[Request], Awaitable[Any]]) -> Any:
-        response = await call_next(request)
-        response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
-        response.headers["X-Content-Type-Options"] = "nosniff"
-        response.headers["Referrer-Policy"] = "no-referrer"
-        return response
 
     @app.exception_handler(CastError)
     async def cast_error(request: Request, error: CastError) -> JSONResponse:

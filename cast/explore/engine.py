@@ -35,6 +35,7 @@ from cast.errors import CastError
 from cast.evaluate.answers import TextScorer
 from cast.explore import DEFAULT_MAX_PENDING, DEFAULT_TIME_LIMIT
 from cast.explore.views import SHOWN_PASSAGES, turn_view
+from cast.infra.models import check_device
 
 logger = logging.getLogger(__name__)
 
@@ -362,6 +363,7 @@ class Explorer:
     ):
         self.resources = Resources(config)
         check_config(config, self.resources)
+        check_device(config.get("device"))
         self.config = config
         self.conversations = Conversations(conversations)
         self.qrels = qrels or {}

@@ -36,7 +36,7 @@ from typing import Any, TypeGuard
 from cast.errors import CastError
 from cast.formats.answers import read_answers
 from cast.formats.runfile import read_run
-from cast.formats.textfiles import RUN_JSON_BYTES, parse_json, read_text
+from cast.formats.textfiles import RUN_JSON_BYTES, json_values, read_json
 from cast.infra.atomic import write_lines_atomic
 
 RUN_FORMATS = ("ikat2023", "ikat2024", "ikat2025")
@@ -204,11 +204,9 @@ def read_ikat_run(path: str | Path, fmt: str) -> Any:
         DataFormatError: the file is missing, too large, or not (strict) JSON.
     """
 
-    text = read_text(path, RUN_JSON_BYTES, "iKAT run file")
     if fmt == "ikat2025":
-        lines = enumerate(text.splitlines(), start=1)
-        return [parse_json(line, path, number) for number, line in lines if line.strip()]
-    return parse_json(text, path)
+        return [value for _, value in json_values(path, file_limit=RUN_JSON_BYTES, what="iKAT run file")]
+    return read_json(path, RUN_JSON_BYTES, "iKAT run file")
 
 
 def validate_ikat_run(run: Any, fmt: str, qids: Sequence[str] | None = None) -> list[str]:

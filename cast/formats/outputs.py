@@ -13,7 +13,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import re
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -22,12 +21,18 @@ from typing import Any
 
 from cast.core.records import ScoredPassage
 from cast.core.registry import without_runtime_settings
-from cast.errors import CastError, DataFormatError
-from cast.formats.runfile import RUN_COLUMNS, check_tag, format_query, read_run, write_run
-from cast.formats.textfiles import parse_json
+from cast.errors import CastError, DataFormatError, excerpt
+from cast.formats.runfile import (
+    RUN_COLUMNS,
+    check_tag,
+    format_query,
+    id_problem,
+    read_run,
+    split_columns,
+    write_run,
+)
+from cast.formats.textfiles import RECORD_LINE_BYTES, RUN_LINE_BYTES, json_lines, parse_json, utf8_lines
 from cast.infra.atomic import append_durably, remove_leftovers, write_lines_atomic
-
-_WHITESPACE = re.compile(r"\s")
 
 
 def run_scores(ranking: Sequence[ScoredPassage]) -> list[float]:
@@ -120,27 +125,23 @@ class RunOutputs:
             return {}
         done: dict[str, dict[str, Any]] = {}
         kept_records: list[str] = []
-        for line in self.answers_partial.read_bytes().splitlines(keepends=True):
+        for line in _whole_lines(self.answers_partial, RECORD_LINE_BYTES):
             try:
-                record = parse_json(line.decode("utf-8"), self.answers_partial)
-            except (DataFormatError, UnicodeDecodeError):
+                record = parse_json(line, self.answers_partial)
+            except DataFormatError:
                 break  # a record cut short by the interruption: that turn is redone
-            if (
-                not line.endswith(b"\n")
-                or not isinstance(record, dict)
-                or not isinstance(record.get("qid"), str)
-            ):
+            if not isinstance(record, dict) or not isinstance(record.get("qid"), str):
                 break
             if record["qid"] not in done:
                 done[record["qid"]] = record
-                kept_records.append(line.decode("utf-8"))
+                kept_records.append(line)
         write_lines_atomic(self.answers_partial, kept_records)
         kept: dict[tuple[str, str], str] = {}
         if self.run_partial.exists():
-            for line in self.run_partial.read_bytes().splitlines(keepends=True):
-                fields = line.decode("utf-8", "replace").split()
-                if line.endswith(b"\n") and len(fields) == RUN_COLUMNS and fields[0] in done:
-                    kept.setdefault((fields[0], fields[2]), line.decode("utf-8", "replace"))
+            for line in _whole_lines(self.run_partial, RUN_LINE_BYTES):
+                fields = split_columns(line)
+                if len(fields) == RUN_COLUMNS and fields[0] in done:
+                    kept.setdefault((fields[0], fields[2]), line)
         write_lines_atomic(self.run_partial, kept.values())
         return done
 
@@ -164,7 +165,7 @@ class RunOutputs:
 
     def finalize(self, qid_order: Sequence[str]) -> None:
         """Write both files in ``qid_order`` from the turns appended, and move them into place."""
-        records = [json.loads(line) for line in self.answers_partial.read_text(encoding="utf-8").splitlines()]
+        records = [record for _, record in json_lines(self.answers_partial)]
         # No run lines at all where no turn retrieved a passage.
         rankings = (
             read_run(self.run_partial)
@@ -196,6 +197,12 @@ class RunOutputs:
                 f"cannot finish the run: {len(missing)} turn(s) have no answer, e.g. {sorted(missing)[0]}"
             )
         records = sorted(records, key=lambda r: order[r["qid"]])
+        if records and not any(rankings.get(r["qid"]) for r in records):
+            raise CastError(
+                f"no turn retrieved a passage (turn {records[0]['qid']}'s query was {excerpt(records[0].get('query'))}), "
+                f"so {self.run_path} would have no lines: it is not written, nor {self.answers_path}. A query "
+                "retrieves nothing when each of its words is a stop word, or in no passage of the index"
+            )
         write_run(self.run_path, {qid: rankings[qid] for qid in order if qid in rankings}, self.tag)
         try:
             write_lines_atomic(self.answers_path, (json.dumps(r, ensure_ascii=False) + "\n" for r in records))
@@ -233,13 +240,24 @@ def held_lock(lock_path: Path, busy: str) -> Iterator[None]:
         os.close(fd)
 
 
+def _whole_lines(path: Path, line_limit: int) -> Iterator[str]:
+    """The lines of a partial output up to the first that an interruption cut short (no line end, or not UTF-8)."""
+    try:
+        for _, line in utf8_lines(path, line_limit):
+            if not line.endswith("\n"):
+                return
+            yield line
+    except DataFormatError:
+        return
+
+
 def _scored_ids(ranking: Sequence[ScoredPassage]) -> Iterator[tuple[str, float]]:
     """``(passage id, run score)`` of a ranking, refusing an id a run file cannot hold."""
-    spaced = next((p.id for p in ranking if not p.id or _WHITESPACE.search(p.id)), None)
-    if spaced is not None:  # an index built before ids were checked: stop now, not after the last turn
+    odd = next((p.id for p in ranking if id_problem(p.id) is not None), None)
+    if odd is not None:  # an index built before ids were checked: stop now, not after the last turn
         raise CastError(
-            f"the index returned passage id {spaced!r}, which a run file cannot hold (its columns are split on "
-            "whitespace); rebuild the index with `cast index build`, which refuses such ids"
+            f"the index returned passage id {odd!r}, which a run file cannot hold (it {id_problem(odd)}); rebuild "
+            "the index with `cast index build`, which refuses such ids"
         )
     return zip((p.id for p in ranking), run_scores(ranking), strict=True)
 

@@ -32,7 +32,7 @@ from cast.core.records import Answer
 from cast.formats.answers import read_answers
 from cast.formats.ikat_runs import coverage_problems
 from cast.formats.runfile import ranked, read_run
-from cast.formats.textfiles import RUN_JSON_BYTES, parse_json, read_text
+from cast.formats.textfiles import RUN_JSON_BYTES, json_values
 from cast.infra.atomic import write_lines_atomic
 from cast.infra.text import sentences as split_sentences
 
@@ -125,10 +125,7 @@ def read_rag24_run(path: str | Path) -> list[Any]:
     Raises:
         DataFormatError: the file is missing, too large, or a line is not (strict) JSON.
     """
-    text = read_text(path, RUN_JSON_BYTES, "TREC RAG 2024 file")
-    return [
-        parse_json(line, path, number) for number, line in enumerate(text.splitlines(), 1) if line.strip()
-    ]
+    return [value for _, value in json_values(path, file_limit=RUN_JSON_BYTES, what="TREC RAG 2024 file")]
 
 
 def validate_rag24_run(

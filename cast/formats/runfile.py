@@ -5,13 +5,18 @@ break the same way on every machine, ranks count from 1, and scores are written 
 
 Reading validates what ``trec_eval`` would trip over. A docid listed twice for one query is an error, as it is for
 ``trec_eval`` ("duplicate docs"): ``pytrec_eval`` and ``ir_measures`` would silently keep one of the two lines, so
-the score would depend on which. Ranks are not checked, since ``trec_eval`` orders by score and ignores them.
+the score would depend on which. Columns are split at ASCII whitespace, as ``trec_eval`` splits them, and ids
+(:func:`id_problem`) and scores must be what every tool reads alike: a score in ASCII digits (Python's ``float``
+also takes ``1_0``, ``٣`` or ``４``), an id without whitespace, control or format characters (a NUL, a
+byte-order mark). Ranks are not checked, since ``trec_eval`` orders by score and ignores them.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -21,6 +26,46 @@ from cast.formats.textfiles import RUN_LINE_BYTES, utf8_lines
 from cast.infra.atomic import write_lines_atomic
 
 RUN_COLUMNS = 6
+# What separates the columns of run and qrels files for trec_eval (Python's str.split also splits at U+2028, U+0085...).
+ASCII_WHITESPACE = re.compile(r"[ \t\n\r\f\v]+")
+# A number as trec_eval reads it (C's strtod), in ASCII digits.
+_ASCII_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_ASCII_ODD = re.compile(r"[\x00-\x20\x7f]")
+
+
+def id_problem(value: object) -> str | None:
+    """Why ``value`` cannot be a qid, a docid or a run tag (None: it can). One is a non-empty string without
+    whitespace (it would split a run file's columns), control characters or format characters (a NUL, a
+    zero-width space, a byte-order mark: invisible, and read differently by different tools).
+
+    Example:
+        >>> id_problem("31_1"), id_problem("\ufeff31_1"), id_problem(None)
+        (None, 'holds U+FEFF (an invisible format character)', 'is null, not a string')
+    """
+    if not isinstance(value, str):
+        return f"is {'null' if value is None else type(value).__name__}, not a string"
+    if not value:
+        return "is empty"
+    if value.isascii():
+        found = _ASCII_ODD.search(value)
+        odd = found.group() if found else None
+    else:
+        odd = next((c for c in value if c.isspace() or unicodedata.category(c)[0] in "CZ"), None)
+    if odd is None:
+        return None
+    kind = (
+        "a space"
+        if odd.isspace()
+        else "a control character"
+        if unicodedata.category(odd) == "Cc"
+        else "an invisible format character"
+    )
+    return f"holds U+{ord(odd):04X} ({kind})"
+
+
+def split_columns(line: str) -> list[str]:
+    """A run or qrels line's columns, split as trec_eval splits them (at ASCII whitespace)."""
+    return [column for column in ASCII_WHITESPACE.split(line) if column]
 
 
 def format_run_line(qid: str, docid: str, rank: int, score: float, tag: str) -> str:
@@ -95,14 +140,14 @@ def read_run(path: str | Path) -> dict[str, dict[str, float]]:
             number, or a docid appears twice for one query.
     """
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():  # anything else there (a device, a FIFO, a folder) is named by the reader
         raise DataFormatError(path, "no such run file")
     run: dict[str, dict[str, float]] = {}
     first_seen: dict[tuple[str, str], int] = {}
     for line_number, line in utf8_lines(path, RUN_LINE_BYTES):
         if not line.strip():
             continue
-        parts = line.split()
+        parts = split_columns(line)
         if len(parts) != RUN_COLUMNS:
             raise DataFormatError(
                 path,
@@ -110,12 +155,17 @@ def read_run(path: str | Path) -> dict[str, dict[str, float]]:
                 line_number,
             )
         qid, _, docid, _, score_text, _ = parts
-        try:
-            score = float(score_text)
-        except ValueError:
-            score = math.nan
+        for name, value in (("qid", qid), ("docid", docid)):
+            problem = id_problem(value)
+            if problem is not None:
+                raise DataFormatError(path, f"{name} {excerpt(value)} {problem}", line_number)
+        score = float(score_text) if _ASCII_NUMBER.fullmatch(score_text) else math.nan
         if not math.isfinite(score):
-            raise DataFormatError(path, f"score {excerpt(score_text)} is not a finite number", line_number)
+            raise DataFormatError(
+                path,
+                f"score {excerpt(score_text)} is not a finite number in ASCII digits (e.g. 12.5 or -3.2e-4)",
+                line_number,
+            )
         key = (qid, docid)
         if key in first_seen:
             raise DataFormatError(
@@ -133,5 +183,5 @@ def read_run(path: str | Path) -> dict[str, dict[str, float]]:
 
 def check_tag(tag: str) -> None:
     """Refuse a run tag that would break the run file's columns (``ValueError``)."""
-    if not tag or any(c.isspace() for c in tag):
+    if id_problem(tag) is not None:
         raise ValueError(f"a run tag must be non-empty and without whitespace, got {tag!r}")

@@ -57,8 +57,11 @@ topics. Each CAsT 2022 file carries one kind of rewrite; to have both on the man
     automatic = {t.qid: t.automatic_rewrite for c in load_topics(automatic_file) for t in c.turns}
     conversations = load_topics(manual_file, automatic_rewrites=automatic)
 
-An utterance or rewrite that is empty raises :class:`~cast.errors.EmptyUtteranceError` naming the qid and the
-file: such a turn cannot be searched, and dropping it would silently change the evaluation. Any other problem
+An utterance or rewrite that is empty, or has no letter or digit (punctuation, zero-width or combining marks only),
+raises :class:`~cast.errors.EmptyUtteranceError` naming the qid and the file: such a turn cannot be searched, and
+dropping it would silently change the evaluation. Qids must be ids a run file can hold
+(:func:`~cast.formats.runfile.id_problem`: no whitespace, control or format characters), a sample's ``topic_id`` a
+string or a whole number (not ``null``, ``true`` or a list), and a CAsT ``number`` ASCII digits. Any other problem
 raises :class:`~cast.errors.DataFormatError` naming the file, and the topic, turn or line.
 """
 
@@ -76,14 +79,18 @@ from cast.core.records import Conversation, Turn, to_dict
 from cast.errors import DataFormatError, EmptyUtteranceError, excerpt
 from cast.formats.ikat import is_ikat, read_ikat_topics
 from cast.formats.irds import is_irds, read_irds_qrels, read_irds_topics
-from cast.formats.textfiles import TABLE_BYTES, TOPICS_BYTES, read_json, read_text
+from cast.formats.runfile import id_problem, split_columns
+from cast.formats.textfiles import TABLE_BYTES, TABLE_LINE_BYTES, TOPICS_BYTES, read_json, utf8_lines
 
 FORMATS = ("cast", "sample", "ikat")
 # The longest qid (``<topic>_<turn>``; CAsT's and iKAT's have at most 10 characters).
 MAX_QID_CHARS = 100
+# The largest relevance grade, either sign (TREC's scales run from -2 to 4).
+MAX_GRADE = 100
+_GRADE = re.compile(r"[-+]?[0-9]{1,9}")
 
 # Topic numbers and turn numbers ("3", or "1-3" for a CAsT 2022 tree path) as they appear in official qids.
-_CAST_NUMBER = re.compile(r"\d+(-\d+)?")
+_CAST_NUMBER = re.compile(r"[0-9]+(-[0-9]+)?")
 # The first of these present gives the canonical result id of a 2020 turn (each file has at most one).
 _CANONICAL_ID_KEYS = ("manual_canonical_result_id", "canonical_result_id", "automatic_canonical_result_id")
 _SAMPLE_TURN_KEYS = {"utterance", "manual_rewrite", "automatic_rewrite", "response", "response_ids"}
@@ -175,20 +182,23 @@ def read_rewrites(path: str | Path) -> dict[str, str]:
 
 
 def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
-    """Read TREC qrels (``qid iteration docid relevance`` a line, whitespace-separated) as ``{qid: {docid:
+    """Read TREC qrels (``qid iteration docid relevance`` a line, separated by ASCII whitespace) as ``{qid: {docid:
     relevance}}``.
 
-    Blank lines are skipped. A (qid, docid) pair judged twice keeps its last grade, as trec_eval does.
-    ``irds:<id>`` reads the qrels of an ir_datasets dataset (:mod:`cast.formats.irds`).
+    Blank lines are skipped. A (qid, docid) pair judged twice keeps its last grade, as trec_eval does. A grade is
+    an integer in ASCII digits from -:data:`MAX_GRADE` to :data:`MAX_GRADE` (Python's ``int`` also reads ``1_0``
+    as 10 and ``٣`` as 3, and pytrec_eval fails on one beyond C's ``int``); qids and docids are ids a run file can
+    hold (:func:`~cast.formats.runfile.id_problem`). ``irds:<id>`` reads the qrels of an ir_datasets dataset
+    (:mod:`cast.formats.irds`).
 
     Raises:
-        DataFormatError: the file is missing or empty, or a line has not four fields or an integer relevance.
+        DataFormatError: the file is missing or empty, or a line has not four fields, an id or a grade as above.
     """
     if is_irds(path):
         return read_irds_qrels(str(path))
     qrels: dict[str, dict[str, int]] = {}
     for line_number, line in _read_lines(path):
-        parts = line.split()
+        parts = split_columns(line)
         if len(parts) != 4:
             raise DataFormatError(
                 path,
@@ -196,12 +206,18 @@ def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
                 line_number,
             )
         qid, _, docid, relevance = parts
-        try:
-            qrels.setdefault(qid, {})[docid] = int(relevance)
-        except ValueError:
+        for name, value in (("qid", qid), ("docid", docid)):
+            problem = id_problem(value)
+            if problem is not None:
+                raise DataFormatError(path, f"{name} {excerpt(value)} {problem}", line_number)
+        if not _GRADE.fullmatch(relevance) or abs(int(relevance)) > MAX_GRADE:
             raise DataFormatError(
-                path, f"relevance {excerpt(relevance)} is not an integer", line_number
-            ) from None
+                path,
+                f"relevance {excerpt(relevance)} is not a grade: an integer from {-MAX_GRADE} to {MAX_GRADE} in "
+                "ASCII digits",
+                line_number,
+            )
+        qrels.setdefault(qid, {})[docid] = int(relevance)
     if not qrels:
         raise DataFormatError(path, "the qrels file is empty")
     return qrels
@@ -209,8 +225,8 @@ def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
 
 def _read_lines(path: str | Path) -> list[tuple[int, str]]:
     """The non-blank lines of a text file (qrels, rewrites) with their 1-based numbers, line ends removed."""
-    lines = read_text(path, TABLE_BYTES, "qrels or rewrites file").splitlines()
-    return [(number, line) for number, line in enumerate(lines, start=1) if line.strip()]
+    lines = utf8_lines(path, TABLE_LINE_BYTES, file_limit=TABLE_BYTES, what="qrels or rewrites file")
+    return [(number, line.rstrip("\r\n")) for number, line in lines if line.strip()]
 
 
 def _detect_format(path: str | Path, data: Any) -> str:
@@ -296,9 +312,14 @@ def _read_sample(path: str | Path, data: Any) -> list[Conversation]:
         where = f"conversation #{index + 1}"
         if not isinstance(item, dict) or not isinstance(item.get("turns"), list) or not item["turns"]:
             raise DataFormatError(path, f"{where} has no 'turns' list, or an empty one")
-        topic_id = str(item.get("topic_id", "")).strip()
+        given = item.get("topic_id")
+        # A string, or a whole number as CAsT's and iKAT's topic numbers are (not null, true or a list).
+        topic_id = str(given).strip() if isinstance(given, str | int) and not isinstance(given, bool) else ""
         if not topic_id or any(character.isspace() for character in topic_id):
-            raise DataFormatError(path, f"{where} needs a 'topic_id' without spaces (it starts each qid)")
+            raise DataFormatError(
+                path,
+                f"{where} needs a 'topic_id' without spaces (it starts each qid): a string or a number, found {excerpt(given)}",
+            )
         if topic_id in {conversation.topic_id for conversation in conversations}:
             raise DataFormatError(path, f"{where} repeats topic_id {topic_id!r}")
         turns = tuple(
@@ -378,13 +399,14 @@ def _check_same_utterance(
 
 
 def _check_qid(path: str | Path, qid: str) -> None:
-    """A qid is a column of every run file: without whitespace, and short (a run file repeats it a thousand times
-    a turn)."""
-    if len(qid) > MAX_QID_CHARS or any(character.isspace() for character in qid):
+    """A qid is a column of every run file: an id a run file can hold (:func:`~cast.formats.runfile.id_problem`),
+    and short (a run file repeats it a thousand times a turn)."""
+    problem = id_problem(qid) or (
+        f"is longer than {MAX_QID_CHARS} characters" if len(qid) > MAX_QID_CHARS else None
+    )
+    if problem is not None:
         raise DataFormatError(
-            path,
-            f"qid {excerpt(qid)} is longer than {MAX_QID_CHARS} characters or holds whitespace; shorten the "
-            "topic's id (or number) and the turn's",
+            path, f"qid {excerpt(qid)} {problem}; change the topic's id (or number) and the turn's"
         )
 
 
@@ -399,6 +421,11 @@ def _check_not_empty(path: str | Path, turn: Turn) -> None:
             raise EmptyUtteranceError(
                 f"{path}: turn {turn.qid} has an empty {what}; write its text in the file (a turn without "
                 f"text cannot be searched)"
+            )
+        if text is not None and not any(character.isalnum() for character in text):
+            raise EmptyUtteranceError(
+                f"{path}: turn {turn.qid}'s {what} {excerpt(text, 40)} has no letter or digit, so nothing to search; "
+                "write its text in the file"
             )
 
 

@@ -8,7 +8,8 @@ the shared cache, keyed by model, length limit and text.
 The config's ``encoder`` section picks how the model runs (:class:`EncoderSettings`): with PyTorch through
 sentence-transformers, or exported from the same local weights to ONNX (run by ONNX Runtime, optionally with
 int8 dynamic quantisation) or to OpenVINO. An export is built once, into ``cache_dir/encoders/``, in a folder
-keyed by the model's files, the backend and its options (:func:`export_key`).
+keyed by the model's files, the backend and its options (:func:`export_key`). It is a cache: one that the runtime
+cannot load (cut short, overwritten) is moved aside to ``FOLDER.damaged`` and built again, with one warning.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ import base64
 import hashlib
 import itertools
 import json
+import logging
 import os
+import shutil
 import sys
 import tempfile
 from collections import deque
@@ -33,7 +36,9 @@ from cast.core.settings import Settings
 from cast.errors import ConfigError, ModelUnavailableError
 from cast.infra.cache import Cache
 from cast.infra.extras import require_extra
-from cast.infra.models import load_sentence_transformer
+from cast.infra.models import first_line, load_sentence_transformer
+
+log = logging.getLogger(__name__)
 
 # How the bundled model is named in cache keys, store manifests and run descriptions (its folder varies).
 BUNDLED_MODEL_ID = "all-MiniLM-L6-v2"
@@ -292,8 +297,7 @@ class ExportedEncoder:
         if root is None:
             self._temporary = tempfile.TemporaryDirectory(prefix="cast-encoders-")
             root = Path(self._temporary.name)
-        model_file = build_export(folder, model_id, settings, root)
-        self.run, input_names = runtime_session(model_file, settings)
+        self.run, input_names = loaded_export(folder, model_id, settings, root)
         self.tokenizer.input_names = tuple(input_names)
         # One text per run (class docstring): faster on CPU cores, and with int8 weights the only way a resumed run,
         # or one spread over Ray workers, gets the embeddings of an uninterrupted one.
@@ -606,6 +610,36 @@ def build_export(folder: Path, model_id: str, settings: EncoderSettings, root: P
             if not model_file.is_file():
                 raise
     return model_file
+
+
+def loaded_export(
+    folder: Path, model_id: str, settings: EncoderSettings, root: Path
+) -> tuple[Any, list[str]]:
+    """:func:`runtime_session` of the export of ``settings`` (:func:`build_export`); an export the runtime cannot
+    load is moved aside to ``FOLDER.damaged`` and built again, with one warning."""
+    model_file = build_export(folder, model_id, settings, root)
+    try:
+        return runtime_session(model_file, settings)
+    except Exception as e:  # ONNX Runtime's errors (InvalidProtobuf...) are direct subclasses of Exception
+        export = model_file.parent
+        aside = export.with_name(export.name + ".damaged")
+        shutil.rmtree(aside, ignore_errors=True)
+        os.replace(export, aside)
+        log.warning(
+            "the %s export %s could not be loaded (%s): moved it to %s and exporting again",
+            settings.backend,
+            export,
+            first_line(e),
+            aside,
+        )
+    model_file = build_export(folder, model_id, settings, root)
+    try:
+        return runtime_session(model_file, settings)
+    except Exception as e:  # the runtime cannot read what it exported: not a damaged cache
+        raise ModelUnavailableError(
+            model_id,
+            f"its {settings.backend} export {model_file} cannot be loaded, even built again ({first_line(e)})",
+        ) from e
 
 
 def export_onnx(folder: Path, model_id: str, path: Path) -> Path:

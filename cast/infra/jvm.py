@@ -10,6 +10,11 @@ Everything else asks this module for a searcher, an index reader or an indexer. 
   the JVM is told to allow the former and java.util.logging keeps only severe messages, so commands stay quiet.
 * The JVM is started with ``-Xrs``: otherwise it takes SIGINT, and Ctrl-C ends the process at once, with no
   KeyboardInterrupt, no clean-up of partial outputs and no message.
+* A JVM that cannot start (it could not reserve its memory) prints why and ends the process, with no chance for an
+  error of ours: its lines and its warnings go to stderr (``-XX:+DisplayVMOutputToStderr``, ``-Xlog``; stdout is
+  the command's output), and
+  under an address-space limit (``ulimit -v``) ``java -version`` is tried first within the room this process has
+  left, so that a JVM that would not start is one line (:func:`_check_room_for_java`).
 * numpy's BLAS is limited to one thread once the JVM runs (OpenBLAS threads crash the process beside it).
 * Pyserini builds an OpenAI client at import time, which rejects an empty key; a placeholder is set if unset.
 * ``pyserini.search.lucene`` imports every query encoder of Pyserini's (transformers, scikit-learn: 7 s of CPU, the
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import threading
 import typing
@@ -81,13 +87,47 @@ def start() -> None:
         if not jnius_config.vm_running:
             pyserini_setup.configure_classpath(str(Path(pyserini.__file__).parent / "resources" / "jars"))
             jnius_config.options = [o for o in jnius_config.options if "jdk.incubator.vector" not in o]
-            jnius_config.options.append("-Xrs")
+            jnius_config.options += [
+                "-Xrs",
+                "-XX:+DisplayVMOutputToStderr",
+                "-Xlog:disable",
+                "-Xlog:all=warning:stderr",
+            ]
             if (_java_major(home) or 0) >= 23:  # an unknown option before 23: the JVM would not start
                 jnius_config.options.append("--sun-misc-unsafe-memory-access=allow")
+            _check_room_for_java(home, jnius_config.options)
             import jnius  # noqa: F401  (starts the JVM)
         _single_threaded_blas()
         _quiet_java_logging()
         _started = True
+
+
+def _check_room_for_java(home: Path, options: list[str]) -> None:
+    """Under an address-space limit, start ``java -version`` (with the JVM's options) within the room this process
+    has left under it: a :class:`CastError` in one line if that JVM cannot start, as this process's would not."""
+    import resource
+
+    limit, _ = resource.getrlimit(resource.RLIMIT_AS)
+    statm = Path("/proc/self/statm")
+    if limit == resource.RLIM_INFINITY or not statm.exists():
+        return
+    used = int(statm.read_text().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    room_kb = max(limit - used, 0) // 1024
+    java = " ".join(shlex.quote(word) for word in [str(home / "bin" / "java"), *options, "-version"])
+    probe = subprocess.run(
+        ["/bin/sh", "-c", f"ulimit -v {room_kb} && exec {java}"], capture_output=True, text=True, timeout=60
+    )
+    if probe.returncode != 0:
+        said = [
+            line.strip()
+            for line in probe.stderr.splitlines()
+            if line.strip() and not line.startswith("Error occurred during initialization")
+        ]
+        raise CastError(
+            f"cannot start Java within this process's address-space limit (ulimit -v {limit // 1024} KB, "
+            f"{room_kb // 1024} MB of it left): {said[0] if said else 'the JVM did not start'}; raise the "
+            "limit (ulimit -v unlimited)"
+        )
 
 
 def _single_threaded_blas() -> None:
@@ -196,16 +236,52 @@ def index_reader(index_dir: str) -> Any:
 
 def corrupt_index(path: str | Path, error: BaseException) -> CastError:
     """The one-line error for an index Lucene cannot read (its Java stack trace cut to its first line), with the
-    command that rebuilds it; an error that is not about reading the index's files (a setting Lucene cannot use)
-    says so instead: rebuilding would not help, and loses the index."""
+    command that rebuilds it. An error that does not say so (bit flips in a segment give an
+    ``ArrayIndexOutOfBoundsException``, or a search task that never finished) has the index's files checked against
+    their checksums: where they are intact, the error is not the index's (a setting Lucene cannot use) and says so
+    instead, since rebuilding would not help, and loses the index."""
 
-    said = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
+    said = _first_line(error)
     if not _READ_ERRORS.search(str(error)):
-        return CastError(f"Lucene failed to search the index at {path} ({excerpt(said, 160)})")
+        damage = checksum_problem(path)
+        if damage is None:
+            return CastError(f"Lucene failed to search the index at {path} ({excerpt(said, 160)})")
+        said = damage
+    # A searcher or reader over damaged files must not serve this process again (say, after a rebuild).
+    searcher.cache_clear()
+    index_reader.cache_clear()
     return IndexUnavailableError(
         f"cannot read the index at {path}, which looks damaged ({excerpt(said, 160)}); rebuild it with "
         f"`{index_command(path, 'build')}`"
     )
+
+
+def checksum_problem(index_dir: str | Path) -> str | None:
+    """The first line of what Lucene finds wrong when it checks every file of the index against the checksum it
+    was written with (None: every file is intact). It reads the whole index: only for an index that failed."""
+    start()
+    from jnius import autoclass
+
+    directory = autoclass("org.apache.lucene.store.FSDirectory").open(
+        autoclass("java.io.File")(str(index_dir)).toPath()
+    )
+    try:
+        reader = autoclass("org.apache.lucene.index.DirectoryReader").open(directory)
+        try:
+            for leaf in reader.leaves().toArray():
+                leaf.reader().checkIntegrity()
+        finally:
+            reader.close()
+    except Exception as e:  # jnius' JavaException, with Lucene's CorruptIndexException in its message
+        return _first_line(e)
+    finally:
+        directory.close()
+    return None
+
+
+def _first_line(error: BaseException) -> str:
+    """A Java exception's message without its stack trace."""
+    return next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
 
 
 # Java exceptions that mean an index's files cannot be read (damaged, cut short, missing or of another version).

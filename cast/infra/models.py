@@ -9,6 +9,7 @@ any turn is processed. torch and transformers are imported inside the functions.
 from __future__ import annotations
 
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any
@@ -33,9 +34,33 @@ def resolve_device(device: str | None = "auto") -> str:
         import torch
 
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cpu" or device == "mps" or device == "cuda" or device.startswith("cuda:"):
+    if device in ("cpu", "mps") or _CUDA_DEVICE.fullmatch(device):
         return device
     raise ConfigError(f"unknown device {device!r}; use auto, cpu, cuda, cuda:N or mps")
+
+
+_CUDA_DEVICE = re.compile(r"cuda(:[0-9]+)?")
+
+
+def check_device(device: str | None) -> None:
+    """Refuse (:class:`ConfigError`) a ``device`` setting that names a device this machine does not have, before any
+    model loads (torch is imported only where the setting names a GPU)."""
+    resolved = resolve_device(device) if device not in (None, "auto", "cpu") else "cpu"
+    if resolved == "cpu":
+        return
+    import torch
+
+    if resolved == "mps":
+        if not torch.backends.mps.is_available():
+            raise ConfigError(
+                "device 'mps': this machine has no Apple GPU that torch can use; set device=auto or cpu"
+            )
+        return
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    number = int(resolved.partition(":")[2] or 0)
+    if number >= count:
+        found = f"only {count} CUDA device(s)" if count else "no CUDA device that torch can use"
+        raise ConfigError(f"device {resolved!r}: this machine has {found}; set device=auto or cpu")
 
 
 def resolve_dtype(dtype: str, device: str, gpu_default: str = "float16") -> Any:

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cast.core.config import CONFIG_DIR
-from cast.errors import ConfigError
+from cast.errors import ConfigError, DataFormatError
+from cast.formats.textfiles import decode_text
 
 PROMPT_DIR = CONFIG_DIR / "prompts"
 ROLES = ("system", "user", "assistant")
@@ -58,9 +59,9 @@ class PromptTemplate:
         path = prompt_path(name_or_path)
         data = path.read_bytes()
         try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise ConfigError(f"prompt template {path}: not UTF-8 text (offset {e.start})") from None
+            text = decode_text(data, path)
+        except DataFormatError as e:
+            raise ConfigError(f"prompt template {e}") from None
         return cls.parse(
             name_or_path, text, needed, optional, sha256=hashlib.sha256(data).hexdigest(), where=path
         )

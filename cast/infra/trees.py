@@ -4,7 +4,6 @@ a model file and :class:`TreeEnsemble` scores without scikit-learn."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -12,6 +11,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from cast.errors import DataFormatError
+from cast.formats.textfiles import RECORD_BYTES, parse_json, read_text
 
 Model = TypeVar("Model")
 
@@ -122,12 +122,12 @@ def load_tree_model(
         DataFormatError: the file is missing, not such a model, or trained on other features.
     """
     path = Path(path)
+    if not path.exists():
+        raise DataFormatError(path, f"no such model file; train one with {retrain}")
+    data = parse_json(read_text(path, RECORD_BYTES, what), path, what=f"a {what}")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
         trained_on = tuple(data["features"])
         model = build(TreeEnsemble(data["trees"], data["init"], data["rate"]), data)
-    except FileNotFoundError:
-        raise DataFormatError(path, f"no such model file; train one with {retrain}") from None
     except (ValueError, KeyError, TypeError) as e:
         raise DataFormatError(path, f"not a {what} ({type(e).__name__}: {e})") from None
     if trained_on != features:

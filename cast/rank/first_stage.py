@@ -27,13 +27,18 @@ def passage_from_raw(docid: str, raw: str | None) -> Passage:
     return Passage(id=docid, text=fields.get("contents", ""), title=fields.get("title") or None)
 
 
+# The most hits Lucene is asked for: its searchers take the count as a Java int (and cap it at the passage count).
+MAX_HITS = 2**31 - 1
+
+
 class LuceneFirstStage(FirstStage):
     """Searches the configured index; subclasses choose the scoring function."""
 
     class Settings(FirstStage.Settings):
-        k: Annotated[int, Field(ge=1, description="passages retrieved per query (the run file's depth).")] = (
-            1000
-        )
+        k: Annotated[
+            int,
+            Field(ge=1, le=MAX_HITS, description="passages retrieved per query (the run file's depth)."),
+        ] = 1000
         threads: Annotated[
             int,
             Field(

@@ -71,7 +71,7 @@ from cast.entity.builders.surfaces import (
 from cast.entity.inlinks import InLinkArrays
 from cast.entity.link.linkers import entity_uri
 from cast.errors import CastError, ConfigError, DataFormatError, IndexUnavailableError
-from cast.formats.textfiles import parse_json, read_bytes
+from cast.formats.textfiles import decode_text, parse_json, read_bytes
 from cast.index.collections import read_passages
 from cast.index.record import build_record
 from cast.infra.cluster import RayOptions, map_in_order
@@ -181,7 +181,11 @@ class EntityDictionary:
         path = folder / DICTIONARY_FILE
         rebuild = rebuild_advice(folder)
         raw = read_bytes(path, DICTIONARY_BYTES, "entity dictionary")
-        data = parse_json(raw, path, what=f"JSON ({rebuild})")
+        try:
+            text = decode_text(raw, path)
+        except DataFormatError as e:
+            raise DataFormatError(path, f"{e.problem}; {rebuild}", e.line) from None
+        data = parse_json(text, path, what=f"JSON ({rebuild})")
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             found = data.get("format") if isinstance(data, dict) else type(data).__name__
             raise DataFormatError(path, f"format {found} is not {FORMAT}; {rebuild}")

@@ -65,7 +65,7 @@ def test_run_resumes_only_the_same_experiment_and_overwrite_starts_over(
         (
             b"Tell me about Glasgow.\n\xff caf\xe9?\nWhat is climate change?\n",
             ["user_1", "user_2"],
-            "(line 2 is not UTF-8",
+            "(line 2: not UTF-8 text (byte 0xff at column 1); type it again)",
         ),
     ],
 )

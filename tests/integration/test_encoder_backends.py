@@ -79,6 +79,26 @@ def test_a_missing_export_is_built_with_a_message(tmp_path, capfd):
     assert message == [f"cast: exporting all-MiniLM-L6-v2 to onnx (once) into {next(tmp_path.iterdir())}"]
 
 
+def test_an_export_that_cannot_be_loaded_is_moved_aside_and_built_again(exports, tmp_path, caplog):
+    import shutil
+
+    settings = EncoderSettings("onnx", threads=1)
+    SentenceEncoder(None, "cpu", 64, settings, exports)  # built here or by the tests above
+    built = next(p for p in exports.iterdir() if p.name.startswith("all-MiniLM-L6-v2-onnx-"))
+    copy = tmp_path / built.name
+    shutil.copytree(built, copy)
+    model = copy / "model.onnx"
+    model.write_bytes(model.read_bytes()[:100_000])  # cut short: a disk that filled while it was copied, say
+    with caplog.at_level("WARNING"):
+        encoder = SentenceEncoder(None, "cpu", 64, settings, tmp_path)
+    [warning] = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert f"the onnx export {copy} could not be loaded" in warning and "exporting again" in warning
+    assert (tmp_path / f"{built.name}.damaged" / "model.onnx").stat().st_size == 100_000
+    np.testing.assert_allclose(
+        encoder.embed(SENTENCES[:2]), SentenceEncoder(None, "cpu", 64, settings, exports).embed(SENTENCES[:2])
+    )
+
+
 def test_quantised_embeddings_are_cached_apart_from_exact_ones(exports):
     cache = Cache(None)
     texts = SENTENCES[:2]

@@ -23,6 +23,8 @@ from cast.formats.topics import load_topics
         ("stemmer=bogus", "stemmer must be one of krovetz, porter, none, got 'bogus'"),
         ("knowledge_base.bogus=1", "knowledge_base collection: unknown setting(s) bogus"),
         ("knowledge_base.name=nonexistent", "unknown knowledge_base 'nonexistent'"),
+        ("first_stage.k=2147483648", "first_stage.k must be in [1, 2147483647], got 2147483648"),
+        ("device=cuda:x", "unknown device 'cuda:x'"),
     ],
 )
 def test_every_setting_is_checked_before_the_run(core_index, override, message):
@@ -34,6 +36,22 @@ def test_every_setting_is_checked_before_the_run(core_index, override, message):
         with pytest.raises(ConfigError) as caught:
             start(config)
         assert message in str(caught.value)
+
+
+@pytest.mark.parametrize("device", ["cuda", "cuda:7", "mps"])
+def test_a_device_this_machine_lacks_is_one_line_before_the_first_turn(capsys, core_index, tmp_path, device):
+    import torch
+
+    if device.startswith("cuda") and torch.cuda.device_count() > 7:
+        pytest.skip("this machine has the device")
+    if device == "mps" and torch.backends.mps.is_available():
+        pytest.skip("this machine has the device")
+    code, _, err = cast(
+        capsys, "run", *BASELINE, "--index", core_index, "--set", f"device={device}", "--topics",
+        Path(__file__).parent.parent / "fixtures/core/conversations.json", "--output", tmp_path / "r",
+    )  # fmt: skip
+    assert code == 1 and f"device '{device}': this machine has " in one_error_line(err)
+    assert not list(tmp_path.iterdir())
 
 
 def test_a_stemmer_other_than_the_indexs_is_refused(core_index):
@@ -70,7 +88,16 @@ def truncated_postings(index: Path) -> None:
         postings.write_bytes(postings.read_bytes()[:20])
 
 
-@pytest.mark.parametrize("damage", [garbage_segments, truncated_postings])
+def flipped_bits(index: Path) -> None:
+    """The middle third of the terms dictionary inverted: Lucene searches on, and fails on no read error."""
+    for terms in index.glob("*.tim"):
+        data = bytearray(terms.read_bytes())
+        third = len(data) // 3
+        data[third : 2 * third] = bytes(b ^ 0xFF for b in data[third : 2 * third])
+        terms.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("damage", [garbage_segments, truncated_postings, flipped_bits])
 def test_a_damaged_index_is_one_line_naming_it_and_the_rebuild(core_index, tmp_path, damage, capsys):
     from cast.core.resources import Resources
     from cast.errors import IndexUnavailableError
@@ -80,7 +107,7 @@ def test_a_damaged_index_is_one_line_naming_it_and_the_rebuild(core_index, tmp_p
     index = damaged_copy(core_index, tmp_path, damage)
     with pytest.raises(IndexUnavailableError) as caught:
         jvm.index_reader(str(index))
-        LMDFirstStage(Resources({"index": str(index)})).search("radioactivity")
+        LMDFirstStage(Resources({"index": str(index)})).search_batch(["radioactivity", "Glasgow"])
     message = str(caught.value)
     assert "\n" not in message and f"cannot read the index at {index}" in message
     # The advice names the inputs the index was built from, so that it works as given.

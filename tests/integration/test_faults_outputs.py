@@ -18,6 +18,7 @@ from test_faults import advised_command
 from test_faults_outputs_refusals import CONVERSATIONS, FIXTURES
 
 from cast.errors import CastError, DataFormatError
+from cast.formats.textfiles import json_lines
 from cast.formats.topics import load_topics
 
 
@@ -154,8 +155,6 @@ def test_a_sweep_folder_of_other_topics_or_colliding_point_names_is_refused(swee
     code, err = sweep("--grid", "selector.threshold=0,1", topics=other_topics(tmp_path))
     assert code == 1 and "holds a sweep of other inputs (topics: 'sha256:" in one_error_line(err)
     # Another key whose last part names the points alike: its points are not the ones in the folder.
-    code, err = sweep("--grid", "selector.weight=0.5", "--grid", "summarizer.words=50")
-    assert code == 0, err  # other names: kept beside them
     code, err = sweep("--grid", "ptkb.threshold=0,1")
     line = one_error_line(err)
     assert (
@@ -163,6 +162,35 @@ def test_a_sweep_folder_of_other_topics_or_colliding_point_names_is_refused(swee
     )
     code, err = sweep("--grid", "selector.threshold=0,1")
     assert code == 0 and err.count("(finished earlier)") == 2
+
+
+def test_a_sweep_with_another_grid_does_not_replace_the_folders_report(sweep, tmp_path):
+    out = tmp_path / "sweep"
+    code, err = sweep("--grid", "selector.threshold=0,1")
+    assert code == 0, err
+    report = (
+        (out / "report.md").read_bytes(),
+        (out / "retrieval.csv").read_bytes(),
+        (out / "sweep.png").read_bytes(),
+    )
+    code, err = sweep("--grid", "summarizer.words=30,50")
+    line = one_error_line(err)
+    assert (
+        code == 1
+        and f"{out} holds the report of another sweep, with point(s) threshold=0, threshold=1" in line
+    )
+    assert (
+        (out / "report.md").read_bytes(),
+        (out / "retrieval.csv").read_bytes(),
+        (out / "sweep.png").read_bytes(),
+    ) == report
+    assert not (out / "words=30.run").exists()
+    # The same grid with more values reports every point the folder's report had, and more.
+    code, err = sweep("--grid", "selector.threshold=0,1,0.5")
+    assert code == 0 and err.count("(finished earlier)") == 2
+    assert "threshold=0.5" in (out / "report.md").read_text()
+    code, err = sweep("--grid", "summarizer.words=30,50", "--overwrite")
+    assert code == 0 and "threshold" not in (out / "report.md").read_text()
 
 
 def test_a_sweep_removes_the_temporary_files_a_killed_sweep_left(sweep, tmp_path):
@@ -193,17 +221,45 @@ def test_a_link_at_the_prepared_files_old_temporary_name_is_not_written_through(
     assert victim.read_text() == "keep me\n" and prepared.is_file()
 
 
-def test_a_run_whose_turns_retrieve_nothing_is_finished(capsys, core_index, tmp_path):
+def raw_run(capsys, index: Path, tmp_path: Path, *utterances: str, args: tuple = ()) -> tuple[int, str, str]:
+    """``cast run`` of the raw utterances given, as one conversation ``z``, into ``tmp_path/r``."""
     topics = tmp_path / "topics.json"
-    topics.write_text(json.dumps({"topic_id": "z", "turns": [{"utterance": "Xyzzy plugh?"}]}))
-    code, _, err = cast(
-        capsys, "run", *BASELINE, "--set", "rewriter.name=raw", "--index", core_index, "--topics", topics,
-        "--output", tmp_path / "r",
+    topics.write_text(json.dumps({"topic_id": "z", "turns": [{"utterance": u} for u in utterances]}))
+    return cast(
+        capsys, "run", *BASELINE, "--set", "rewriter.name=raw", "--index", index, "--topics", topics,
+        "--output", tmp_path / "r", *args,
     )  # fmt: skip
+
+
+def test_a_turn_that_retrieves_nothing_is_named_and_the_run_finished(capsys, core_index, tmp_path):
+    code, out, err = raw_run(
+        capsys, core_index, tmp_path, "Tell me about Glasgow.", "the of and", "Xyzzy plugh?"
+    )
     assert code == 0, err
-    assert (tmp_path / "r.run").read_text() == "" and json.loads((tmp_path / "r.answers.jsonl").read_text())[
-        "qid"
-    ] == "z_1"
+    assert "note: 2 turn(s) retrieved nothing (e.g. z_2)" in err.strip().split("\n")[-1]
+    assert {line.split()[0] for line in (tmp_path / "r.run").read_text().split("\n") if line} == {"z_1"}
+    records = {r["qid"]: r for _, r in json_lines(tmp_path / "r.answers.jsonl")}
+    assert records["z_2"]["top_ids"] == [] and records["z_2"]["answer"]["no_answer_reason"]
+    assert "wrote" in out
+
+
+def test_a_run_in_which_no_turn_retrieves_anything_is_one_line_and_not_written(capsys, core_index, tmp_path):
+    code, _, err = raw_run(capsys, core_index, tmp_path, "the of and", "Xyzzy plugh?")
+    assert code == 1 and "Traceback" not in err
+    assert "no turn retrieved a passage (turn z_1's query was 'the of and')" in err.strip().split("\n")[-1]
+    assert not (tmp_path / "r.run").exists() and not (tmp_path / "r.answers.jsonl").exists()
+
+
+def test_a_finished_run_whose_records_hold_line_separators_is_written_and_valid(capsys, core_index, tmp_path):
+    utterance = "What is Glasgow\u2028on, the river\u0085Clyde?"
+    code, _, err = raw_run(capsys, core_index, tmp_path, utterance, args=("--format", "trec-rag24"))
+    assert code == 0, err
+    [(_, record)] = list(json_lines(tmp_path / "r.answers.jsonl"))
+    assert record["utterance"] == utterance
+    code, out, err = cast(
+        capsys, "validate", "--format", "trec-rag24", "--any-ids", tmp_path / "r.trec-rag24.jsonl"
+    )
+    assert code == 0, out + err
 
 
 # --- damaged data of shapes not met before ------------------------------------------------------------------------
@@ -303,7 +359,10 @@ def test_a_request_from_a_page_of_another_origin_is_refused(client):
     refused = client.post("/api/conversations", json=body, headers={"Origin": "https://evil.example"})
     assert refused.status_code == 403 and "another origin" in refused.json()["error"]
     assert client.post("/api/conversations", json=body, headers={"Origin": "null"}).status_code == 403
-    same_origin = client.post("/api/conversations", json=body, headers={"Origin": "http://127.0.0.1:8000"})
+    # An origin is a scheme, a host and a port: the client's server is http://127.0.0.1 (port 80).
+    for other in ("http://127.0.0.1:8000", "https://127.0.0.1", "http://localhost", "http://127.0.0.1:x"):
+        assert client.post("/api/conversations", json=body, headers={"Origin": other}).status_code == 403
+    same_origin = client.post("/api/conversations", json=body, headers={"Origin": "http://127.0.0.1"})
     assert same_origin.status_code == 201
     assert client.get("/api/health", headers={"Origin": "https://evil.example"}).status_code == 200
 
@@ -342,3 +401,69 @@ def test_a_damaged_entity_dictionary_is_one_line_whose_advice_rebuilds_it(capsys
     code, out, _ = cast(capsys, *advised_command(str(caught.value)))
     assert code == 0 and "entity resources written" in out
     assert EntityDictionary.load(folder).passages > 0
+
+
+@pytest.fixture(scope="module")
+def served(core_index, tmp_path_factory):
+    """The explorer served on a socket, with request heads and bodies given 0.5 s."""
+    from test_explore import explorer_config
+
+    from cast.explore.api import create_app
+    from cast.explore.engine import Explorer
+    from cast.explore.server import BackgroundServer
+
+    explorer = Explorer(
+        explorer_config(core_index, tmp_path_factory.mktemp("cache")), load_topics(CONVERSATIONS)
+    )
+    with BackgroundServer(create_app(explorer, body_timeout=0.5), head_timeout=0.5) as server:
+        yield server
+    explorer.close()
+
+
+def connect(server, sent: bytes):
+    import socket
+
+    connection = socket.create_connection(("127.0.0.1", server.port), timeout=30)  # the bound of a hang
+    connection.sendall(sent)
+    return connection
+
+
+def received(connection) -> bytes:
+    """All the server sends until it closes the connection."""
+    data = b""
+    while chunk := connection.recv(65_536):
+        data += chunk
+    return data
+
+
+HEAD = b"POST /api/conversations HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+
+
+def test_a_client_that_goes_away_mid_upload_is_one_log_line(served, caplog, capfd):
+    import time
+
+    with caplog.at_level("WARNING", logger="cast.explore.api"):
+        connect(served, HEAD + b'Content-Length: 1000\r\n\r\n{"title": ').close()
+        deadline = time.monotonic() + 30
+        while not caplog.records and time.monotonic() < deadline:
+            time.sleep(0.05)  # the server notices the disconnection on its own thread
+    [record] = caplog.records
+    assert "went away during its POST /api/conversations (after 10 bytes of its body)" in record.getMessage()
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_a_slow_request_head_or_body_is_cut_off(served):
+    import time
+
+    started = time.monotonic()
+    assert (
+        received(connect(served, b"GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n")) == b""
+    )  # head unfinished
+    assert time.monotonic() - started < 10
+    answer = received(connect(served, HEAD + b"Content-Length: 1000\r\n\r\n{"))
+    assert answer.startswith(b"HTTP/1.1 408 ") and b"did not arrive within 0.5 s" in answer
+    assert b"connection: close" in answer.lower()
+    healthy = received(
+        connect(served, b"GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+    )
+    assert healthy.startswith(b"HTTP/1.1 200 ")

@@ -175,3 +175,43 @@ def test_kill_9_in_the_middle_of_a_record_then_the_same_command_resumes(capsys, 
     assert code == 0, err
     assert "resuming: 2 turn(s)" in err
     assert same_outputs(prefix, reference)
+
+
+# --- 10. a JVM that cannot start ----------------------------------------------------------------------------------
+
+UNDER_ADDRESS_LIMIT = """
+import os, resource, sys
+from pathlib import Path
+from cast.infra import jvm
+from cast.cli import main
+
+start = jvm.start
+
+def limited():  # `ulimit -v` at what the process has mapped, and 256 MB more: too little for a JVM's heap
+    used = int(Path("/proc/self/statm").read_text().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    resource.setrlimit(resource.RLIMIT_AS, (used + (256 << 20), resource.RLIM_INFINITY))
+    start()
+
+jvm.start = limited
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_jvm_that_cannot_start_is_one_line_on_stderr(reference_run, tmp_path):
+    import subprocess
+    import sys
+
+    common, _ = reference_run
+    done = subprocess.run(
+        [sys.executable, "-c", UNDER_ADDRESS_LIMIT, *map(str, common), "--output", str(tmp_path / "r")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert (
+        done.returncode == 1 and done.stdout == ""
+    )  # the JVM printed nothing where the command's output goes
+    assert "Error occurred during initialization of VM" not in done.stderr
+    last = done.stderr.strip().split("\n")[-1]
+    assert last.startswith("cast run: error: cannot start Java within this process's address-space limit ")
+    assert last.endswith("; raise the limit (ulimit -v unlimited)")

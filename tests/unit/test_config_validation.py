@@ -65,8 +65,9 @@ def test_the_shipped_configs_fit_their_stages_settings():
 @pytest.mark.parametrize(
     "section, message",
     [
-        ({"name": "lmd", "k": 0}, "first_stage.k must be at least 1, got 0"),
-        ({"name": "lmd", "k": -5}, "first_stage.k must be at least 1, got -5"),
+        ({"name": "lmd", "k": 0}, r"first_stage.k must be in \[1, 2147483647\], got 0"),
+        ({"name": "lmd", "k": -5}, r"first_stage.k must be in \[1, 2147483647\], got -5"),
+        ({"name": "lmd", "k": 2**31}, r"first_stage.k must be in \[1, 2147483647\], got 2147483648"),
         ({"name": "lmd", "threads": 0}, "first_stage.threads must be at least 1, got 0"),
         ({"name": "lmd", "mu": 0}, "first_stage.mu must be above 0, got 0"),
         ({"name": "bm25", "k1": -0.1}, "first_stage.k1 must be at least 0, got -0.1"),

@@ -108,7 +108,11 @@ def test_missing_base_names_the_referring_file(tmp_path):
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ('{"id": "a b", "contents": "x"}', r"c\.jsonl:2: record id 'a b' contains whitespace"),
+        (
+            '{"id": "a b", "contents": "x"}',
+            r"c\.jsonl:2: record id 'a b' holds U\+0020 \(a space\), which run files",
+        ),
+        ('{"id": "a\\u200bb", "contents": "x"}', r"c\.jsonl:2: record id 'a\\u200bb' holds U\+200B"),
         ('{"id": true, "contents": "x"}', r"c\.jsonl:2: record has no 'id'"),
     ],
 )

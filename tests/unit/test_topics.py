@@ -180,7 +180,7 @@ def test_qrels_tolerate_whitespace_and_keep_string_ids(tmp_path):
     ("text", "message"),
     [
         ("31_1 0 D1 1\n31_1 0 D2\n", "found 3 fields"),
-        ("31_1 0 D1 1\n31_1 0 D2 high\n", "relevance 'high' is not an integer"),
+        ("31_1 0 D1 1\n31_1 0 D2 high\n", "relevance 'high' is not a grade: an integer from -100 to 100"),
     ],
 )
 def test_malformed_qrels_line_names_file_and_line(tmp_path, text, message):
