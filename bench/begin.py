@@ -10,8 +10,14 @@ scored (an optimistic figure; the AUC needs no threshold). The share of the majo
 
 Scorers: the claims verifier (``summarize/verify.py``: a response's lowest sentence support by the knowledge),
 the two groundedness measures of ``cast eval answers`` (``grounded``: the share of sentences at unigram F1 >= 0.5
-with a knowledge sentence; ``support``: the share of response words found in the knowledge), unigram F1 of
-response and knowledge, and ROUGE-L F1 (stemmed) of response and knowledge.
+with a knowledge sentence; ``support``: the share of response words found in the knowledge), the lowest share of a
+sentence's words, and of its content words, found in the knowledge, unigram F1 of response and knowledge, and
+ROUGE-L F1 (stemmed) of response and knowledge. It also prints the verifier's time per response.
+
+With several files, the verifier's offline support is fitted anew on every two of them and tested on the third
+(a logistic regression over its three overlaps, each sentence labelled by its response; the weights the
+verifier ships are the fit on all files, printed last), beside the simple scores on the same held-out file, and
+the verifier's threshold is chosen on two files and tested on the third.
 
     .venv/bin/python bench/begin.py [--tsv ../shared/data/begin/begin_dev_*.tsv] [--verifier-model NLI_FOLDER]
 """
@@ -21,6 +27,7 @@ from __future__ import annotations
 import argparse
 import csv
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -82,6 +89,34 @@ def best_threshold_accuracy(scores: Sequence[float], positives: Sequence[bool]) 
     return best_threshold(scores, positives)[1]
 
 
+def claim_parts(knowledge: str, response: str) -> list[tuple[float, float, float]]:
+    """The offline support's three overlaps (words, content words, names) of each sentence of ``response``."""
+    from cast.infra.text import sentences
+    from cast.summarize.verify import PassageEvidence, lexical_parts
+
+    evidence = PassageEvidence.of(knowledge)
+    return [lexical_parts(claim, evidence) for claim in sentences(response) or [response]]
+
+
+def fit_support(
+    parts: Sequence[list[tuple[float, float, float]]], labels: Sequence[bool]
+) -> tuple[float, ...]:
+    """The offline support's weights (words, content, names, intercept) fitted by logistic regression on the
+    sentences of responses, each labelled by its response."""
+    from sklearn.linear_model import LogisticRegression
+
+    features = [p for response in parts for p in response]
+    targets = [y for response, y in zip(parts, labels, strict=True) for _ in response]
+    model = LogisticRegression().fit(features, targets)
+    return (*(float(w) for w in model.coef_[0]), float(model.intercept_[0]))
+
+
+def lowest_support(parts: list[tuple[float, float, float]], weights: Sequence[float]) -> float:
+    from cast.summarize.verify import offline_support
+
+    return min(offline_support(*p, weights=weights) for p in parts)
+
+
 def scorers(verifier_model: str | None, cache_dir: str | None) -> dict[str, tuple[Callable, float | None]]:
     """Each scorer's ``score(knowledge, response)`` and its own decision threshold (``None``: it has none)."""
     from rouge_score.rouge_scorer import RougeScorer
@@ -110,9 +145,33 @@ def scorers(verifier_model: str | None, cache_dir: str | None) -> dict[str, tupl
             1.0,
         ),
         "groundedness: support": (lambda k, r: groundedness(claims(r), [k])[1], None),
+        "words found (lowest sentence)": (lambda k, r: min(p[0] for p in claim_parts(k, r)), None),
+        "content words found (lowest sentence)": (lambda k, r: min(p[1] for p in claim_parts(k, r)), None),
         "unigram F1": (lambda k, r: unigram_f1(words(r), words(k)), None),
         "ROUGE-L F1": (lambda k, r: rouge.score(k, r)["rougeL"].fmeasure, None),
     }
+
+
+def print_cross_validation(
+    files: dict[str, list[dict[str, str]]], scores: dict[str, dict[str, list[float]]]
+) -> None:
+    """The offline support fitted on every two files and tested on the third, beside the simple scores there."""
+    parts = {f: [claim_parts(r["knowledge"], r["response"]) for r in rows] for f, rows in files.items()}
+    labels = {f: [r["begin_label"] == ATTRIBUTABLE for r in rows] for f, rows in files.items()}
+    simple = [n for n in scores if n not in (next(iter(scores)), "groundedness: grounded")]
+    print("\nthe offline support fitted on the other files, AUC on the held-out file:")
+    print(
+        f"| held out | fitted support | {' | '.join(simple)} | weights (words, content, names, intercept) |"
+    )
+    print("|" + " --- |" * (len(simple) + 3))
+    for held in files:
+        others = [f for f in files if f != held]
+        weights = fit_support([p for f in others for p in parts[f]], [y for f in others for y in labels[f]])
+        fitted = roc_auc([lowest_support(p, weights) for p in parts[held]], labels[held])
+        plain = " | ".join(f"{roc_auc(scores[n][held], labels[held]):.3f}" for n in simple)
+        print(f"| {held} | {fitted:.3f} | {plain} | {', '.join(f'{w:.2f}' for w in weights)} |")
+    weights = fit_support([p for f in files for p in parts[f]], [y for f in files for y in labels[f]])
+    print(f"fitted on all files: {', '.join(f'{w:.2f}' for w in weights)}")
 
 
 def main() -> int:
@@ -131,10 +190,14 @@ def main() -> int:
         parser.error("no BEGIN TSV found: give --tsv FILE...")
     files = {path.name: read_begin(path) for path in args.tsv}
     scoring = scorers(args.verifier_model, args.cache_dir)
-    scores = {
-        name: {f: [score(r["knowledge"], r["response"]) for r in rows] for f, rows in files.items()}
-        for name, (score, _) in scoring.items()
-    }
+    scores, seconds = {}, {}
+    for name, (score, _) in scoring.items():
+        start = time.process_time()
+        scores[name] = {f: [score(r["knowledge"], r["response"]) for r in rows] for f, rows in files.items()}
+        seconds[name] = time.process_time() - start
+    responses = sum(len(rows) for rows in files.values())
+    verifier = next(iter(scoring))
+    print(f"{verifier}: {seconds[verifier] / responses * 1000:.1f} CPU ms a response ({responses} responses)")
     groups = {**{f: [f] for f in files}, **({"all": list(files)} if len(files) > 1 else {})}
     for group, members in groups.items():
         labels = [r["begin_label"] == ATTRIBUTABLE for f in members for r in files[f]]
@@ -150,6 +213,8 @@ def main() -> int:
                 f"| {name} | {roc_auc(values, labels):.3f} | {own} | "
                 f"{best_threshold_accuracy(values, labels):.3f} |"
             )
+    if len(files) > 1 and not args.verifier_model:
+        print_cross_validation(files, scores)
     if len(files) > 1:
         name = next(iter(scoring))
         print(f"\n{name}, the threshold chosen on the other files:")

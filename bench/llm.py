@@ -11,7 +11,7 @@ from the cache) and a summary; a second pass (``--passes 2``) shows what the cac
 
 ``--engine SHAPE`` times a real engine without a checkpoint: a chat model of a published shape (``smollm2-135m``,
 ``qwen2.5-7b``, ``llama-3.1-8b``; ``tiny`` for a CPU) with random weights and a word tokenizer over the topics' words is written to
-a temporary folder and served by ``transformers serve`` (``cast.testing.ServedModel``), which the turns then ask.
+a temporary folder and served by ``transformers serve`` (``cast.infra.engine.ServedModel``), which the turns then ask.
 Random weights never stop early, so every completion runs to its ``max_tokens``::
 
     python bench/llm.py --engine qwen2.5-7b --engine-device cuda --turns 16 --concurrency 1 16
@@ -116,7 +116,8 @@ def time_engine(args: argparse.Namespace, conversations: list[Any], passages: di
     import re
     import tempfile
 
-    from cast.testing import ServedModel, chat_model
+    from cast.infra.engine import ServedModel
+    from cast.testing import chat_model
 
     words = sorted(
         {
@@ -137,7 +138,10 @@ def time_engine(args: argparse.Namespace, conversations: list[Any], passages: di
         start = time.perf_counter()
         model = chat_model(Path(folder) / "model", words, args.engine, dtype, args.engine_device)
         engine = ServedModel(
-            model, Path(folder) / "home", args.engine_device, args.engine_continuous_batching
+            model,
+            Path(folder) / "home",
+            args.engine_device,
+            continuous_batching=args.engine_continuous_batching,
         )
         try:
             engine.wait()

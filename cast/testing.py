@@ -3,18 +3,12 @@
 The tests build tiny models with them (``tests/tiny_models.py``) and the benchmarks build models of the published
 shapes with random weights (``bench/latency.py``, ``bench/generation_latency.py``), so both exercise the real
 loading, batching, ``generate()`` and scoring code without a checkpoint. A chat model of either kind can be served
-by a real OpenAI-compatible engine, transformers' own ``transformers serve`` (:class:`ServedModel`): the tests
-and ``bench/llm.py --engine`` ask it as they would any server.
+by a real OpenAI-compatible engine, transformers' own ``transformers serve``
+(:class:`cast.infra.engine.ServedModel`): the tests and ``bench/llm.py --engine`` ask it as they would any server.
 """
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import threading
-from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -190,50 +184,3 @@ def chat_model(
         torch.set_default_dtype(default)
     model.save_pretrained(str(folder))
     return folder
-
-
-class ServedModel:
-    """``transformers serve FOLDER`` on 127.0.0.1 (a real OpenAI-compatible engine), offline, in a process of its
-    own; :meth:`wait` returns once it listens. ``url`` is its API root."""
-
-    def __init__(self, model: Path, home: Path, device: str = "cpu", continuous_batching: bool = False):
-        with socket.socket() as probe:  # a free port (the engine takes no port 0)
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        env = {
-            **os.environ,
-            "HF_HOME": str(home),
-            "HF_HUB_OFFLINE": "1",  # no network: the model is a local folder
-            "HF_HUB_DISABLE_UPDATE_CHECK": "1",
-        }
-        command = [sys.executable, "-m", "transformers.cli.transformers", "serve", str(model), "--host",
-                   "127.0.0.1", "--port", str(port), "--device", device, "--log-level", "info"]  # fmt: skip
-        if (
-            continuous_batching
-        ):  # requests in flight decoded together (paged attention), not one after another
-            command.append("--continuous-batching")
-        self.process = subprocess.Popen(
-            command, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
-        )
-        self.output: deque[str] = deque(maxlen=20)  # its last lines, for an error
-        self.ready = threading.Event()
-        # Read throughout: a full pipe would block the engine.
-        threading.Thread(target=self._read, daemon=True).start()
-        self.url = f"http://127.0.0.1:{port}/v1"
-
-    def _read(self) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            self.output.append(line)
-            if "Uvicorn running on" in line:
-                self.ready.set()
-        self.ready.set()  # it ended: wait no longer
-
-    def wait(self, seconds: float = 300) -> None:
-        """Returns once the engine listens; raises ``RuntimeError`` with its last output if it ended or never did."""
-        if not self.ready.wait(seconds) or self.process.poll() is not None:
-            raise RuntimeError("transformers serve did not start:\n" + "".join(self.output))
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(30)

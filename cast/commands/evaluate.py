@@ -16,6 +16,7 @@ from cast.evaluate.retrieval import RetrievalEvaluation
 from cast.evaluate.significance import CORRECTIONS
 from cast.formats.answers import AnswersFile, read_answers, system_name
 from cast.formats.topics import load_topics, read_qrels
+from cast.infra.engine import BUNDLED_MODEL, LOCAL
 
 
 def add_parser(subparsers: argparse._SubParsersAction, summary: str | None = None) -> None:
@@ -44,6 +45,61 @@ def add_parser(subparsers: argparse._SubParsersAction, summary: str | None = Non
     )
     _add_table_options(ptkb)
     ptkb.set_defaults(func=main_ptkb)
+
+    nuggets = commands.add_parser(
+        "nuggets",
+        help="nugget recall of answers (AutoNuggetizer, as TREC RAG 2024 / iKAT 2024) judged by a chat model",
+        description="Nuggets (atomic facts a good answer holds, each vital or okay) are made from each turn's "
+        "references by a chat model and written to --nuggets (reused, and open to review, where it exists); the "
+        "model then labels each nugget supported, partly or not by each answer. Scores: all_strict, all_partial, "
+        "vital_strict, vital_partial. Every model answer is cached.",
+    )
+    nuggets.add_argument("--answers", nargs="+", required=True, metavar="FILE", help="answers JSONL file(s)")
+    nuggets.add_argument(
+        "--topics", required=True, type=Path, help="the topics (each turn's query: its manual rewrite)"
+    )
+    nuggets.add_argument(
+        "--nuggets",
+        required=True,
+        type=Path,
+        help="the nuggets JSONL file: read where it exists, else written",
+    )
+    nuggets.add_argument("--qrels", type=Path, help="qrels whose passages graded 3-4 are the references")
+    nuggets.add_argument(
+        "--references",
+        choices=["responses", "qrels"],
+        help="what the nuggets are made from: the topics' written responses (the default) or the qrels' passages",
+    )
+    nuggets.add_argument("--reference-grade", type=int, default=DEFAULT_REFERENCE_GRADE)
+    texts = nuggets.add_mutually_exclusive_group()
+    texts.add_argument(
+        "--collection", nargs="+", type=Path, metavar="PATH", help="collection file(s) with passage texts"
+    )
+    texts.add_argument("--index", type=Path, help="Lucene index holding passage texts (raw documents)")
+    nuggets.add_argument(
+        "--base-url",
+        default=LOCAL,
+        help=f"the chat model server's OpenAI-compatible API root (default {LOCAL}: the bundled SmolLM2-135M, "
+        "on an engine started here)",
+    )
+    nuggets.add_argument(
+        "--model", help=f"the model's name on the server (default with {LOCAL}: {BUNDLED_MODEL})"
+    )
+    nuggets.add_argument("--api-key-env", help="the environment variable holding the server's API key")
+    nuggets.add_argument("--concurrency", type=int, default=1, help="requests in flight at once (default 1)")
+    nuggets.add_argument(
+        "--timeout", type=float, default=600.0, help="seconds a request may take (default 600)"
+    )
+    nuggets.add_argument("--max-nuggets", type=int, default=30, help="nuggets a turn at most (default 30)")
+    nuggets.add_argument("--max-tokens", type=int, default=512, help="the longest model answer (default 512)")
+    nuggets.add_argument("--turns", type=Path, help="a file of qids, one a line: evaluate those turns only")
+    nuggets.add_argument(
+        "--cache-dir",
+        type=Path,
+        help="the cache, and the bundled model's folder (default: the default profile's cache_dir)",
+    )
+    _add_table_options(nuggets)
+    nuggets.set_defaults(func=main_nuggets)
 
     report = commands.add_parser("report", help="a Markdown + CSV report with tables and PNG figures")
     report.add_argument("--runs", nargs="*", default=[], metavar="RUN", help="TREC run file(s)")
@@ -174,6 +230,53 @@ def main_ptkb(args: argparse.Namespace) -> int:
     }
     judged = len(next(iter(per_turn.values())))
     _print_comparison(per_turn, args, [f"{judged} turns with a relevant statement; others are not judged"])
+    return 0
+
+
+def main_nuggets(args: argparse.Namespace) -> int:
+
+    from cast.core.config import DEFAULT_CONFIG, load_config
+    from cast.evaluate.experiment import evaluate_nugget_files
+    from cast.evaluate.nuggets import Nuggetizer, NuggetSettings
+    from cast.infra.cache import Cache
+    from cast.infra.llm import ChatClient, ChatServer
+
+    if args.model is None and args.base_url != LOCAL:
+        raise CastError("--model must name the model the server at --base-url serves")
+    cache_dir = args.cache_dir or load_config(DEFAULT_CONFIG).get("cache_dir")
+    folder = None if cache_dir is None else Path(cache_dir).expanduser()
+    cache = Cache(None if folder is None else folder / "cache.sqlite")
+    server = ChatServer(
+        args.base_url, args.api_key_env, timeout=args.timeout, retries=1, concurrency=args.concurrency
+    )
+    client = ChatClient(server, cache, models_dir=None if folder is None else folder / "models")
+    settings = NuggetSettings(
+        model=args.model or BUNDLED_MODEL, max_nuggets=args.max_nuggets, max_tokens=args.max_tokens
+    )
+    nuggetizer = Nuggetizer(client, settings)
+    turns = args.turns.read_text().split() if args.turns else None
+    made = args.nuggets.exists()
+    per_turn, nuggets = evaluate_nugget_files(
+        args.answers,
+        nuggetizer=nuggetizer,
+        nuggets_path=args.nuggets,
+        topics=args.topics,
+        references=args.references,
+        qrels=args.qrels,
+        reference_grade=args.reference_grade,
+        collection=args.collection,
+        index=args.index,
+        turns=turns,
+    )
+    counts = client.counters()
+    vital = sum(n.importance == "vital" for t in nuggets.values() for n in t.nuggets)
+    total = sum(len(t.nuggets) for t in nuggets.values())
+    notes = [
+        f"{'read' if made else 'wrote'} {args.nuggets}: {len(nuggets)} turns, {total} nuggets ({vital} vital)",
+        f"{settings.model}: {counts['requests']} requests, {counts['cache_hits']} from the cache; "
+        f"{nuggetizer.unlabelled} labels the model left out (taken as okay / not_support)",
+    ]
+    _print_comparison(per_turn, args, notes)
     return 0
 
 

@@ -95,9 +95,12 @@ class Resources:
     def chat_client(self, server: Any) -> Any:
         """The :class:`cast.infra.llm.ChatClient` for a :class:`cast.infra.llm.ChatServer`, made once and shared by the stages
         that ask the same server (one circuit breaker, one bound on requests in flight), answers kept in the
-        cache."""
+        cache; the bundled model's engine runs on the config's device, its model folder in ``cache_dir/models``."""
         if server not in self._chat_clients:
-            self._chat_clients[server] = ChatClient(server, self.cache)
+            cache_dir = self.config.get("cache_dir")
+            models = None if cache_dir is None else Path(cache_dir).expanduser() / "models"
+            device = resolve_device(self.device) if server.local else "cpu"
+            self._chat_clients[server] = ChatClient(server, self.cache, device, models)
         return self._chat_clients[server]
 
     def shared(self, key: Hashable, build: Callable[[], T]) -> T:

