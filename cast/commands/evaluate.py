@@ -6,17 +6,21 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from cast.core.config import DEFAULT_CONFIG, load_config
 from cast.errors import CastError, DataFormatError
 from cast.evaluate import plots
 from cast.evaluate import report as rep
 from cast.evaluate.answers import DEFAULT_REFERENCE_GRADE, DEFAULT_SUPPORT_THRESHOLD, AnswerEvaluation
-from cast.evaluate.experiment import evaluate_answer_files, evaluate_runs, unique_names
+from cast.evaluate.experiment import evaluate_answer_files, evaluate_nugget_files, evaluate_runs, unique_names
+from cast.evaluate.nuggets import Nuggetizer, NuggetSettings
 from cast.evaluate.ptkb import evaluate_ptkb, ptkb_qrels, ptkb_rankings
 from cast.evaluate.retrieval import RetrievalEvaluation
 from cast.evaluate.significance import CORRECTIONS
 from cast.formats.answers import AnswersFile, read_answers, system_name
 from cast.formats.topics import load_topics, read_qrels
+from cast.infra.cache import Cache
 from cast.infra.engine import BUNDLED_MODEL, LOCAL
+from cast.infra.llm import ChatClient, ChatServer
 
 
 def add_parser(subparsers: argparse._SubParsersAction, summary: str | None = None) -> None:
@@ -234,13 +238,6 @@ def main_ptkb(args: argparse.Namespace) -> int:
 
 
 def main_nuggets(args: argparse.Namespace) -> int:
-
-    from cast.core.config import DEFAULT_CONFIG, load_config
-    from cast.evaluate.experiment import evaluate_nugget_files
-    from cast.evaluate.nuggets import Nuggetizer, NuggetSettings
-    from cast.infra.cache import Cache
-    from cast.infra.llm import ChatClient, ChatServer
-
     if args.model is None and args.base_url != LOCAL:
         raise CastError("--model must name the model the server at --base-url serves")
     cache_dir = args.cache_dir or load_config(DEFAULT_CONFIG).get("cache_dir")

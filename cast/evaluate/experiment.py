@@ -21,6 +21,7 @@ from cast.core.registry import stage_class
 from cast.core.resources import Resources
 from cast.errors import CastError
 from cast.evaluate import answers as ans
+from cast.evaluate import nuggets as nug
 from cast.evaluate.answers import DEFAULT_REFERENCE_GRADE, DEFAULT_SUPPORT_THRESHOLD, AnswerEvaluation
 from cast.evaluate.retrieval import RetrievalEvaluation, evaluate_run
 from cast.formats.answers import AnswersFile, read_answers, system_name
@@ -225,8 +226,6 @@ def evaluate_nugget_files(
         CastError: no turn is both answered and referenced.
     """
     import pandas as pd
-
-    from cast.evaluate import nuggets as nug
 
     files = [read_answers(a) for a in answers]
     names = unique_names([f.path for f in files])
