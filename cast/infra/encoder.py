@@ -36,7 +36,7 @@ from cast.core.settings import Settings
 from cast.errors import ConfigError, ModelUnavailableError
 from cast.infra.cache import Cache
 from cast.infra.extras import require_extra
-from cast.infra.models import first_line, load_sentence_transformer
+from cast.infra.models import first_line, load_sentence_transformer, quiet_weight_loading
 
 log = logging.getLogger(__name__)
 
@@ -650,6 +650,7 @@ def export_onnx(folder: Path, model_id: str, path: Path) -> Path:
     import torch
     from transformers import AutoModel
 
+    quiet_weight_loading()
     try:
         # Eager attention traces into plain operators; the export must not depend on the example's padding.
         transformer = AutoModel.from_pretrained(

@@ -109,7 +109,7 @@ def first_line(error: Exception) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
-def _quiet_weight_loading() -> None:
+def quiet_weight_loading() -> None:
     """transformers draws a "Loading weights" bar for every model, done in about a second from local files:
     noise in front of a command's own progress bars and answers."""
     from transformers.utils import logging as transformers_logging
@@ -119,7 +119,7 @@ def _quiet_weight_loading() -> None:
 
 def _load(loader: Any, name_or_path: str, allow_download: bool, **kwargs: Any) -> Any:
     """``loader.from_pretrained`` with downloads off unless allowed; failures become ModelUnavailableError."""
-    _quiet_weight_loading()
+    quiet_weight_loading()
     source = str(Path(name_or_path).expanduser()) if name_or_path.startswith("~") else name_or_path
     try:
         return loader.from_pretrained(source, local_files_only=_hub_offline(allow_download), **kwargs)
@@ -177,7 +177,7 @@ def load_sentence_transformer(path: str | Path, device: str = "cpu") -> Any:
         raise ModelUnavailableError(str(path), f"there is no sentence-transformers model folder at {folder}")
     from sentence_transformers import SentenceTransformer
 
-    _quiet_weight_loading()
+    quiet_weight_loading()
     try:
         return SentenceTransformer(str(folder), device=device, local_files_only=True)
     except (OSError, ValueError) as e:

@@ -36,9 +36,12 @@ _LABEL = re.compile(
 _QUOTES = "\"'“”‘’`"
 # A question quoted inside a sentence about it: 'The rewritten question is "What is X?" because ...'.
 _QUOTED_QUESTION = re.compile(r"[\"“]([^\"“”]+\?)[\"”]")
-# An explanation after the question on the same line: "What is X? (This replaces 'it'...)", "... ? This ...".
+# An explanation after the question on the same line: "What is X? (This replaces 'it'...)", "... ? I replaced ...";
+# not a sentence of the user's own ("What about the DASH diet? I heard it is healthy.").
 _EXPLANATION = re.compile(
-    r"(?<=\?)\s+(?:\(|this\b|here\b|note\b|i\b|the rewrite|explanation\b|because\b).*$", re.I
+    r"(?<=\?)\s+(?:\(|this\b|here\b|note\b|i (?:replaced|changed|rewrote|resolved|added|kept|used)\b|the rewrite"
+    r"|explanation\b|because\b).*$",
+    re.I,
 )
 
 

@@ -126,4 +126,5 @@ def test_the_llm_rewriter_reads_the_statements_the_ptkb_stage_gives_it(
     assert len(rewrites) == 6
     assert all(r.startswith("About the user: ") for r in rewrites)  # in lock-step order, not by conversation
     records = read_records(tmp_path / "x.answers.jsonl")
-    assert all(r["query"] == r["utterance"] for r in records)  # the statements are not appended
+    # The statements are not appended.
+    assert [r["query"] for r in records] == [r["utterance"] for r in records]

@@ -78,6 +78,11 @@ def test_a_value_with_braces_is_put_in_as_it_is():
         ('Rewritten question: "What did Marie Curie win?"\nShe is Marie Curie.', "What did Marie Curie win?"),
         ("**Rewrite:** What did Marie Curie win?", "What did Marie Curie win?"),
         ("\n\n  What did Marie Curie win?  ", "What did Marie Curie win?"),
+        ("What did Marie Curie win? I replaced 'she' with her name.", "What did Marie Curie win?"),
+        (
+            "What about the DASH diet? I heard it is healthy.",
+            "What about the DASH diet? I heard it is healthy.",
+        ),
     ],
 )
 def test_the_query_is_the_replys_first_line_without_a_label(reply, query):
