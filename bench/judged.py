@@ -11,7 +11,8 @@ from CAsT 2022 dev and half from iKAT 2023 (train and test 9-14), spread over th
 ``sheet`` writes the paired sheet for two pooled-benchmark runs (``bench/pooled.py run --out DIR``): for each turn
 the earlier user turns, the question, the manual rewrite, answers A and B and the written response, with a blank
 line per answer to fill. Which run is A is drawn at random per turn and written to a key file that the judge does
-not see. ``--parts 2`` writes it in two files of consecutive turns (``SHEET-1.md``, ``SHEET-2.md``), one per judge.
+not see. ``--parts 2`` writes it in two files of consecutive turns (``SHEET-1.md``, ``SHEET-2.md``), one per judge;
+``--part K`` only the Kth (A and B drawn for every turn as before, so the key is the same).
 
 ``score`` reads a filled sheet (or its filled parts, together) and its key: per run, the mean of ``answers``, the
 share of answers scoring 2, and the shares clean, correct and useful; paired, the turns where the second run is better, equal or worse on ``useful``
@@ -83,6 +84,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=1,
         help="write the sheet in this many files of consecutive turns (SHEET-1.md, ...), one per judge "
         "(default: %(default)s)",
+    )
+    sheet.add_argument(
+        "--part",
+        type=int,
+        help="write only this part (numbered from 1; the key is written whole): a part whose turns both runs have "
+        "answered while the others' runs go on",
     )
     score = commands.add_parser("score", help="score a filled sheet with its key")
     score.add_argument(
@@ -179,10 +186,19 @@ def write_sheet(args: argparse.Namespace) -> int:
     sample = read_sample(args.sample)
     turns = turns_by_qid(args.data)
     old, new = answers_of(args.old), answers_of(args.new)
-    missing = [f"{d} {q}" for d, q in sample if (d, q) not in old or (d, q) not in new]
+    parts = sheet_parts(args.sheet, list(range(len(sample))), args.parts)
+    if args.part is not None:
+        if not 1 <= args.part <= len(parts):
+            raise CastError(f"--part {args.part}: the sheet is written in {len(parts)} parts")
+        parts = [parts[args.part - 1]]
+    written = {i for _, indices in parts for i in indices}
+    missing = [
+        f"{d} {q}"
+        for i, (d, q) in enumerate(sample)
+        if i in written and ((d, q) not in old or (d, q) not in new)
+    ]
     if missing:
         raise CastError(f"turns of the sample with no answer in a run: {', '.join(missing[:5])}")
-    rng = random.Random(args.seed)
     header = [
         "# Judging sheet",
         "",
@@ -190,60 +206,69 @@ def write_sheet(args: argparse.Namespace) -> int:
         "after the = signs on the `A:` and `B:` lines, and change nothing else.",
         "",
     ]
-    blocks = []
+    # A and B are drawn for every turn in the sample's order, whichever part is written: the key is the same.
+    rng = random.Random(args.seed)
+    blocks = {}
     key = ["number\tdataset\tqid\tA\tB"]
     for number, (dataset, qid) in enumerate(sample, start=1):
-        turn, earlier = turns[(dataset, qid)]
         sides = ["old", "new"]
         rng.shuffle(sides)
-        texts = {"old": old[(dataset, qid)], "new": new[(dataset, qid)]}
-        lines = [f"## {number}. turn {dataset} {qid}", ""]
-        lines += ["Earlier user turns:", ""]
-        lines += [f"- {u}" for u in earlier] or ["- (none)"]
-        lines += [
-            "",
-            f"Question: {turn.utterance}",
-            "",
-            f"Manual rewrite: {turn.manual_rewrite or turn.utterance}",
-            "",
-            f"ANSWER A: {texts[sides[0]]}",
-            "",
-            f"ANSWER B: {texts[sides[1]]}",
-            "",
-            f"REFERENCE: {' '.join((turn.response or '').split())}",
-            "",
-            "A: " + " ".join(f"{name}=" for name in RUBRIC),
-            "B: " + " ".join(f"{name}=" for name in RUBRIC),
-            "",
-        ]
-        blocks.append(lines)
         key.append(f"{number}\t{dataset}\t{qid}\t{sides[0]}\t{sides[1]}")
+        if number - 1 in written:
+            turn, earlier = turns[(dataset, qid)]
+            texts = {"old": old[(dataset, qid)], "new": new[(dataset, qid)]}
+            blocks[number - 1] = turn_block(number, dataset, turn, earlier, texts[sides[0]], texts[sides[1]])
     args.sheet.parent.mkdir(parents=True, exist_ok=True)
     args.key.parent.mkdir(parents=True, exist_ok=True)
-    for path, part in sheet_parts(args.sheet, blocks, args.parts):
-        write_text_atomic(path, "\n".join(header + [line for lines in part for line in lines]))
-        print(f"wrote {path} ({len(part)} turns)")
+    for path, indices in parts:
+        write_text_atomic(path, "\n".join(header + [line for i in indices for line in blocks[i]]))
+        print(f"wrote {path} ({len(indices)} turns)")
     write_text_atomic(args.key, "\n".join(key) + "\n")
     print(f"wrote the key {args.key} ({len(sample)} turns)")
     return 0
 
 
-def sheet_parts(sheet: Path, blocks: list[list[str]], parts: int) -> list[tuple[Path, list[list[str]]]]:
+def turn_block(number: int, dataset: str, turn: Any, earlier: Sequence[str], a: str, b: str) -> list[str]:
+    """One turn of the sheet: the earlier user turns, the question, its manual rewrite, answers A and B, the written
+    response, and a blank line per answer to fill."""
+    lines = [f"## {number}. turn {dataset} {turn.qid}", ""]
+    lines += ["Earlier user turns:", ""]
+    lines += [f"- {u}" for u in earlier] or ["- (none)"]
+    return [
+        *lines,
+        "",
+        f"Question: {turn.utterance}",
+        "",
+        f"Manual rewrite: {turn.manual_rewrite or turn.utterance}",
+        "",
+        f"ANSWER A: {a}",
+        "",
+        f"ANSWER B: {b}",
+        "",
+        f"REFERENCE: {' '.join((turn.response or '').split())}",
+        "",
+        "A: " + " ".join(f"{name}=" for name in RUBRIC),
+        "B: " + " ".join(f"{name}=" for name in RUBRIC),
+        "",
+    ]
+
+
+def sheet_parts(sheet: Path, turns: list[int], parts: int) -> list[tuple[Path, list[int]]]:
     """The sheet's turns in ``parts`` files of consecutive turns (the first ones one turn longer where they do not
     divide evenly): ``sheet`` itself for one part, ``SHEET-1.md``, ``SHEET-2.md``, ... for several."""
     from cast.errors import CastError
 
-    if not 1 <= parts <= len(blocks):
+    if not 1 <= parts <= len(turns):
         raise CastError(
-            f"--parts {parts}: a sheet of {len(blocks)} turns is written in 1 to {len(blocks)} parts"
+            f"--parts {parts}: a sheet of {len(turns)} turns is written in 1 to {len(turns)} parts"
         )
     if parts == 1:
-        return [(sheet, blocks)]
-    size, longer = divmod(len(blocks), parts)
+        return [(sheet, turns)]
+    size, longer = divmod(len(turns), parts)
     found, start = [], 0
     for k in range(parts):
         end = start + size + (k < longer)
-        found.append((sheet.with_name(f"{sheet.stem}-{k + 1}{sheet.suffix}"), blocks[start:end]))
+        found.append((sheet.with_name(f"{sheet.stem}-{k + 1}{sheet.suffix}"), turns[start:end]))
         start = end
     return found
 

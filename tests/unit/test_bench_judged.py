@@ -65,13 +65,13 @@ def test_a_sheet_judged_in_parts_is_scored_as_one(judged, tmp_path, capsys):
 
 
 def test_a_sheet_is_split_in_parts_of_consecutive_turns(judged, tmp_path):
-    blocks = [[f"## {n}. turn"] for n in range(1, 6)]
-    parts = judged.sheet_parts(tmp_path / "sheet.md", blocks, 2)
+    turns = list(range(5))
+    parts = judged.sheet_parts(tmp_path / "sheet.md", turns, 2)
     assert [path.name for path, _ in parts] == ["sheet-1.md", "sheet-2.md"]
-    assert [part for _, part in parts] == [blocks[:3], blocks[3:]]
-    assert judged.sheet_parts(tmp_path / "sheet.md", blocks, 1) == [(tmp_path / "sheet.md", blocks)]
+    assert [part for _, part in parts] == [turns[:3], turns[3:]]
+    assert judged.sheet_parts(tmp_path / "sheet.md", turns, 1) == [(tmp_path / "sheet.md", turns)]
     with pytest.raises(CastError, match="--parts 6"):
-        judged.sheet_parts(tmp_path / "sheet.md", blocks, 6)
+        judged.sheet_parts(tmp_path / "sheet.md", turns, 6)
 
 
 def test_a_sheet_left_blank_or_half_judged_is_refused(judged, tmp_path):
