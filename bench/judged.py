@@ -11,11 +11,19 @@ from CAsT 2022 dev and half from iKAT 2023 (train and test 9-14), spread over th
 ``sheet`` writes the paired sheet for two pooled-benchmark runs (``bench/pooled.py run --out DIR``): for each turn
 the earlier user turns, the question, the manual rewrite, answers A and B and the written response, with a blank
 line per answer to fill. Which run is A is drawn at random per turn and written to a key file that the judge does
-not see.
+not see. ``--parts 2`` writes it in two files of consecutive turns (``SHEET-1.md``, ``SHEET-2.md``), one per judge;
+``--part K`` only the Kth (A and B drawn for every turn as before, so the key is the same).
 
-``score`` reads a filled sheet and its key: per run, the mean of ``answers``, the share of answers scoring 2, and the
-shares clean, correct and useful; paired, the turns where the second run is better, equal or worse on ``useful``
+``score`` reads a filled sheet (or its filled parts, together) and its key: per run, the mean of ``answers``, the
+share of answers scoring 2, and the shares clean, correct and useful; paired, the turns where the second run is better, equal or worse on ``useful``
 and on ``answers``.
+
+``agreement`` tells how the automatic form checks (:mod:`cast.evaluate.form`: cut, boilerplate, malformed,
+dangling) agree with the readers' ``clean`` on a filled sheet: an answer is predicted clean where no check finds a
+fault. Each answer is checked as its run wrote it (``--old``/``--new``: the run folders, whose answers cite their
+passages, read from ``--index``), or from the sheet's text where no run is given (no sentence attributed, so a
+sentence leaning on what came before counts wherever it stands). The turns are split in two: the checks were
+developed on the readers' labels of the turns numbered 1 and 2 modulo 3; those numbered 0 modulo 3 are held out.
 
 Usage:
     .venv/bin/python bench/judged.py sample --out bench/judged/sample.tsv
@@ -23,6 +31,10 @@ Usage:
         --sheet bench/judged/sheets/candidate.md --key bench/judged/keys/candidate.tsv
     .venv/bin/python bench/judged.py score --sheet bench/judged/sheets/candidate.md \\
         --key bench/judged/keys/candidate.tsv
+    .venv/bin/python bench/judged.py score --sheet bench/judged/sheets/candidate-1.judged.md \\
+        bench/judged/sheets/candidate-2.judged.md --key bench/judged/keys/candidate.tsv
+    .venv/bin/python bench/judged.py agreement --sheet bench/judged/sheets/candidate.judged.md \\
+        --key bench/judged/keys/candidate.tsv --new runs/pooled/candidate --index indexes/pooled-dev
 """
 
 from __future__ import annotations
@@ -66,9 +78,38 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     sheet.add_argument("--sheet", type=Path, required=True, help="the sheet to write (Markdown)")
     sheet.add_argument("--key", type=Path, required=True, help="the key to write: which run is A, per turn")
     sheet.add_argument("--seed", type=int, default=SEED, help="draws A and B per turn (default: %(default)s)")
+    sheet.add_argument(
+        "--parts",
+        type=int,
+        default=1,
+        help="write the sheet in this many files of consecutive turns (SHEET-1.md, ...), one per judge "
+        "(default: %(default)s)",
+    )
+    sheet.add_argument(
+        "--part",
+        type=int,
+        help="write only this part (numbered from 1; the key is written whole): a part whose turns both runs have "
+        "answered while the others' runs go on",
+    )
     score = commands.add_parser("score", help="score a filled sheet with its key")
-    score.add_argument("--sheet", type=existing_path, required=True)
+    score.add_argument(
+        "--sheet", type=existing_path, nargs="+", required=True, help="the filled sheet, or its parts"
+    )
     score.add_argument("--key", type=existing_path, required=True)
+    agree = commands.add_parser(
+        "agreement", help="the form checks against the readers' clean, per turn split"
+    )
+    agree.add_argument("--sheet", type=existing_path, required=True, help="a filled sheet")
+    agree.add_argument("--key", type=existing_path, required=True)
+    agree.add_argument(
+        "--old", type=existing_path, help="the old side's run folder (default: the sheet's text)"
+    )
+    agree.add_argument(
+        "--new", type=existing_path, help="the new side's run folder (default: the sheet's text)"
+    )
+    agree.add_argument(
+        "--index", type=existing_path, help="the runs' index, for the passages their answers cite"
+    )
     return parser.parse_args(argv)
 
 
@@ -145,49 +186,91 @@ def write_sheet(args: argparse.Namespace) -> int:
     sample = read_sample(args.sample)
     turns = turns_by_qid(args.data)
     old, new = answers_of(args.old), answers_of(args.new)
-    missing = [f"{d} {q}" for d, q in sample if (d, q) not in old or (d, q) not in new]
+    parts = sheet_parts(args.sheet, list(range(len(sample))), args.parts)
+    if args.part is not None:
+        if not 1 <= args.part <= len(parts):
+            raise CastError(f"--part {args.part}: the sheet is written in {len(parts)} parts")
+        parts = [parts[args.part - 1]]
+    written = {i for _, indices in parts for i in indices}
+    missing = [
+        f"{d} {q}"
+        for i, (d, q) in enumerate(sample)
+        if i in written and ((d, q) not in old or (d, q) not in new)
+    ]
     if missing:
         raise CastError(f"turns of the sample with no answer in a run: {', '.join(missing[:5])}")
-    rng = random.Random(args.seed)
-    lines = [
+    header = [
         "# Judging sheet",
         "",
         "Judge each answer with the rubric (answers 0/1/2, clean 0/1, correct 0/1, useful 0/1): fill in the numbers",
         "after the = signs on the `A:` and `B:` lines, and change nothing else.",
         "",
     ]
+    # A and B are drawn for every turn in the sample's order, whichever part is written: the key is the same.
+    rng = random.Random(args.seed)
+    blocks = {}
     key = ["number\tdataset\tqid\tA\tB"]
     for number, (dataset, qid) in enumerate(sample, start=1):
-        turn, earlier = turns[(dataset, qid)]
         sides = ["old", "new"]
         rng.shuffle(sides)
-        texts = {"old": old[(dataset, qid)], "new": new[(dataset, qid)]}
-        lines += [f"## {number}. turn {dataset} {qid}", ""]
-        lines += ["Earlier user turns:", ""]
-        lines += [f"- {u}" for u in earlier] or ["- (none)"]
-        lines += [
-            "",
-            f"Question: {turn.utterance}",
-            "",
-            f"Manual rewrite: {turn.manual_rewrite or turn.utterance}",
-            "",
-            f"ANSWER A: {texts[sides[0]]}",
-            "",
-            f"ANSWER B: {texts[sides[1]]}",
-            "",
-            f"REFERENCE: {' '.join((turn.response or '').split())}",
-            "",
-            "A: " + " ".join(f"{name}=" for name in RUBRIC),
-            "B: " + " ".join(f"{name}=" for name in RUBRIC),
-            "",
-        ]
         key.append(f"{number}\t{dataset}\t{qid}\t{sides[0]}\t{sides[1]}")
+        if number - 1 in written:
+            turn, earlier = turns[(dataset, qid)]
+            texts = {"old": old[(dataset, qid)], "new": new[(dataset, qid)]}
+            blocks[number - 1] = turn_block(number, dataset, turn, earlier, texts[sides[0]], texts[sides[1]])
     args.sheet.parent.mkdir(parents=True, exist_ok=True)
     args.key.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(args.sheet, "\n".join(lines))
+    for path, indices in parts:
+        write_text_atomic(path, "\n".join(header + [line for i in indices for line in blocks[i]]))
+        print(f"wrote {path} ({len(indices)} turns)")
     write_text_atomic(args.key, "\n".join(key) + "\n")
-    print(f"wrote {args.sheet} ({len(sample)} turns) and its key {args.key}")
+    print(f"wrote the key {args.key} ({len(sample)} turns)")
     return 0
+
+
+def turn_block(number: int, dataset: str, turn: Any, earlier: Sequence[str], a: str, b: str) -> list[str]:
+    """One turn of the sheet: the earlier user turns, the question, its manual rewrite, answers A and B, the written
+    response, and a blank line per answer to fill."""
+    lines = [f"## {number}. turn {dataset} {turn.qid}", ""]
+    lines += ["Earlier user turns:", ""]
+    lines += [f"- {u}" for u in earlier] or ["- (none)"]
+    return [
+        *lines,
+        "",
+        f"Question: {turn.utterance}",
+        "",
+        f"Manual rewrite: {turn.manual_rewrite or turn.utterance}",
+        "",
+        f"ANSWER A: {a}",
+        "",
+        f"ANSWER B: {b}",
+        "",
+        f"REFERENCE: {' '.join((turn.response or '').split())}",
+        "",
+        "A: " + " ".join(f"{name}=" for name in RUBRIC),
+        "B: " + " ".join(f"{name}=" for name in RUBRIC),
+        "",
+    ]
+
+
+def sheet_parts(sheet: Path, turns: list[int], parts: int) -> list[tuple[Path, list[int]]]:
+    """The sheet's turns in ``parts`` files of consecutive turns (the first ones one turn longer where they do not
+    divide evenly): ``sheet`` itself for one part, ``SHEET-1.md``, ``SHEET-2.md``, ... for several."""
+    from cast.errors import CastError
+
+    if not 1 <= parts <= len(turns):
+        raise CastError(
+            f"--parts {parts}: a sheet of {len(turns)} turns is written in 1 to {len(turns)} parts"
+        )
+    if parts == 1:
+        return [(sheet, turns)]
+    size, longer = divmod(len(turns), parts)
+    found, start = [], 0
+    for k in range(parts):
+        end = start + size + (k < longer)
+        found.append((sheet.with_name(f"{sheet.stem}-{k + 1}{sheet.suffix}"), turns[start:end]))
+        start = end
+    return found
 
 
 # --- scoring -----------------------------------------------------------------------------------------------------
@@ -241,13 +324,14 @@ def paired(
 def score_sheet(args: argparse.Namespace) -> int:
     from cast.errors import CastError
 
-    judged = read_judgements(args.sheet)
+    judged = {number: sides for path in args.sheet for number, sides in read_judgements(path).items()}
     key = [line.split("\t") for line in args.key.read_text().splitlines()[1:] if line.strip()]
     by_run: dict[str, list[dict[str, int]]] = {"old": [], "new": []}
     for number, _, qid, side_a, side_b in key:
         sides = judged.get(int(number), {})
         if set(sides) != {"A", "B"}:
-            raise CastError(f"turn {number} ({qid}) is not judged on both answers in {args.sheet}")
+            named = ", ".join(str(path) for path in args.sheet)
+            raise CastError(f"turn {number} ({qid}) is not judged on both answers in {named}")
         by_run[side_a].append(sides["A"])
         by_run[side_b].append(sides["B"])
     print("| run | judged | mean answers | % answers=2 | % clean | % correct | % useful |")
@@ -264,6 +348,89 @@ def score_sheet(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- the form checks against the readers -------------------------------------------------------------------------
+
+HELD_OUT = 3  # turns whose number is a multiple of this are held out
+_ANSWER_TEXT = re.compile(r"^ANSWER (?P<side>[AB]): (?P<text>.*)$")
+
+
+def sheet_answers(path: Path) -> dict[tuple[int, str], str]:
+    """``{(turn number, "A" or "B"): answer text}`` as a sheet shows them."""
+    shown: dict[tuple[int, str], str] = {}
+    number = None
+    for line in path.read_text().splitlines():
+        heading = _TURN.match(line)
+        if heading:
+            number = int(heading["number"])
+        shown_answer = _ANSWER_TEXT.match(line)
+        if shown_answer and number is not None:
+            shown[(number, shown_answer["side"])] = shown_answer["text"]
+    return shown
+
+
+def run_answers(folder: Path | None) -> dict[tuple[str, str], Any]:
+    """The answers (records, with their sentences' passages) of a run folder, by ``(dataset, qid)``."""
+    from cast.formats.answers import read_answers
+
+    found: dict[tuple[str, str], Any] = {}
+    for dataset in DATASETS if folder is not None else ():
+        path = folder / f"{dataset.name}.answers.jsonl"
+        if path.is_file():
+            found.update({(dataset.name, q): a for q, a in read_answers(path).answers.items()})
+    return found
+
+
+def form_agreement(args: argparse.Namespace) -> int:
+    from cast.core.records import Answer
+    from cast.errors import CastError
+    from cast.evaluate.form import form_checks
+    from cast.infra.wellformed import FormReader
+
+    judged = read_judgements(args.sheet)
+    shown = sheet_answers(args.sheet)
+    runs = {"old": run_answers(args.old), "new": run_answers(args.new)}
+    key = [line.split("\t") for line in args.key.read_text().splitlines()[1:] if line.strip()]
+    checked = []  # (side, held out, readers' clean, the checks)
+    answers = []
+    for number, dataset, qid, side_a, side_b in key:
+        for side, letter in ((side_a, "A"), (side_b, "B")):
+            text = shown[(int(number), letter)]
+            written = runs[side].get((dataset, qid))
+            if written is not None and written.text != text:
+                raise CastError(f"turn {number} ({qid}): the {side} run's answer is not the sheet's")
+            answers.append((side, int(number), letter, written or Answer(text, (), "sheet")))
+    cited = {s.passage_id for *_, a in answers for s in a.sentences if s.passage_id is not None}
+    if cited and args.index is None:
+        raise CastError("the runs' answers cite passages: give their --index")
+    from cast.evaluate.answers import passages_from_index
+
+    passages = passages_from_index(args.index, cited) if cited else {}
+    reader = FormReader()
+    for side, number, letter, answer in answers:
+        checks = form_checks(answer, [], passages, reader)
+        checks.pop("repeat")  # the rubric's clean does not ask for it, and the sheet shows no earlier answers
+        checked.append((side, number % HELD_OUT == 0, judged[number][letter]["clean"], checks))
+    print("| turns | side | answers | agree | readers' unclean found | readers' clean kept |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for held_out in (False, True):
+        for side in ("old", "new"):
+            rows = [(c, k) for s, h, c, k in checked if s == side and h == held_out]
+            predicted = [(c, float(not any(k.values()))) for c, k in rows]
+            agree = sum(c == p for c, p in predicted)
+            unclean = [p for c, p in predicted if c == 0]
+            clean = [p for c, p in predicted if c == 1]
+            print(
+                f"| {'held out' if held_out else 'development'} | {side} | {len(rows)} | "
+                f"{100 * agree / max(len(rows), 1):.1f}% | {sum(p == 0 for p in unclean)} of {len(unclean)} | "
+                f"{sum(p == 1 for p in clean)} of {len(clean)} |"
+            )
+    print("\nper check, answers at fault (of them judged clean by the readers)")
+    for check in checked[0][3]:
+        faulted = [c for _, _, c, k in checked if k[check]]
+        print(f"  {check}: {len(faulted)} ({sum(faulted)} judged clean)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.command == "sample":
@@ -274,6 +441,8 @@ def main(argv: list[str] | None = None) -> int:
         write_text_atomic(args.out, "dataset\tqid\n" + "".join(f"{d}\t{q}\n" for d, q in sample))
         print(f"wrote {args.out}: {len(sample)} turns")
         return 0
+    if args.command == "agreement":
+        return form_agreement(args)
     return write_sheet(args) if args.command == "sheet" else score_sheet(args)
 
 

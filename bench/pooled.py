@@ -21,9 +21,9 @@ minutes on 2 cores)::
 benchmark resumes, a finished dataset is reused when made with the same settings), scores retrieval (MRR,
 nDCG@3, R@100 over judged turns) and answers (ROUGE-1, ROUGE-L, METEOR, BLEU-1, groundedness over turns with a
 written response) per dataset and pooled, with a reader's form checks on every answer (the share of answers with a
-cut sentence, boilerplate, a sentence opening on a reference with nothing before it, or repeating an earlier
-answer of its conversation; :mod:`cast.evaluate.form`) and their length, writes ``--out/per-turn.tsv``, and tests each measure against the
-baseline file (per-turn scores of the profile's current defaults, ``bench/baselines/<config>.tsv``): paired
+cut sentence, boilerplate, a sentence a reader would not call one, a sentence leaning on what came before it with
+nothing before it, or repeating an earlier answer of its conversation; :mod:`cast.evaluate.form`) and their
+length, writes ``--out/per-turn.tsv``, and tests each measure against the baseline file (per-turn scores of the profile's current defaults, ``bench/baselines/<config>.tsv``): paired
 t-test and randomisation test, Holm-corrected over the measures of each row. It names every measure that got
 significantly worse and exits with status 3 when a headline measure (MRR, nDCG@3, ROUGE-L, METEOR) did, pooled.
 
@@ -66,7 +66,7 @@ ANSWERS = ("ROUGE-1", "ROUGE-L", "METEOR", "BLEU-1", "grounded")
 MEASURES = (*RETRIEVAL, *ANSWERS)
 # A reader's form checks (cast.evaluate.form), per turn 100 where the answer is at fault, and its length in words:
 # printed beside the measures; per-turn files written before them lack these columns.
-FORM = ("words", "cut", "boilerplate", "dangling", "repeat")
+FORM = ("words", "cut", "boilerplate", "malformed", "dangling", "repeat")
 HEADLINE = ("MRR", "nDCG@3", "ROUGE-L", "METEOR")
 BASELINES = REPO / "bench" / "baselines"
 POOLED = "pooled"
@@ -298,7 +298,9 @@ def form_per_turn(
 
     from cast.evaluate.form import form_checks
     from cast.infra.text import count_words
+    from cast.infra.wellformed import FormReader
 
+    reader = FormReader()
     table = {}
     for conversation in conversations:
         earlier = []
@@ -306,7 +308,7 @@ def form_per_turn(
             answer = answers.get(turn.qid)
             if answer is None:
                 continue
-            checks = form_checks(answer, earlier, passages)
+            checks = form_checks(answer, earlier, passages, reader)
             table[turn.qid] = {"words": count_words(answer.text), **{k: 100 * v for k, v in checks.items()}}
             earlier.append(answer)
     return pd.DataFrame.from_dict(table, orient="index", columns=list(FORM))

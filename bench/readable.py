@@ -1,11 +1,15 @@
 """How much of a collection's text the answers may use: sentences kept whole, trimmed of boilerplate, or dropped
 (:func:`cast.infra.readable.readable_sentence`), per source file, with a seeded sample of the dropped and trimmed
-sentences to read (are they boilerplate, or content lost?).
+sentences to read (are they boilerplate, or content lost?). With ``--wellformed``, the sentences kept or trimmed are
+also read as the extractive answers read them (``summarizer.wellformed``: :mod:`cast.infra.wellformed`, a spaCy
+tagger), and those it would leave out are counted by their fault (a glued heading, a quotation that is none, no
+verb, text about the page). ``--every N`` reads every Nth passage (the 820k Wikipedia passages take hours whole).
 
 Usage:
     .venv/bin/python bench/readable.py --input $D/wiki/enwiki-2013-core.jsonl.gz \\
         $D/cast/2022-dev/provenance_passages.jsonl $D/ikat/2023_train_topics_psg_text.jsonl \\
         $D/ikat/2023_test_topics_9-14_psg_text.jsonl --examples runs/readable-examples.tsv
+    .venv/bin/python bench/readable.py --wellformed --every 400 --input $D/wiki/enwiki-2013-core.jsonl.gz
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ sys.path.insert(0, str(REPO))
 from bench.common import documented_parser, existing_path, run  # noqa: E402
 
 OUTCOMES = ("kept", "trimmed", "dropped: cut", "dropped: boilerplate", "dropped: short", "dropped: title")
+MALFORMED = ("malformed: heading", "malformed: quotation", "malformed: no verb", "malformed: page text")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -33,6 +38,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--per-outcome", type=int, default=100, help="examples per outcome and file (default: 100)"
     )
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--wellformed",
+        action="store_true",
+        help="also count the sentences kept that the well-formedness reader leaves out, by fault",
+    )
+    parser.add_argument("--every", type=int, default=1, help="read every Nth passage (default: every one)")
     return parser.parse_args(argv)
 
 
@@ -58,19 +69,32 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parse_args(argv)
     rng = random.Random(args.seed)
+    reader = None
+    if args.wellformed:
+        from cast.infra.wellformed import FormReader
+
+        reader = FormReader()
+    outcomes = (*OUTCOMES, *MALFORMED) if reader else OUTCOMES
     rows = []
-    print("| file | passages | sentences | " + " | ".join(OUTCOMES) + " |")
-    print("| --- " * (3 + len(OUTCOMES)) + "|")
+    print("| file | passages | sentences | " + " | ".join(outcomes) + " |")
+    print("| --- " * (3 + len(outcomes)) + "|")
     for path in args.input:
         counts: Counter[str] = Counter()
         passages = 0
         # Reservoir samples of each outcome but "kept".
-        samples: dict[str, list[tuple[str, str]]] = {o: [] for o in OUTCOMES[1:]}
+        samples: dict[str, list[tuple[str, str]]] = {o: [] for o in outcomes[1:]}
         seen: Counter[str] = Counter()
-        for passage in read_passages(path):
+        for number, passage in enumerate(read_passages(path)):
+            if number % args.every:
+                continue
             passages += 1
-            for span in split_sentences(passage.text):
-                what, text = outcome(span)
+            read = [(span, *outcome(span)) for span in split_sentences(passage.text)]
+            if reader is not None:
+                kept = [k for k, (_, what, _) in enumerate(read) if what in ("kept", "trimmed")]
+                for k, form in zip(kept, reader.read([read[k][2] for k in kept]), strict=True):
+                    if form.fault is not None:
+                        read[k] = (read[k][0], f"malformed: {form.fault}", "")
+            for span, what, text in read:
                 counts[what] += 1
                 if what == "kept":
                     continue
@@ -83,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
                     if slot < args.per_outcome:
                         reservoir[slot] = (span.text, text)
         total = sum(counts.values())
-        shares = " | ".join(f"{counts[o]:,} ({100 * counts[o] / max(total, 1):.2f}%)" for o in OUTCOMES)
+        shares = " | ".join(f"{counts[o]:,} ({100 * counts[o] / max(total, 1):.2f}%)" for o in outcomes)
         print(f"| {path.name} | {passages:,} | {total:,} | {shares} |")
         rows += [
             (path.name, what, before, after) for what, found in samples.items() for before, after in found

@@ -25,12 +25,12 @@ from __future__ import annotations
 import math
 from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from cast.core.records import Answer, AnswerSentence, Selection
+from cast.core.records import Answer, AnswerSentence, ScoredPassage, Selection
 from cast.core.resources import Resources
 from cast.core.stages import Summarizer
 from cast.errors import ConfigError
@@ -44,6 +44,7 @@ from cast.infra.text import (
     split_sentences,
     word_tokens,
 )
+from cast.infra.wellformed import FormReader
 from cast.summarize import no_answer
 from cast.summarize.question import answer_kind, fits_kind, natural_question
 
@@ -76,6 +77,9 @@ class Candidate:
         words: its length in words.
         follows: it comes right after the candidate before it in its passage, with nothing dropped between (so
             that a sentence opening on a reference to that one reads after it).
+        refers_back: it leans on what came before it in its passage ("She ...", "The book ..."): it reads only
+            right after that sentence.
+        chosen: it comes from a passage the selector chose (not from one of its alternatives).
     """
 
     text: str
@@ -85,6 +89,8 @@ class Candidate:
     entities: frozenset[str]
     words: int
     follows: bool = False
+    refers_back: bool = False
+    chosen: bool = True
 
 
 def content_terms(text: str) -> list[str]:
@@ -166,6 +172,22 @@ AddShare = Annotated[
         "sentence's (0: fill the budget).",
     ),
 ]
+Wellformed = Annotated[
+    bool,
+    Field(
+        description="leave out sentences a reader would not call sentences (a heading glued on, a quotation that is "
+        "none, no verb: cast/infra/wellformed.py, a spaCy tagger), and read those that lean on what came before "
+        'them ("The hotel ...", "In my mind, though, ...") only right after it.',
+    ),
+]
+LeadFrom = Annotated[
+    int,
+    Field(
+        ge=0,
+        description="also look for the lead sentence in the first this many candidates the selector did not choose "
+        "(the re-ranker's order; the other sentences still come from the chosen passages only).",
+    ),
+]
 # A sentence whose content words overlap this much with a sentence of an earlier answer repeats it.
 REPEATED_OVERLAP = 0.8
 
@@ -185,6 +207,10 @@ class SentencePicker:
             around the best sentence (0: no lead; every sentence in passage order).
         add_share: after the lead, a sentence is added only where its relevance reaches this share of the lead
             sentence's.
+        reader: where given, tells the sentences a reader would not call sentences (left out) and those that lean
+            on what came before them (:mod:`cast.infra.wellformed`); otherwise a referring opener says so.
+        lead_from: the lead may also come from this many of the selection's alternatives (the candidates it did
+            not choose).
     """
 
     words: int
@@ -195,19 +221,37 @@ class SentencePicker:
     fill: bool
     lead_sentences: int = 0
     add_share: float = 0.0
+    reader: FormReader | None = None
+    lead_from: int = 0
 
     def candidates(self, selection: Selection) -> list[Candidate]:
-        """The distinct sentences of the selected passages that read as sentences and are not questions (whole,
-        without page boilerplate: :func:`statements`), with their terms and entities.
+        """The distinct sentences of the selected passages (and of the first ``lead_from`` alternatives, not
+        chosen) that read as sentences and are not questions (whole, without page boilerplate: :func:`statements`;
+        with a ``reader``, none it finds at fault), with their terms and entities.
 
         Sentences shorter than ``min_sentence_words`` are left out, unless there is nothing else; where nothing
         reads as a sentence, the passages' sentences as they are.
         """
-        return (
-            _sentences(selection, self.min_sentence_words)
-            or _sentences(selection, 1)
-            or _sentences(selection, 1, keep=lambda sentence: sentence)
-        )
+        passages = [*selection.passages, *selection.alternatives[: self.lead_from]]
+        chosen = len(selection.passages)
+        mentions = selection.explanation.get("passage_entities", {})
+        for min_words in (self.min_sentence_words, 1):
+            found = self._read(_sentences(passages, chosen, mentions, min_words))
+            if found:
+                return found
+        return _sentences(passages, chosen, mentions, 1, keep=lambda sentence: sentence)
+
+    def _read(self, candidates: list[Candidate]) -> list[Candidate]:
+        """``candidates`` as the reader reads them: none at fault, each marked where it leans on what came
+        before it."""
+        if self.reader is None or not candidates:
+            return candidates
+        forms = self.reader.read([c.text for c in candidates])
+        return [
+            replace(c, refers_back=form.refers_back)
+            for c, form in zip(candidates, forms, strict=True)
+            if form.fault is None
+        ]
 
     def pick(
         self,
@@ -245,8 +289,8 @@ class SentencePicker:
             return position.get((rank, index - 1)) if candidates[i].follows else None
 
         def reads_here(i: int) -> bool:
-            # A sentence that opens on a reference reads only after the sentence before it in its passage.
-            if not opens_with_reference(candidates[i].text):
+            # A sentence that leans on what came before reads only after the sentence before it in its passage.
+            if not candidates[i].refers_back:
                 return True
             previous = before(i)
             return previous is not None and candidates[previous] in picked
@@ -260,6 +304,8 @@ class SentencePicker:
                 remaining.remove(i)
             floor = self.add_share * max(relevance[i] for i in lead)
             remaining = [i for i in remaining if relevance[i] >= floor and relevance[i] > 0]
+        # Only the lead may come from an alternative the selector did not choose.
+        remaining = [i for i in remaining if candidates[i].chosen]
         budget = self.words - sum(c.words for c in picked)
         while remaining and budget > 0:
             fitting = [i for i in remaining if candidates[i].words <= budget and reads_here(i)]
@@ -292,7 +338,7 @@ class SentencePicker:
         def back_to_start(i: int) -> list[int] | None:
             # The sentence with the sentences before it that it refers to, back to one that refers to none.
             span = [i]
-            while opens_with_reference(candidates[span[0]].text):
+            while candidates[span[0]].refers_back:
                 previous = before(span[0])
                 if previous is None or len(span) >= max(self.lead_sentences, 2):
                     return None
@@ -393,9 +439,11 @@ class SentenceExtractiveSummarizer(Summarizer):
             candidates, entity_ranks(selection), self.relevance(query, selection, candidates)
         )
         answer_sentences = tuple(AnswerSentence(c.text, c.passage_id) for c in picked)
+        # the passages read: the chosen ones, and an alternative the lead came from
+        cited = tuple(dict.fromkeys(c.passage_id for c in picked if not c.chosen))
         return Answer(
             text=" ".join(s.text for s in answer_sentences),
-            source_ids=source_ids,
+            source_ids=source_ids + cited,
             generator=self.name,
             sentences=answer_sentences,
             settings=self.describe(),
@@ -448,6 +496,8 @@ class EntityExtractiveSummarizer(SentenceExtractiveSummarizer):
                 "as said."
             ),
         ] = False
+        wellformed: Wellformed = False
+        lead_from: LeadFrom = 0
         relevance: Annotated[
             Literal["overlap", "dense", "hybrid"],
             Field(
@@ -483,6 +533,7 @@ class EntityExtractiveSummarizer(SentenceExtractiveSummarizer):
             else None
         )
         self.cache = resources.cache if self.encoder is not None and resources else None
+        self.reader = FormReader() if settings.wellformed else None
 
     @property
     def picker(self) -> SentencePicker:
@@ -496,6 +547,8 @@ class EntityExtractiveSummarizer(SentenceExtractiveSummarizer):
             fill=settings.fill,
             lead_sentences=settings.lead_sentences,
             add_share=settings.add_share,
+            reader=self.reader,
+            lead_from=settings.lead_from,
         )
 
     def described_extras(self) -> dict[str, Any]:
@@ -594,13 +647,16 @@ def _without_title(sentence: SentenceSpan, title: str | None) -> SentenceSpan:
 
 
 def _sentences(
-    selection: Selection,
+    passages: Sequence[ScoredPassage],
+    chosen: int,
+    mentions: Mapping[str, Sequence[Mapping[str, Any]]],
     min_words: int,
     keep: Callable[[SentenceSpan], SentenceSpan | None] = statements,
 ) -> list[Candidate]:
-    mentions = selection.explanation.get("passage_entities", {})
+    """The candidate sentences of ``passages`` (the first ``chosen`` of them chosen by the selector), by their
+    entity ``mentions`` per passage id."""
     found: dict[str, Candidate] = {}
-    for rank, scored in enumerate(selection.passages):
+    for rank, scored in enumerate(passages):
         text = scored.passage.text
         passage_mentions = mentions.get(scored.id, ())
         index, last = 0, -2  # the candidate's number in its passage; the passage's sentence it was
@@ -621,6 +677,8 @@ def _sentences(
                 words=words,
                 # nothing dropped between: not a sentence before, nor the start of this one (a heading, a byline)
                 follows=number == last + 1 and span.start == sentence.start,
+                refers_back=opens_with_reference(span.text),
+                chosen=rank < chosen,
             )
             index, last = index + 1, number
     return list(found.values())

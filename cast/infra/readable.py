@@ -55,12 +55,31 @@ _FURNITURE = re.compile(
             r"\b(?:Tel|Phone|Instagram|Facebook|Twitter|Website|WhatsApp):",
             r"https?://\S+|\bwww\.\S+",
             r"\b\d+ (?:years?|months?|weeks?|days?|hours?)(?: \d+ \w+)? ago\b",  # "By Eve • 12 years 5 months ago"
+            # a video player: "If playback doesn't begin shortly, try restarting your device.", "0 seconds of 0
+            # seconds Volume 90% 1:24 Click Play to See This Easy Vegan Fried Tofu Come Together"
+            r"\bIf playback doesn[’']t begin shortly\b|\b\d+ seconds of \d+ seconds\b|\bVolume \d+%|\bClick Play\b",
+            # photo credits: "Abuja Source: flickr Abuja ...", "AP Apple Pay is still in its early days"
+            r"\bSource: \S+|(?:^|(?<=\s))AP(?= [A-Z][a-z])",
+            # shop and hotel listings: "Uncommon Goods 2 of 33 Fun Gift for Him Cinephile Game $20 AT UNCOMMON
+            # GOODS", "Hotel Bruna Show Prices 93 reviews ... #3 Best Value of 10,000 places to stay in Rome"
+            r"\$\d[\d.,]* AT [A-Z]+\b(?: [A-Z]+\b)*|\b\d+ of \d+(?= [A-Z])|\bShow Prices\b|\b\d[\d,]* reviews\b",
+            r"#\d+ Best Value\b|#\d+ of [\d,]+ (?:hotels|places|restaurants|things)\b",
+            r"\bSHOP NOW\b|\bJump to Recipe\b|\b(?:Print|Pin) Recipe\b|\bSimilar recipes you may like\b",
+            # Wikipedia's hatnotes and maintenance notes: "For the plant, see Allium nigrum.", "This article is
+            # missing information about black garlic oil. Please expand the article to include this information."
+            r"\bFor (?:the|other) [\w ]{1,30}, see\b|\bThis (?:article|section) (?:is missing|needs)\b",
+            r"\bPlease (?:expand|help improve) (?:the|this) (?:article|section)\b",
+            r"\bRequest Sample(?: Pages)?\b|\bGet more information on this report\b",
+            r"[\u0600-\u06ff]+(?:[\s:]+[\u0600-\u06ff]+)+",  # Arabic words glued to an English sentence (a menu)
         )
     )
 )
 # A list number in front of a sentence: "2. Increase the intensity of your runs."
 # Reference marks inside a sentence ("... closely associated with obesity [ 17 ].") are dropped, not cut at.
-_REFERENCE_MARK = re.compile(r"\s?\[\s?\d+\s?\]")
+# So are a mark that lost its opening bracket ("1] Microbeads are ...") and a pointer into the page's tables ("(table 4)").
+_REFERENCE_MARK = re.compile(
+    r"\s?\[\s?\d+\s?\]|(?:^|\s)\d{1,3}\](?=\s|$)|\s?\((?:[Tt]able|[Ff]ig\.?|[Ff]igure) \d+\)"
+)
 _LONE_NUMBER = re.compile(r"\d{1,2}\s?[.)]")
 _LIST_NUMBER = re.compile(r"^(?:\d{1,2}|[a-z])\s?[.)]\s+(?=\S)")
 # Words that open a sentence, seen capitalised after a lower-case word with no stop between: a heading glued to the
@@ -71,7 +90,7 @@ _OPENERS = frozenset(
     Use""".split()
 )
 # Words a heading does not end on: "starred in The Godfather", "the film The ..." ends no heading.
-_JOINING = frozenset(
+JOINING = frozenset(
     """a an the of in on at to for from by with and or but as is are was were be been into onto than that
     about like called named titled film films song songs album novel book series show band""".split()
 )
@@ -107,14 +126,14 @@ def glued_heading_end(text: str) -> int | None:
             word.group() in _OPENERS
             and after.group()[:1].islower()
             and re.search(r"[a-z0-9]$", before.group())
-            and before.group().lower() not in _JOINING
-            and _quotes_closed(text[: word.start()])
+            and before.group().lower() not in JOINING
+            and quotes_closed(text[: word.start()])
         ):
             return word.start()
     return None
 
 
-def _quotes_closed(text: str) -> bool:
+def quotes_closed(text: str) -> bool:
     """Whether no quotation is open at the end of ``text`` (a title quoted in a sentence ends no heading)."""
     return text.count('"') % 2 == 0 and text.count("“") <= text.count("”")
 
@@ -125,7 +144,7 @@ def _title_like(text: str) -> bool:
     tokens = [t for t in text.split() if re.search(r"[A-Za-z]", t)]
     if len(tokens) < MIN_WORDS or "," in text:
         return False
-    lower = sum(1 for t in tokens if t[:1].islower() and t.lower() not in _JOINING)
+    lower = sum(1 for t in tokens if t[:1].islower() and t.lower() not in JOINING)
     return lower == 0
 
 
@@ -188,7 +207,10 @@ def boilerplate_in(text: str) -> bool:
 _REFERRING = re.compile(
     r"^[\"'(‘“]?(?:"
     r"(?:he|she|it|they|him|them|his|her|hers|its|their|theirs|this|these|those|that|such)\b"
-    r"|(?:or|and|but|also|however|therefore|thus|hence|moreover|furthermore|additionally|instead|otherwise|"
+    # "also" that needs its antecedent ("Also parties to the Convention ..."), not one that names ("Also
+    # tentatively called radium F, polonium was ...")
+    r"|also\b(?!,? (?:\w+ly )?(?:known|called|named|spelled|spelt|referred|termed|written|styled)\b)"
+    r"|(?:or|and|but|however|therefore|thus|hence|moreover|furthermore|additionally|instead|otherwise|"
     r"nevertheless|nonetheless|besides|consequently|meanwhile|likewise|similarly|still|then|yet|so)\b"
     r"|(?:in addition|as a result|for example|for instance|in fact|in contrast|on the other hand|the latter|"
     r"the former|the other|another|both|the same|the two|the three|the book|the film|the song|the album|the "

@@ -43,7 +43,7 @@ def judged():
 def test_a_filled_sheet_is_scored_per_run_and_paired(judged, tmp_path, capsys):
     (tmp_path / "sheet.md").write_text(SHEET)
     (tmp_path / "key.tsv").write_text(KEY)
-    judged.score_sheet(Namespace(sheet=tmp_path / "sheet.md", key=tmp_path / "key.tsv"))
+    judged.score_sheet(Namespace(sheet=[tmp_path / "sheet.md"], key=tmp_path / "key.tsv"))
     out = capsys.readouterr().out
     # old: turn 1 B (0/1/1/0), turn 2 A (1/0/1/0); new: turn 1 A (2/1/1/1), turn 2 B (1/1/0/0)
     assert "| old | 2 | 0.50 | 0.0 | 50.0 | 100.0 | 0.0 |" in out
@@ -52,14 +52,36 @@ def test_a_filled_sheet_is_scored_per_run_and_paired(judged, tmp_path, capsys):
     assert "on answers: better 1, equal 1, worse 0" in out
 
 
+def test_a_sheet_judged_in_parts_is_scored_as_one(judged, tmp_path, capsys):
+    first, second = SHEET.split("## 2.")
+    (tmp_path / "sheet-1.md").write_text(first)
+    (tmp_path / "sheet-2.md").write_text("# Judging sheet\n\n## 2." + second)
+    (tmp_path / "key.tsv").write_text(KEY)
+    parts = [tmp_path / "sheet-1.md", tmp_path / "sheet-2.md"]
+    judged.score_sheet(Namespace(sheet=parts, key=tmp_path / "key.tsv"))
+    assert "| new | 2 | 1.50 | 50.0 | 100.0 | 50.0 | 50.0 |" in capsys.readouterr().out
+    with pytest.raises(CastError, match="turn 2"):
+        judged.score_sheet(Namespace(sheet=parts[:1], key=tmp_path / "key.tsv"))
+
+
+def test_a_sheet_is_split_in_parts_of_consecutive_turns(judged, tmp_path):
+    turns = list(range(5))
+    parts = judged.sheet_parts(tmp_path / "sheet.md", turns, 2)
+    assert [path.name for path, _ in parts] == ["sheet-1.md", "sheet-2.md"]
+    assert [part for _, part in parts] == [turns[:3], turns[3:]]
+    assert judged.sheet_parts(tmp_path / "sheet.md", turns, 1) == [(tmp_path / "sheet.md", turns)]
+    with pytest.raises(CastError, match="--parts 6"):
+        judged.sheet_parts(tmp_path / "sheet.md", turns, 6)
+
+
 def test_a_sheet_left_blank_or_half_judged_is_refused(judged, tmp_path):
     (tmp_path / "key.tsv").write_text(KEY)
     (tmp_path / "blank.md").write_text(SHEET.replace("answers=2", "answers="))
     with pytest.raises(DataFormatError, match="left blank"):
-        judged.score_sheet(Namespace(sheet=tmp_path / "blank.md", key=tmp_path / "key.tsv"))
+        judged.score_sheet(Namespace(sheet=[tmp_path / "blank.md"], key=tmp_path / "key.tsv"))
     (tmp_path / "half.md").write_text(SHEET.replace("B: answers=0 clean=1 correct=1 useful=0\n", ""))
     with pytest.raises(CastError, match="turn 1"):
-        judged.score_sheet(Namespace(sheet=tmp_path / "half.md", key=tmp_path / "key.tsv"))
+        judged.score_sheet(Namespace(sheet=[tmp_path / "half.md"], key=tmp_path / "key.tsv"))
 
 
 def test_the_committed_sample_holds_80_turns_from_cast_2022_and_ikat_2023(judged):

@@ -1,0 +1,89 @@
+"""The spaCy-tagged form checks on real lines: sentences of the collections' web passages that readers judging
+answers blind called unclean, and Wikipedia sentences that read well."""
+
+from __future__ import annotations
+
+import pytest
+
+from cast.infra.wellformed import FormReader
+
+# (sentence, the fault a reader saw)
+UNCLEAN = [
+    (
+        "Galaxy A50's camera is superior Both the Galaxy A50 and Moto G7 take clear and bright photos when "
+        "conditions are ideal, as in settings with a lot of even lighting.",
+        "heading",
+    ),
+    ("Spark Some Scents Studies suggest aromatherapy can be a good way to relieve stress.", "heading"),
+    (
+        "Measurement selection The World Health Organization (WHO) defines obesity as abnormal or excessive fat "
+        "accumulation that may impair health.",
+        "heading",
+    ),
+    ("Avoid Criticism: Try and avoid criticising as much as you can.", "heading"),
+    (
+        "Content Marketing Content marketing is a great digital marketing strategy for startups and small "
+        "businesses.",
+        "heading",
+    ),
+    (
+        "4 Advantages of reverse osmosis systems Reverse osmosis is a technology used by bottled water and food "
+        "manufacturers around the world.",
+        "heading",
+    ),
+    (
+        "“Running on an empty stomach increases your endurance” Workouts on an empty stomach are not a good idea "
+        "for leisure athletes who want to improve their performance.",
+        "quotation",
+    ),
+    (
+        "Bostrom states he personally sees no strong argument as to which of the three trilemma propositions is "
+        'the true one: "If (1) is true, then we will almost certainly go extinct before reaching posthumanity.',
+        "quotation",
+    ),
+    ("One of the Largest wholesale textile shop in Doha - Qatar.", "no verb"),
+    (
+        "Some of the best computer science universities in Canada along with the courses offered, fees, and "
+        "eligibility criteria are discussed.",
+        "page text",
+    ),
+]
+LEANING = [
+    "In my mind, though, depending on what you need, you'll lean one way or the other.",
+    "The hotel has been completely refurbished, while retaining aspects that reflect the glorious past of the "
+    "Eternal City.",
+    "Thanks to his influence on Gibson and Stephenson in particular, Pynchon became one of the progenitors of "
+    "cyberpunk fiction.",
+    "In the 19th century, the British renamed these as Creek Town, Old Town and Duke Town.",
+    "Woodward and Bernstein, however, defended Felt's claims and detailed their relationship with him.",
+]
+READS_WELL = [
+    "Tourism in Nigeria centers largely on events, due to the country's ample amount of ethnic groups, but also "
+    "includes rain forests, savannah, waterfalls, and other natural attractions.",
+    "Newton was locked out of the studio for his disruption, but a second problem arose: nearby freight train "
+    "whistles interrupted the session twice, forcing the recording to start over.",
+    "The amount of solar energy reaching Earth's surface decreases with increasing latitude.",
+    "Andrew prepared to war against Leopold VI, Duke of Austria, but Ladislaus suddenly died in Vienna on 7 May "
+    "1205.",
+    "Polonium, also tentatively called radium F, was named after Marie Curie's native land of Poland.",
+    "Also tentatively called radium F, polonium was discovered by Marie and Pierre Curie in July 1898.",
+]
+
+
+@pytest.fixture(scope="module")
+def reader() -> FormReader:
+    return FormReader()
+
+
+def test_what_readers_called_unclean_is_found(reader):
+    forms = reader.read([sentence for sentence, _ in UNCLEAN])
+    assert [form.fault for form in forms] == [fault for _, fault in UNCLEAN]
+
+
+def test_sentences_leaning_on_what_came_before_are_told(reader):
+    assert all(form.refers_back for form in reader.read(LEANING))
+
+
+def test_sentences_that_read_well_stay(reader):
+    forms = reader.read(READS_WELL)
+    assert [(form.fault, form.refers_back) for form in forms] == [(None, False)] * len(READS_WELL)
