@@ -30,7 +30,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from cast.core.records import Answer, AnswerSentence, ScoredPassage, Selection
+from cast.core.records import Answer, AnswerSentence, Selection
 from cast.core.resources import Resources
 from cast.core.stages import Summarizer
 from cast.errors import ConfigError
@@ -79,7 +79,6 @@ class Candidate:
             that a sentence opening on a reference to that one reads after it).
         refers_back: it leans on what came before it in its passage ("She ...", "The book ..."): it reads only
             right after that sentence.
-        chosen: it comes from a passage the selector chose (not from one of its alternatives).
     """
 
     text: str
@@ -90,7 +89,6 @@ class Candidate:
     words: int
     follows: bool = False
     refers_back: bool = False
-    chosen: bool = True
 
 
 def content_terms(text: str) -> list[str]:
@@ -180,14 +178,6 @@ Wellformed = Annotated[
         'them ("The hotel ...", "In my mind, though, ...") only right after it.',
     ),
 ]
-LeadFrom = Annotated[
-    int,
-    Field(
-        ge=0,
-        description="also look for the lead sentence in the first this many candidates the selector did not choose "
-        "(the re-ranker's order; the other sentences still come from the chosen passages only).",
-    ),
-]
 # A sentence whose content words overlap this much with a sentence of an earlier answer repeats it.
 REPEATED_OVERLAP = 0.8
 
@@ -209,8 +199,6 @@ class SentencePicker:
             sentence's.
         reader: where given, tells the sentences a reader would not call sentences (left out) and those that lean
             on what came before them (:mod:`cast.infra.wellformed`); otherwise a referring opener says so.
-        lead_from: the lead may also come from this many of the selection's alternatives (the candidates it did
-            not choose).
     """
 
     words: int
@@ -222,24 +210,19 @@ class SentencePicker:
     lead_sentences: int = 0
     add_share: float = 0.0
     reader: FormReader | None = None
-    lead_from: int = 0
 
     def candidates(self, selection: Selection) -> list[Candidate]:
-        """The distinct sentences of the selected passages (and of the first ``lead_from`` alternatives, not
-        chosen) that read as sentences and are not questions (whole, without page boilerplate: :func:`statements`;
+        """The distinct sentences of the selected passages that read as sentences and are not questions (whole, without page boilerplate: :func:`statements`;
         with a ``reader``, none it finds at fault), with their terms and entities.
 
         Sentences shorter than ``min_sentence_words`` are left out, unless there is nothing else; where nothing
         reads as a sentence, the passages' sentences as they are.
         """
-        passages = [*selection.passages, *selection.alternatives[: self.lead_from]]
-        chosen = len(selection.passages)
-        mentions = selection.explanation.get("passage_entities", {})
         for min_words in (self.min_sentence_words, 1):
-            found = self._read(_sentences(passages, chosen, mentions, min_words))
+            found = self._read(_sentences(selection, min_words))
             if found:
                 return found
-        return _sentences(passages, chosen, mentions, 1, keep=lambda sentence: sentence)
+        return _sentences(selection, 1, keep=lambda sentence: sentence)
 
     def _read(self, candidates: list[Candidate]) -> list[Candidate]:
         """``candidates`` as the reader reads them: none at fault, each marked where it leans on what came
@@ -304,8 +287,6 @@ class SentencePicker:
                 remaining.remove(i)
             floor = self.add_share * max(relevance[i] for i in lead)
             remaining = [i for i in remaining if relevance[i] >= floor and relevance[i] > 0]
-        # Only the lead may come from an alternative the selector did not choose.
-        remaining = [i for i in remaining if candidates[i].chosen]
         budget = self.words - sum(c.words for c in picked)
         while remaining and budget > 0:
             fitting = [i for i in remaining if candidates[i].words <= budget and reads_here(i)]
@@ -439,11 +420,9 @@ class SentenceExtractiveSummarizer(Summarizer):
             candidates, entity_ranks(selection), self.relevance(query, selection, candidates)
         )
         answer_sentences = tuple(AnswerSentence(c.text, c.passage_id) for c in picked)
-        # the passages read: the chosen ones, and an alternative the lead came from
-        cited = tuple(dict.fromkeys(c.passage_id for c in picked if not c.chosen))
         return Answer(
             text=" ".join(s.text for s in answer_sentences),
-            source_ids=source_ids + cited,
+            source_ids=source_ids,
             generator=self.name,
             sentences=answer_sentences,
             settings=self.describe(),
@@ -497,7 +476,6 @@ class EntityExtractiveSummarizer(SentenceExtractiveSummarizer):
             ),
         ] = False
         wellformed: Wellformed = False
-        lead_from: LeadFrom = 0
         relevance: Annotated[
             Literal["overlap", "dense", "hybrid"],
             Field(
@@ -548,7 +526,6 @@ class EntityExtractiveSummarizer(SentenceExtractiveSummarizer):
             lead_sentences=settings.lead_sentences,
             add_share=settings.add_share,
             reader=self.reader,
-            lead_from=settings.lead_from,
         )
 
     def described_extras(self) -> dict[str, Any]:
@@ -647,16 +624,13 @@ def _without_title(sentence: SentenceSpan, title: str | None) -> SentenceSpan:
 
 
 def _sentences(
-    passages: Sequence[ScoredPassage],
-    chosen: int,
-    mentions: Mapping[str, Sequence[Mapping[str, Any]]],
+    selection: Selection,
     min_words: int,
     keep: Callable[[SentenceSpan], SentenceSpan | None] = statements,
 ) -> list[Candidate]:
-    """The candidate sentences of ``passages`` (the first ``chosen`` of them chosen by the selector), by their
-    entity ``mentions`` per passage id."""
+    mentions = selection.explanation.get("passage_entities", {})
     found: dict[str, Candidate] = {}
-    for rank, scored in enumerate(passages):
+    for rank, scored in enumerate(selection.passages):
         text = scored.passage.text
         passage_mentions = mentions.get(scored.id, ())
         index, last = 0, -2  # the candidate's number in its passage; the passage's sentence it was
@@ -678,7 +652,6 @@ def _sentences(
                 # nothing dropped between: not a sentence before, nor the start of this one (a heading, a byline)
                 follows=number == last + 1 and span.start == sentence.start,
                 refers_back=opens_with_reference(span.text),
-                chosen=rank < chosen,
             )
             index, last = index + 1, number
     return list(found.values())

@@ -47,9 +47,7 @@ def format_result(result, manual_rewrite: str | None = None) -> str:
     if manual_rewrite is not None:
         lines.append(f"  manual:  {manual_rewrite}")
     lines.append(result.answer.text)
-    # the chosen passages, and any the selector left that the answer cites (a lead sentence may come from one)
-    cited = [p for p in result.selection.alternatives if p.id in result.answer.source_ids]
-    for scored in (*result.selection.passages, *cited):
+    for scored in result.selection.passages:
         title = f" {scored.passage.title}" if scored.passage.title else ""
         lines.append(f"  [{scored.id}]{title}")
     return "\n".join(lines)

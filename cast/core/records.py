@@ -186,8 +186,6 @@ class Selection:
         scores: the final selection score of every candidate, by passage id.
         explanation: method-specific, JSON-serialisable details (entities, ranks, graph edges kept, paths...).
         focus_entity: the conversation's highest-ranked entity at this turn, if the method ranks entities.
-        alternatives: the candidates the selector did not choose, in the re-ranker's order (where the selector
-            records them): a generator may look there for a sentence that answers better than the chosen passages'.
     """
 
     passages: tuple[ScoredPassage, ...]
@@ -195,7 +193,6 @@ class Selection:
     scores: dict[str, float] = field(default_factory=dict)
     explanation: dict[str, Any] = field(default_factory=dict)
     focus_entity: str | None = None
-    alternatives: tuple[ScoredPassage, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -536,7 +533,6 @@ def _selection(d: dict) -> Selection:
         scores=d.get("scores", {}),
         explanation=d.get("explanation", {}),
         focus_entity=d.get("focus_entity"),
-        alternatives=tuple(_scored(p) for p in d.get("alternatives", ())),
     )
 
 

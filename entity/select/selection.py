@@ -223,7 +223,6 @@ class _SelectorBase(PassageSelector):
             scores={c.id: float(reported[k]) for k, c in enumerate(turn.candidates)},
             explanation=explanation,
             focus_entity=focus,
-            alternatives=tuple(c for c in turn.candidates if c.id not in chosen_ids),
         )
 
     def _entity_scores(self, turn: _TurnEntities) -> _EntityScores:

@@ -271,23 +271,3 @@ def test_the_question_names_the_salient_entity_and_asks_for_a_kind_of_answer():
     plain = content_stage(words=10, entity_weight=0.0).summarize(question, selection(*texts))
     dated = content_stage(words=10, entity_weight=0.0, kind_weight=0.5).summarize(question, selection(*texts))
     assert "1959" not in plain.text and "1959" in dated.text
-
-
-def test_the_lead_may_come_from_an_alternative_the_selector_did_not_choose():
-    chosen = (
-        "Barack Obama signed the Affordable Care Act in 2010. Many tourists visit Hawaii every winter season."
-    )
-    defining = "Honolulu is where Barack Obama was born, in 1961. It is the capital of Hawaii."
-    turn = Selection(
-        (ScoredPassage(Passage("p1", chosen), 1.0),),
-        "eg",
-        alternatives=(ScoredPassage(Passage("p2", defining), 0.9),),
-    )
-    question = "where was barack obama born"
-    own = content_stage(words=30, lead_sentences=2, add_share=0.1).summarize(question, turn)
-    assert "Honolulu" not in own.text and own.source_ids == ("p1",)
-    wider = content_stage(words=30, lead_sentences=2, add_share=0.1, lead_from=1).summarize(question, turn)
-    # The lead answers from the alternative (its passage cited); what follows comes from the chosen passage.
-    assert wider.sentences[0].text.startswith("Honolulu is where") and wider.source_ids == ("p1", "p2")
-    assert {s.passage_id for s in wider.sentences[1:]} <= {"p1", "p2"}
-    assert all(s.passage_id == "p1" for s in wider.sentences if s.text not in defining)
