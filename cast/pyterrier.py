@@ -57,7 +57,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 from cast.infra.extras import require_extra
 
@@ -196,10 +196,15 @@ class ConversationPipeline(_Searchable, Compose):
 
 
 class _Step(_Searchable):
-    """One stage as a transformer (``verbose``: progress bars over turns, for the steps that walk
-    conversations)."""
+    """One stage of kind :attr:`kind` as a transformer: ``name`` (a registry name, a config section or a stage
+    built before) built with ``settings``, its own and the :data:`SHARED_SETTINGS`."""
 
+    kind: ClassVar[str]
     stage: kinds.Stage
+
+    def __init__(self, name: str | kinds.Stage | Mapping[str, Any], **settings: Any):
+        self.shared, own = _shared(settings)
+        self.stage = _stage(self.kind, name, own, self.shared)
 
     def __repr__(self) -> str:
         settings = ", ".join(f"{k}={v!r}" for k, v in dict(self.stage.setting_values).items())
@@ -234,6 +239,9 @@ class Rewriter(_Step):
         settings: the rewriter's, and what the stages share (:data:`SHARED_SETTINGS`).
     """
 
+    kind = "rewriter"
+    stage: kinds.Rewriter
+
     def __init__(
         self,
         name: str | kinds.Rewriter | Mapping[str, Any],
@@ -244,9 +252,8 @@ class Rewriter(_Step):
         **settings: Any,
     ):
         ConfigKeys.check("history_responses", history_responses)
-        shared, settings = _shared(settings)
-        self.stage: kinds.Rewriter = _stage("rewriter", name, settings, shared)
-        selector = None if ptkb is None else _stage("ptkb", ptkb, {}, shared)
+        super().__init__(name, **settings)
+        selector = None if ptkb is None else _stage("ptkb", ptkb, {}, self.shared)
         self.ptkb: kinds.PTKBSelector | None = selector if selector is not None and selector.selects else None
         self.answers_as_responses = history_responses == "answers"
         self.verbose = verbose
@@ -303,13 +310,15 @@ class Retriever(_Step):
     """The first stage ``name`` (``lmd``, ``bm25``) over ``index``, with its settings (``mu``, ``k``...): a query
     frame in, its result frame out, with the model's ``score``."""
 
+    kind = "first_stage"
+    stage: kinds.FirstStage
+
     def __init__(
         self,
         name: str | kinds.FirstStage | Mapping[str, Any] = "lmd",
         **settings: Any,
     ):
-        shared, settings = _shared(settings)
-        self.stage: kinds.FirstStage = _stage("first_stage", name, settings, shared)
+        super().__init__(name, **settings)
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.query_frame(inp, ["query"])
@@ -321,13 +330,8 @@ class ReRanker(_Step):
     """The re-ranker ``name`` (``biencoder``, ``cross_encoder``, ``monobert``, ``none``) with its settings: the
     first ``depth`` passages of each query's ranking re-scored, the model's score in ``score``."""
 
-    def __init__(
-        self,
-        name: str | kinds.Reranker | Mapping[str, Any],
-        **settings: Any,
-    ):
-        shared, settings = _shared(settings)
-        self.stage: kinds.Reranker = _stage("reranker", name, settings, shared)
+    kind = "reranker"
+    stage: kinds.Reranker
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.result_frame(inp, ["text"])
@@ -347,6 +351,9 @@ class Selector(_Step):
     written from, chosen among the first candidates of its ranking with the entities of the conversation so far.
     Its frame holds every earlier turn of each conversation, with its ranking."""
 
+    kind = "selector"
+    stage: kinds.PassageSelector
+
     def __init__(
         self,
         name: str | kinds.PassageSelector | Mapping[str, Any],
@@ -355,13 +362,12 @@ class Selector(_Step):
         verbose: bool = False,
         **settings: Any,
     ):
-        shared, settings = _shared(settings)
-        self.stage: kinds.PassageSelector = _stage("selector", name, settings, shared)
+        super().__init__(name, **settings)
         if linker is None and self.stage.needs_entities:
             raise ConfigError(
                 f"selector {self.stage.name} reads entities: give linker= (dictionary, wikipedia, spotlight...)"
             )
-        self.linker: kinds.EntityLinker = _stage("linker", linker or "none", {}, shared)
+        self.linker: kinds.EntityLinker = _stage("linker", linker or "none", {}, self.shared)
         if self.stage.needs_entities:
             # Its helpers load while the earlier stages run, not when the first turn's passages wait for them.
             self.linker.start_helpers()
@@ -437,6 +443,9 @@ class Answerer(_Step):
     query with its answer, written from the passages a :class:`Selector` chose (its ``selection``), or else from
     all the frame's passages of the query, best first (cut a ranking with PyTerrier's ``% k``)."""
 
+    kind = "summarizer"
+    stage: kinds.Summarizer
+
     def __init__(
         self,
         name: str | kinds.Summarizer | Mapping[str, Any],
@@ -444,10 +453,9 @@ class Answerer(_Step):
         verifier: str | kinds.Verifier | Mapping[str, Any] | None = None,
         **settings: Any,
     ):
-        shared, settings = _shared(settings)
-        self.stage: kinds.Summarizer = _stage("summarizer", name, settings, shared)
+        super().__init__(name, **settings)
         self.verifier: kinds.Verifier | None = (
-            None if verifier is None else _stage("verifier", verifier, {}, shared)
+            None if verifier is None else _stage("verifier", verifier, {}, self.shared)
         )
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
@@ -473,13 +481,8 @@ class Verifier(_Step):
     """The verifier ``name`` (``claims``, ``none``) with its settings, over an :class:`Answerer`'s frame: each
     answer's unsupported claims dropped (or the answer withheld), ``verification`` saying how it was checked."""
 
-    def __init__(
-        self,
-        name: str | kinds.Verifier | Mapping[str, Any],
-        **settings: Any,
-    ):
-        shared, settings = _shared(settings)
-        self.stage: kinds.Verifier = _stage("verifier", name, settings, shared)
+    kind = "verifier"
+    stage: kinds.Verifier
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.query_frame(inp, ["answer", "selection"])

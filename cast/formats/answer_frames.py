@@ -44,7 +44,8 @@ def write_answer_file(
     Args:
         run_id: the run's name in the file.
         results: a result frame (``qid``, ``docno``, ``score``) whose rankings are the references.
-        run_type, team_id: iKAT 2025's metadata.
+        run_type: iKAT 2025's run type (``automatic``, ``manual``, ``generation-only``).
+        team_id: iKAT 2025's team id.
 
     Returns:
         The format's problems (a turn without references, an iKAT passage id that is not ClueWeb22's...); if there
