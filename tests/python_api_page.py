@@ -1,5 +1,5 @@
 """The Python API page (docs/python-api.md) as the notebook it is: its Python cells, run in order in one process,
-on the six-passage fixture index, by the integration tier (the checkout) and the system tier (the installed wheel)."""
+on the six-passage fixture index, by the interpreter of an installed wheel (tests/system/test_wheel_install.py)."""
 
 from __future__ import annotations
 
