@@ -32,7 +32,16 @@ def add_parser(subparsers: argparse._SubParsersAction, summary: str | None = Non
         "an interrupted run resumes from the last completed turn.",
     )
     add_config_arguments(parser)
-    parser.add_argument("--topics", required=True, help="a CAsT topics file (2019-2022 formats)")
+    parser.add_argument(
+        "--topics",
+        required=True,
+        metavar="FILE|irds:ID",
+        help="the conversations: a TREC CAsT topics file (2019, 2020, 2021 JSON; 2022's flattened JSON, one path "
+        "a conversation), a TREC iKAT topics file (2023, 2024, 2025 JSON, with each user's PTKB), a sample "
+        "conversation (JSON: {topic_id, turns: [{utterance}]}), or irds:ID, an ir_datasets id (the irds extra; "
+        "irds:trec-cast/v1/2019, irds:trec-cast/v1/2020, irds:trec-cast/v0/train; offline, its files under "
+        "IR_DATASETS_HOME, as docs/ecosystem.md lists)",
+    )
     parser.add_argument("--rewrites", help="a qid<TAB>rewrite TSV of manual rewrites (CAsT 2019)")
     parser.add_argument("--output", help="output prefix, e.g. runs/lmd-eg (required unless --stop-after)")
     parser.add_argument("--tag", help="the run tag (default: the config's name)")

@@ -233,30 +233,8 @@ class Pipeline:
         rankings: Sequence[Sequence[ScoredPassage]],
         histories: Sequence[Sequence[PastTurn]],
     ) -> list[TurnLinks]:
-        """Each turn's entities: its query's and its candidates' (the first :attr:`candidates` of its ranking).
-
-        A query is linked after the conversation's earlier queries ("the band" after a turn about Metallica), for
-        linkers that read them; a passage carries its own context, so it is linked once, whatever the turn (the
-        conversation as a passage's context lowered EG's answers: bench/RESULTS.md, "Entity linking")."""
-        candidates = [ranking[: self.candidates] for ranking in rankings]
-        earlier = [" ".join(past.query for past in history) for history in histories]
-        query_entities = [
-            tuple(m) for m in self.linker.link_batch(list(queries), kind="query", contexts=earlier)
-        ]
-        unlinked_queries = set(self.linker.unlinked_in_last_batch)
-        unique = {p.id: p.passage.text for cands in candidates for p in cands}
-        linked = dict(zip(unique, self.linker.link_batch(list(unique.values()), kind="passage"), strict=True))
-        passage_ids = list(unique)
-        unlinked_ids = {passage_ids[i] for i in self.linker.unlinked_in_last_batch}
-        return [
-            TurnLinks(
-                query_entities=q_ents,
-                passage_entities={p.id: tuple(linked[p.id]) for p in cands},
-                unlinked_texts=(("query",) if number in unlinked_queries else ())
-                + tuple(dict.fromkeys(p.id for p in cands if p.id in unlinked_ids)),
-            )
-            for number, (q_ents, cands) in enumerate(zip(query_entities, candidates, strict=True))
-        ]
+        """Each turn's entities: its query's and its candidates' (:func:`link_turns` with this pipeline's linker)."""
+        return link_turns(self.linker, self.candidates, queries, rankings, histories)
 
     def finish_batch(self, items: Sequence[tuple[Sequence[PastTurn], PreparedTurn]]) -> list[TurnResult]:
         """The stages after a prepared pass for turns of independent conversations, each given its history: link
@@ -298,35 +276,11 @@ class Pipeline:
     def select_batch(
         self, items: Sequence[tuple[Sequence[PastTurn], PreparedTurn]], *, timed: Timer | None = None
     ) -> list[tuple[TurnLinks, Selection]]:
-        """The selection step of :meth:`finish_batch`: each turn's entities (unless prepared with them, or the
-        selector reads none) and the passages its selector chooses among the first :attr:`candidates` of its
-        ranking."""
-        timed = timed or step_timer({}, max(len(items), 1), self.on_stage)
-        histories = [bounded_history(list(history), {}) for history, _ in items]
-        prepared = [p for _, p in items]
-        candidates = [p.ranking[: self.candidates] for p in prepared]
-        links: list[TurnLinks]
-        if not self.selector.needs_entities:  # as a whole run: none linked (a prepared pass may have)
-            links = [TurnLinks() for _ in prepared]
-        elif all(p.links is not None for p in prepared):
-            links = [p.links for p in prepared if p.links is not None]
-        else:
-            links = timed(
-                "link", lambda: self.link_batch([p.rewrite.query for p in prepared], candidates, histories)
-            )
-        selection_inputs = [
-            SelectionInput(
-                query=p.rewrite.query,
-                candidates=cands,
-                query_entities=turn_links.query_entities,
-                history_entities=tuple(m for past in history for m in past.query_entities),
-                passage_entities=tuple(turn_links.passage_entities.get(c.id, ()) for c in cands),
-                previous_focus_entity=history[-1].focus_entity if history else None,
-            )
-            for history, p, cands, turn_links in zip(histories, prepared, candidates, links, strict=True)
-        ]
-        selections = timed("select", lambda: [self.selector.select(s) for s in selection_inputs])
-        return list(zip(links, selections, strict=True))
+        """The selection step of :meth:`finish_batch` (:func:`select_turns` with this pipeline's linker and
+        selector)."""
+        return select_turns(
+            self.linker, self.selector, items, timed or step_timer({}, max(len(items), 1), self.on_stage)
+        )
 
     def write_answers(
         self,
@@ -335,24 +289,10 @@ class Pipeline:
         timed: Timer | None = None,
         earlier: Sequence[Sequence[str]] | None = None,
     ) -> list[tuple[Answer, Verification | None]]:
-        """The answer step of :meth:`finish_batch`: each question's answer written from its selection, given the
-        earlier answers of its conversation (and checked, where the config has a verifier)."""
+        """The answer step of :meth:`finish_batch` (:func:`answer_selections` with this pipeline's summarizer and
+        verifier)."""
         timed = timed or step_timer({}, max(len(items), 1), self.on_stage)
-        answers = timed("summarize", lambda: self.summarizer.summarize_batch(list(items), earlier))
-        verifier = self.verifier
-        if verifier is None:
-            return [(answer, None) for answer in answers]
-        # Timed only where configured: other runs' timings stay as they were.
-        checked = timed(
-            "verify",
-            lambda: verifier.verify_batch(
-                [
-                    (question, selection, answer)
-                    for (question, selection), answer in zip(items, answers, strict=True)
-                ]
-            ),
-        )
-        return list(checked)
+        return answer_selections(self.summarizer, self.verifier, items, timed, earlier)
 
     def with_stages(self, config: dict[str, Any], **stages: Stage | None) -> Pipeline:
         """This pipeline with some stages replaced (the others shared, not rebuilt), under ``config``
@@ -427,6 +367,101 @@ def rewrite_turns(
         )
         for (_, turn), rewrite, selection, limits in zip(items, rewrites, chosen, applied, strict=True)
     ]
+
+
+def link_turns(
+    linker: EntityLinker,
+    candidates: int,
+    queries: Sequence[str],
+    rankings: Sequence[Sequence[ScoredPassage]],
+    histories: Sequence[Sequence[PastTurn]],
+) -> list[TurnLinks]:
+    """Each turn's entities: its query's and its candidates' (the first ``candidates`` of its ranking).
+
+    A query is linked after the conversation's earlier queries ("the band" after a turn about Metallica), for
+    linkers that read them; a passage carries its own context, so it is linked once, whatever the turn (the
+    conversation as a passage's context lowered EG's answers: bench/RESULTS.md, "Entity linking")."""
+    heads = [ranking[:candidates] for ranking in rankings]
+    earlier = [" ".join(past.query for past in history) for history in histories]
+    query_entities = [tuple(m) for m in linker.link_batch(list(queries), kind="query", contexts=earlier)]
+    unlinked_queries = set(linker.unlinked_in_last_batch)
+    unique = {p.id: p.passage.text for cands in heads for p in cands}
+    linked = dict(zip(unique, linker.link_batch(list(unique.values()), kind="passage"), strict=True))
+    passage_ids = list(unique)
+    unlinked_ids = {passage_ids[i] for i in linker.unlinked_in_last_batch}
+    return [
+        TurnLinks(
+            query_entities=q_ents,
+            passage_entities={p.id: tuple(linked[p.id]) for p in cands},
+            unlinked_texts=(("query",) if number in unlinked_queries else ())
+            + tuple(dict.fromkeys(p.id for p in cands if p.id in unlinked_ids)),
+        )
+        for number, (q_ents, cands) in enumerate(zip(query_entities, heads, strict=True))
+    ]
+
+
+def select_turns(
+    linker: EntityLinker,
+    selector: PassageSelector,
+    items: Sequence[tuple[Sequence[PastTurn], PreparedTurn]],
+    timed: Timer,
+) -> list[tuple[TurnLinks, Selection]]:
+    """Each turn's entities (unless prepared with them, or the selector reads none) and the passages ``selector``
+    chooses among the first :attr:`~cast.core.stages.PassageSelector.candidates` of its ranking, each turn given
+    its history."""
+    histories = [bounded_history(list(history), {}) for history, _ in items]
+    prepared = [p for _, p in items]
+    candidates = [p.ranking[: selector.candidates] for p in prepared]
+    links: list[TurnLinks]
+    if not selector.needs_entities:  # as a whole run: none linked (a prepared pass may have)
+        links = [TurnLinks() for _ in prepared]
+    elif all(p.links is not None for p in prepared):
+        links = [p.links for p in prepared if p.links is not None]
+    else:
+        links = timed(
+            "link",
+            lambda: link_turns(
+                linker, selector.candidates, [p.rewrite.query for p in prepared], candidates, histories
+            ),
+        )
+    selection_inputs = [
+        SelectionInput(
+            query=p.rewrite.query,
+            candidates=cands,
+            query_entities=turn_links.query_entities,
+            history_entities=tuple(m for past in history for m in past.query_entities),
+            passage_entities=tuple(turn_links.passage_entities.get(c.id, ()) for c in cands),
+            previous_focus_entity=history[-1].focus_entity if history else None,
+        )
+        for history, p, cands, turn_links in zip(histories, prepared, candidates, links, strict=True)
+    ]
+    selections = timed("select", lambda: [selector.select(s) for s in selection_inputs])
+    return list(zip(links, selections, strict=True))
+
+
+def answer_selections(
+    summarizer: Summarizer,
+    verifier: Verifier | None,
+    items: Sequence[tuple[str, Selection]],
+    timed: Timer,
+    earlier: Sequence[Sequence[str]] | None = None,
+) -> list[tuple[Answer, Verification | None]]:
+    """Each question's answer written from its selection by ``summarizer``, given the earlier answers of its
+    conversation, and checked by ``verifier`` (``None``: unchecked)."""
+    answers = timed("summarize", lambda: summarizer.summarize_batch(list(items), earlier))
+    if verifier is None:
+        return [(answer, None) for answer in answers]
+    # Timed only where configured: other runs' timings stay as they were.
+    checked = timed(
+        "verify",
+        lambda: verifier.verify_batch(
+            [
+                (question, selection, answer)
+                for (question, selection), answer in zip(items, answers, strict=True)
+            ]
+        ),
+    )
+    return list(checked)
 
 
 def _rest_as_other(timings: dict[str, float], started: float, turns: int) -> None:

@@ -187,7 +187,18 @@ def write_ikat_run(
     """
 
     records = read_answers(answers_path).records.values()
-    lines = ikat_run(turn_outputs(read_run(run_path), records), fmt, run_name, run_type, team_id)
+    return write_ikat_lines(
+        path, ikat_run(turn_outputs(read_run(run_path), records), fmt, run_name, run_type, team_id), fmt
+    )
+
+
+def write_ikat_lines(path: str | Path, lines: Sequence[str], fmt: str) -> list[str]:
+    """Write the lines :func:`ikat_run` made atomically, if they are a valid ``fmt`` run.
+
+    Returns:
+        The problems :func:`validate_ikat_run` finds; if there are any, nothing is written (and a file there
+        before is removed: it would be taken for this run's).
+    """
     parsed = [json.loads(line) for line in lines]
     problems = validate_ikat_run(parsed if fmt == "ikat2025" else parsed[0], fmt)
     if problems:

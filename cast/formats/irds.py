@@ -64,7 +64,7 @@ def read_irds_topics(source: str) -> list[Conversation]:
             f"{source}: topics that branch (parent_id) are read from the organisers' flattened file"
         )
     conversations: dict[str, list[Any]] = {}
-    for query in _read(source, dataset.queries_iter()):
+    for query in _read(source, dataset.queries_iter(), dataset.queries_handler()):
         conversations.setdefault(str(query.topic_number), []).append(query)
     for topic_id, queries in conversations.items():
         numbers = [int(query.turn_number) for query in queries]
@@ -85,7 +85,8 @@ def read_irds_qrels(source: str) -> dict[str, dict[str, int]]:
         CastError: as :func:`read_irds_topics`, or the dataset has no qrels.
     """
     qrels: dict[str, dict[str, int]] = {}
-    for qrel in _read(source, _dataset(source, "qrels").qrels_iter()):
+    dataset = _dataset(source, "qrels")
+    for qrel in _read(source, dataset.qrels_iter(), dataset.qrels_handler()):
         qrels.setdefault(str(qrel.query_id), {})[str(qrel.doc_id)] = int(qrel.relevance)
     if not qrels:
         raise CastError(f"{source}: the dataset's qrels are empty")
@@ -126,17 +127,47 @@ def _dataset(source: str, what: str) -> Any:
     return dataset
 
 
-def _read(source: str, records: Iterable[Any]) -> list[Any]:
-    """Every record, or one line saying why ir_datasets could not read (or download) them."""
+def _read(source: str, records: Iterable[Any], handler: Any) -> list[Any]:
+    """Every record, or one line saying why ir_datasets could not read (or download) them, naming the files it
+    lacks (``handler``: the dataset's queries or qrels handler, which knows them)."""
+    import logging
+
     from ir_datasets.util import home_path
 
+    # ir_datasets logs each download try and its failure: what went wrong is said once, below.
+    logging.disable(logging.WARNING)
     try:
         return list(records)
     except Exception as e:  # ir_datasets raises what its download or parser met: name the place to look at
+        reason = f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+        missing = [(path, url) for path, url in expected_files(handler) if not path.is_file()]
+        if missing:
+            files = "; ".join(f"{path} (from {url})" for path, url in missing)
+            raise CastError(
+                f"{source}: ir_datasets lacks its file(s) {files} and could not download them ({reason}): put "
+                f"them there, or set IR_DATASETS_HOME (now {home_path()}) to a folder that holds them"
+            ) from e
         raise CastError(
-            f"{source}: ir_datasets could not read its files ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); "
-            f"it reads them from IR_DATASETS_HOME ({home_path()}) and downloads those it lacks"
+            f"{source}: ir_datasets could not read its files ({reason}); it reads them from IR_DATASETS_HOME "
+            f"({home_path()}) and downloads those it lacks"
         ) from e
+    finally:
+        logging.disable(logging.NOTSET)
+
+
+def expected_files(handler: Any, depth: int = 3) -> list[tuple[Path, str]]:
+    """The files an ir_datasets queries or qrels handler reads, as ``(path under IR_DATASETS_HOME, the address
+    it downloads it from)``: its downloads, and those of the handlers it wraps (a ``judged`` subset's)."""
+    found: list[tuple[Path, str]] = []
+    for value in vars(handler).values() if hasattr(handler, "__dict__") else ():
+        path = getattr(value, "_cache_path", None)
+        if path is not None:
+            mirrors = getattr(value, "mirrors", None) or []
+            url = getattr(mirrors[0], "url", "its address") if mirrors else "its address"
+            found.append((Path(path), str(url)))
+        elif depth > 0 and type(value).__module__.startswith("ir_datasets"):
+            found.extend(expected_files(value, depth - 1))
+    return list(dict.fromkeys(found))
 
 
 def _conversation(topic_id: str, queries: list[Any]) -> Conversation:

@@ -111,6 +111,16 @@ def write_rag24_run(
         )
         for qid, answer in answers.answers.items()
     ]
+    return write_rag24_entries(path, entries)
+
+
+def write_rag24_entries(path: str | Path, entries: Sequence[dict[str, Any]]) -> list[str]:
+    """Write the lines :func:`rag24_entry` made atomically, if they keep the format's rules (any passage ids).
+
+    Returns:
+        The problems :func:`validate_rag24_run` finds; if there are any, nothing is written (and a file there
+        before is removed: it would be taken for these answers').
+    """
     problems = validate_rag24_run(entries, any_ids=True)
     if problems:
         Path(path).unlink(missing_ok=True)

@@ -111,3 +111,31 @@ def test_what_ir_datasets_cannot_give_is_one_line(irds_home, tmp_path):
     assert "irds:trec-cast/v1/2019/judged: conversation 75 lacks some of its turns" in error(
         "irds:trec-cast/v1/2019/judged"
     )
+
+
+def test_offline_the_files_ir_datasets_lacks_are_named(tmp_path):
+    """No copy under IR_DATASETS_HOME, no way out (a proxy that refuses): one line naming each file, where it goes
+    and where ir_datasets downloads it from."""
+    env = {**os.environ, "IR_DATASETS_HOME": str(tmp_path / "home"), "HTTPS_PROXY": "http://127.0.0.1:9"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cast.cli",
+            "run",
+            "--topics",
+            "irds:trec-cast/v1/2020",
+            "--output",
+            tmp_path / "o",
+        ],
+        env={**env, "HTTP_PROXY": env["HTTPS_PROXY"]},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 1
+    (line,) = done.stderr.strip().splitlines()
+    expected = tmp_path / "home" / "trec-cast" / "2020" / "2020_manual_evaluation_topics_v1.0.json"
+    assert f"irds:trec-cast/v1/2020: ir_datasets lacks its file(s) {expected} (from https://" in line
+    assert "2020_manual_evaluation_topics_v1.0.json) and could not download them" in line
+    assert "set IR_DATASETS_HOME" in line

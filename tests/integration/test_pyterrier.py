@@ -1,6 +1,7 @@
-"""cast.pyterrier: the pipeline's stages as PyTerrier transformers, on the six-passage fixture index. Composed with
-`>>`, they give the rankings, rewrites, selections and answers of `cast run` with the same config; pt.Experiment
-evaluates them beside PyTerrier's own transformers, with `cast eval`'s figures."""
+"""cast.pyterrier: the pipeline's stages as PyTerrier transformers, on the six-passage fixture index. Built from a
+config or alone by name and composed with `>>`, they give the rankings, rewrites, selections and answers of
+`cast run` with the same settings; pt.Experiment evaluates them beside PyTerrier's own transformers, with
+`cast eval`'s figures, in batches too; `.search()` answers a follow-up question given its history."""
 
 from __future__ import annotations
 
@@ -16,14 +17,23 @@ from cast import pyterrier as cpt
 from cast.cli import main as cast_main
 from cast.core.config import load_config
 from cast.core.pipeline import Pipeline
-from cast.errors import CastError
+from cast.errors import CastError, ConfigError
 from cast.evaluate.experiment import evaluate_runs
+from cast.formats.answer_frames import write_answer_file
+from cast.formats.rag_runs import read_rag24_run
 from cast.formats.runfile import ranked, read_run
 from cast.formats.topics import load_topics
 
 # The offline profile (HQE rewrites, the bi-encoder fused with LMD, EG over linked entities, extractive answers)
 # cut to the six passages, with the collection's own entities.
 QRELS = {"1_1": {"p1": 2}, "1_2": {"p4": 3}, "1_3": {"p2": 3}, "2_1": {"p3": 3}, "2_2": {"p6": 3}}
+
+
+def qrels_frame() -> pd.DataFrame:
+    return pd.DataFrame(
+        [(qid, docno, label) for qid, docs in QRELS.items() for docno, label in docs.items()],
+        columns=["qid", "docno", "label"],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -74,10 +84,12 @@ def test_the_topics_frame_carries_each_turns_conversation(topics):
     assert list(topics["qid"]) == ["1_1", "1_2", "1_3", "2_1", "2_2"]
     row = topics.set_index("qid").loc["1_3"]
     assert row["query"] == row["utterance"] == "What conference was held there?"
-    assert (
-        row["history"] == ("1_1", "1_2")
-        and row["manual_rewrite"] == "What climate conference was held in Glasgow?"
-    )
+    assert row["manual_rewrite"] == "What climate conference was held in Glasgow?"
+    # Each row carries its earlier turns whole: a batch of rows needs no other row.
+    assert [(t["qid"], t["utterance"], t["manual_rewrite"]) for t in row["history"]] == [
+        ("1_1", "Tell me about Glasgow.", "Tell me about Glasgow."),
+        ("1_2", "Which river flows through it?", "Which river flows through Glasgow?"),
+    ]
 
 
 def test_a_pyterrier_pipeline_equals_cast_run(stages, topics, cast_run):
@@ -92,6 +104,9 @@ def test_a_pyterrier_pipeline_equals_cast_run(stages, topics, cast_run):
     ranking = (stages.rewriter >> stages.retriever >> stages.reranker)(topics)
     for qid, group in ranking.groupby("qid"):
         group = group.sort_values("rank")
+        # The model's scores, rank from them: here (six passages, all re-ranked) the run file's too.
+        assert list(group["rank"]) == list(range(len(group)))
+        assert list(group["score"]) == sorted(group["score"], reverse=True)
         assert (
             list(zip(group["docno"], group["score"].map(lambda s: float(f"{s:.6f}")), strict=True))
             == rankings[qid]
@@ -118,10 +133,7 @@ def test_a_pyterrier_pipeline_equals_cast_run(stages, topics, cast_run):
 
 def test_pt_experiment_evaluates_our_stages_beside_pyterriers(stages, topics, cast_run):
     _, _, run_path = cast_run
-    qrels = pd.DataFrame(
-        [(qid, docno, label) for qid, docs in QRELS.items() for docno, label in docs.items()],
-        columns=["qid", "docno", "label"],
-    )
+    qrels = qrels_frame()
     longest_first = pt.apply.doc_score(lambda row: len(row["text"]))  # a PyTerrier re-ranker in our pipeline
     table = pt.Experiment(
         [
@@ -165,14 +177,18 @@ def test_a_pyterrier_ranking_feeds_our_reranker_selector_and_answerer(stages, to
     assert {s for a in answers["answer"] for s in a.source_ids} <= set(passages)
 
 
-def test_what_a_pyterrier_pipeline_cannot_walk_is_refused(sets, topics):
+def test_what_a_pyterrier_pipeline_cannot_walk_is_refused(sets, stages, topics):
     pipeline = Pipeline.from_config(load_config("offline", [*sets, "history_responses=answers"]))
     with pytest.raises(CastError, match="history_responses: answers"):
-        cpt.Rewriter(pipeline)(topics)
-    with pytest.raises(CastError, match="earlier turn 1_1 is not in the frame"):
-        cpt.Rewriter(Pipeline.from_config(load_config("offline", sets)))(topics[topics["qid"] != "1_1"])
+        cpt.transformers(pipeline).rewriter(topics)
+    ranking = (stages.rewriter >> stages.retriever)(topics[topics["qid"] != "1_1"])
+    assert "1_2" in set(ranking["qid"])  # the rewriter reads 1_1 from 1_2's history
+    with pytest.raises(CastError, match="earlier turn 1_1 is not in the frame: a selector reads"):
+        stages.selector(ranking)
+    with pytest.raises(CastError, match="history entry 3 of turn q"):
+        stages.rewriter(pd.DataFrame([{"qid": "q", "query": "Why?", "history": (3,)}]))
     with pytest.raises(pt.validate.InputValidationError):
-        cpt.Rewriter(pipeline)(topics[["qid", "query"]])  # no conversation columns
+        stages.rewriter(topics[["qid"]])  # no query
 
 
 def test_topics_and_qrels_of_irds_ids_or_files(monkeypatch, fixtures):
@@ -185,3 +201,104 @@ def test_topics_and_qrels_of_irds_ids_or_files(monkeypatch, fixtures):
         {"qid": "1_2", "docno": "p4", "label": 3},
     ]
     assert list(cpt.topics_frame([]).columns) == ["qid", "query", *cpt.CONTEXT_COLUMNS]
+
+
+@pytest.fixture(scope="module")
+def shared(core_index, tmp_path_factory):
+    """What the stages built alone share: the fixture index, a cache, the encoder as the config's sets run it."""
+    return {
+        "index": str(core_index),
+        "cache_dir": str(tmp_path_factory.mktemp("alone")),
+        "encoder": {"backend": "torch", "quantize": "none"},
+    }
+
+
+@pytest.fixture(scope="module")
+def answering(shared):
+    """A script's pipeline, without a config: the offline profile's stages by name, with the settings `sets` gives."""
+    return (
+        cpt.Rewriter("hqe", r_topic=1.0, r_sub=0.5, eta=1.2, **shared)
+        >> cpt.Retriever(mu=1000, **shared) % 100
+        >> cpt.ReRanker("biencoder", first_stage_weight=0.2, **shared)
+        >> cpt.Answerer("entity_extractive", words=20, **shared)
+    )
+
+
+def test_a_script_without_a_config_runs_in_batches_and_answers_a_follow_up(answering, shared, stages, topics):
+    whole = answering(topics)
+    batched = pd.concat(list(answering.transform_gen(topics, batch_size=2)))  # as pt.Experiment's batch_size
+    assert list(batched["qid"]) == list(whole["qid"]) == list(topics["qid"])
+    assert list(batched["qanswer"]) == list(whole["qanswer"])
+    # The stages built alone rank as the config's.
+    ranking = answering[:4]  # the rewriter, the retriever, its cut at 100, the re-ranker
+    assert isinstance(ranking, cpt.ConversationPipeline) and isinstance(ranking[3], cpt.ReRanker)
+    alone = ranking(topics)
+    configured = (stages.rewriter >> stages.retriever >> stages.reranker)(topics)
+    assert list(alone["docno"]) == list(configured["docno"])
+    assert list(alone["score"]) == pytest.approx(list(configured["score"]))
+
+    table = pt.Experiment(
+        [answering[:2], ranking],
+        topics,
+        qrels_frame(),
+        [nDCG @ 3, RR],
+        names=["lmd", "biencoder"],
+        batch_size=2,
+    ).set_index("name")
+    unbatched = pt.Experiment(
+        [answering[:2], ranking], topics, qrels_frame(), [nDCG @ 3, RR], names=["lmd", "biencoder"]
+    ).set_index("name")
+    assert table.to_dict() == unbatched.to_dict()
+
+    follow_up = answering.search("Which river flows through it?", history=["Tell me about Glasgow."])
+    (row,) = follow_up.to_dict("records")
+    assert "glasgow" in row["query"].lower() and row["query_0"] == "Which river flows through it?"
+    assert "River Clyde" in row["qanswer"] and row["answer"].source_ids[0] == "p4"
+    # Without its history the rewrite cannot know the city; with a response the rewriter reads that too.
+    assert "glasgow" not in answering[:1].search("Which river flows through it?")["query"].iloc[0].lower()
+    reads_responses = cpt.Rewriter("hqe", r_topic=1.0, r_sub=0.5, eta=1.2, response_keywords=3, **shared)
+    history = [("Tell me about it.", "Glasgow is the largest city in Scotland.")]
+    told = reads_responses.search("Which river flows through it?", history=history)
+    assert "glasgow" in told["query"].iloc[0].lower()
+
+
+def test_stages_built_alone_share_what_they_load_and_check_their_settings(
+    shared, core_entities, stages, topics
+):
+    assert cpt.ReRanker("biencoder", first_stage_weight=0.2, **shared).stage is (
+        cpt.ReRanker("biencoder", first_stage_weight=0.2, **shared).stage
+    )
+    assert cpt.resources(**shared) is cpt.resources(**shared)
+    with pytest.raises(ConfigError, match=r"reranker.first_stage_weight must be in \[0, 1\], got 2"):
+        cpt.ReRanker("biencoder", first_stage_weight=2, **shared)
+    with pytest.raises(ConfigError, match="first_stage lmd: unknown setting.s. m; allowed: .*mu"):
+        cpt.Retriever(m=1000, **shared)
+    with pytest.raises(ConfigError, match="selector eg reads entities: give linker="):
+        cpt.Selector("eg", **shared)
+
+    # The linker and selector, and the answerer after them, as the config's.
+    entities = {"entities_dir": str(core_entities)}
+    selector = cpt.Selector(
+        "eg",
+        linker={"name": "dictionary", "mentions": "all", **entities},
+        knowledge_base={"name": "collection", **entities},
+        candidates=4,
+        n=2,
+        **shared,
+    )
+    ranked = (stages.rewriter >> stages.retriever >> stages.reranker)(topics)
+    answers = (selector >> cpt.Answerer("entity_extractive", words=20, **shared))(ranked)
+    expected = (stages.selector >> stages.answerer)(ranked)
+    assert list(answers["qanswer"]) == list(expected["qanswer"])
+    assert list(selector(ranked)["docno"]) == list(stages.selector(ranked)["docno"])
+
+
+def test_an_answerers_frame_is_written_as_a_trec_rag24_file(answering, topics, tmp_path):
+    ranking = answering[:4](topics)
+    answers = (pt.Transformer.from_df(ranking) >> answering[4])(topics)
+    path = tmp_path / "alone.trec-rag24.jsonl"
+    assert write_answer_file(answers, path, "trec-rag24", run_id="alone", results=ranking) == []
+    lines = read_rag24_run(path)
+    assert [line["topic_id"] for line in lines] == list(topics["qid"])
+    assert [line["topic"] for line in lines] == list(topics["utterance"])
+    assert lines[0]["references"] == list(ranking[ranking["qid"] == "1_1"].sort_values("rank")["docno"])

@@ -7,7 +7,7 @@ import sys
 import zipfile
 
 import pytest
-from built_wheel import REPO, build_wheel
+from built_wheel import REPO, build_distributions, build_wheel
 
 
 @pytest.fixture(scope="module")
@@ -87,3 +87,21 @@ def test_the_wheel_installs_one_import_name_beside_a_users_own_modules(built, tm
             text=True,
         ).stdout.splitlines()
         assert found == ["the user's index.py|the user's entity.py|the user's summarize.py", "True"]
+
+
+# Half a minute: the sdist, and the wheel built from it.
+@pytest.mark.slow
+def test_the_sdist_and_the_wheel_pass_twine_check(tmp_path):
+    built = build_distributions(tmp_path)
+    (sdist,) = [path for path in built if path.name.endswith(".tar.gz")]
+    (wheel,) = [path for path in built if path.suffix == ".whl"]
+    checked = subprocess.run(
+        [sys.executable, "-m", "twine", "check", "--strict", sdist, wheel], capture_output=True, text=True
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.count("PASSED") == 2
+    with zipfile.ZipFile(wheel) as archive:
+        (metadata,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        text = archive.read(metadata).decode()
+    assert "Project-URL: Paper, https://arxiv.org/abs/2104.06892" in text
+    assert "Classifier: Intended Audience :: Science/Research" in text

@@ -1,4 +1,5 @@
-"""The wheel installs beside other versions of its dependencies within pyproject.toml's ranges, and answers the demo.
+"""The wheel installs beside other versions of its dependencies within pyproject.toml's ranges, answers the demo and
+runs the Python API page's notebook (docs/python-api.md).
 
 A fresh virtual environment holds the built wheel and older releases of two core dependencies (numpy, pandas: those
 of scripts/older-deps.txt, which `make setup` downloads); every other dependency comes from the test's own
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from built_wheel import REPO, build_wheel
+from python_api_page import check_output, run_page
 
 from cast.commands.demo import SAMPLE_CONVERSATION
 from cast.entity.builders.kb import build_kb
@@ -36,9 +38,10 @@ def run(*command: str | Path, cwd: Path) -> subprocess.CompletedProcess:
     return done
 
 
-# About a minute: builds the wheel, installs it offline, indexes the sample and answers its six turns.
+# A few minutes: builds the wheel, installs it offline, indexes the sample and answers its six turns, then runs the
+# Python API page on the fixture index.
 @pytest.mark.slow
-def test_the_wheel_answers_the_demo_with_older_numpy_and_pandas(tmp_path, fixtures):
+def test_the_wheel_answers_the_demo_with_older_numpy_and_pandas(tmp_path, fixtures, core_index):
     wheels = Path(sys.prefix) / "older-wheels"
     assert wheels.is_dir(), (
         f"no {wheels}: `make setup` downloads the releases of scripts/older-deps.txt there"
@@ -111,3 +114,8 @@ def test_the_wheel_answers_the_demo_with_older_numpy_and_pandas(tmp_path, fixtur
         run(cast, *evaluate, cwd=tmp_path).stdout
         == run(sys.executable, "-m", "cast.cli", *evaluate, cwd=REPO).stdout
     )
+
+    # The Python API page, as a user of the installed package runs it (outside the checkout).
+    page = tmp_path / "page"
+    page.mkdir()
+    check_output(run_page(python, core_index, page))
