@@ -75,11 +75,7 @@ def add_parser(subparsers: argparse._SubParsersAction, summary: str | None = Non
         help="what the nuggets are made from: the topics' written responses (the default) or the qrels' passages",
     )
     nuggets.add_argument("--reference-grade", type=int, default=DEFAULT_REFERENCE_GRADE)
-    texts = nuggets.add_mutually_exclusive_group()
-    texts.add_argument(
-        "--collection", nargs="+", type=Path, metavar="PATH", help="collection file(s) with passage texts"
-    )
-    texts.add_argument("--index", type=Path, help="Lucene index holding passage texts (raw documents)")
+    add_passage_text_arguments(nuggets)
     nuggets.add_argument(
         "--base-url",
         default=LOCAL,
@@ -163,11 +159,7 @@ def add_answer_options(parser: argparse.ArgumentParser, with_qrels: bool = True)
         default="max",
         help="several references: best score over them (max) or one concatenated reference",
     )
-    sources = parser.add_mutually_exclusive_group()
-    sources.add_argument(
-        "--collection", nargs="+", type=Path, metavar="PATH", help="collection file(s) holding passage texts"
-    )
-    sources.add_argument("--index", type=Path, help="Lucene index holding passage texts (raw documents)")
+    add_passage_text_arguments(parser)
     parser.add_argument(
         "--support-threshold",
         type=float,
@@ -475,3 +467,12 @@ def _lengths(answers: dict[str, AnswerEvaluation], files: list[AnswersFile]) -> 
                 }
             )
     return pd.DataFrame(rows) if rows else None
+
+
+def add_passage_text_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where the passages' texts are read: ``--collection`` files or an ``--index``'s raw documents."""
+    sources = parser.add_mutually_exclusive_group()
+    sources.add_argument(
+        "--collection", nargs="+", type=Path, metavar="PATH", help="collection file(s) holding passage texts"
+    )
+    sources.add_argument("--index", type=Path, help="Lucene index holding passage texts (raw documents)")
