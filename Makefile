@@ -14,7 +14,7 @@ demo: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy
+	$(VENV)/bin/python scripts/typecheck.py
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 # The tests are in three tiers, by folder: tests/unit (pure code: no JVM, models, spaCy, processes or servers; its

@@ -1,16 +1,22 @@
-"""Build hook: the wheel carries the pipeline profiles of ``configs/`` and their prompt templates
-(``configs/prompts/``) inside the package (``cast/configs/``), so that a non-editable ``pip install`` runs
-``--config offline``; ``configs/`` stays the one folder users edit.
+"""Build hook and package list.
 
-Everything else about the package is in ``pyproject.toml``.
+The wheel carries the pipeline profiles of ``configs/`` and their prompt templates (``configs/prompts/``) inside the
+package (``cast/configs/``), so that a non-editable ``pip install`` runs ``--config offline``; ``configs/`` stays the
+one folder users edit.
+
+The packages: ``cast`` and its subpackages, and those of the folders ``pyproject.toml``'s package-dir maps into it
+(``index/`` is ``cast.index``). Everything else about the package is in ``pyproject.toml``.
 """
 
+import tomllib
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
 
-PROFILES = Path(__file__).resolve().parent / "configs"
+ROOT = Path(__file__).resolve().parent
+PROFILES = ROOT / "configs"
+MAPPED = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
 
 
 class BuildWithProfiles(build_py):
@@ -25,4 +31,11 @@ class BuildWithProfiles(build_py):
             self.copy_file(str(template), str(target / "prompts" / template.name))
 
 
-setup(cmdclass={"build_py": BuildWithProfiles})
+def packages() -> list[str]:
+    found = find_packages(include=["cast", "cast.*"])
+    for package, folder in MAPPED.items():
+        found += [package, *(f"{package}.{sub}" for sub in find_packages(str(ROOT / folder)))]
+    return found
+
+
+setup(packages=packages(), cmdclass={"build_py": BuildWithProfiles})

@@ -161,14 +161,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def answer_datasets(args: argparse.Namespace, datasets: Sequence[Dataset]) -> None:
     """Answer each dataset's turns into ``--out/<dataset>.run`` / ``.answers.jsonl``. A dataset whose files are
     complete is kept when its records were made with these settings, index and topics."""
-    from cast.commands.run import write_outputs
     from cast.conversation.runner import LocalRunner
     from cast.core.config import load_config
     from cast.core.limits import bounded_turn
     from cast.core.pipeline import Pipeline
     from cast.errors import CastError
     from cast.formats.answers import read_answers
-    from cast.formats.outputs import RunOutputs, resume_conflict
+    from cast.formats.outputs import RunOutputs, resume_conflict, write_outputs
     from cast.formats.topics import topics_digest
 
     config = load_config(args.config, [f"index={args.index}", *args.overrides])

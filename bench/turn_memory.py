@@ -4,7 +4,7 @@
 The turns are the raw utterances of ``--topics`` repeated in order (each repeat a turn of its own qid), shaped as
 ``--conversations`` conversations of ``--turns`` turns in all (1: one conversation of every turn; 1,000 with
 10,000 turns: 1,000 conversations of 10). They are answered as ``cast run`` answers them, in this process
-(:func:`cast.commands.run.write_outputs` over a local runner, writing the run and answers files to ``--work``),
+(:func:`cast.formats.outputs.write_outputs` over a local runner, writing the run and answers files to ``--work``),
 with the stages that cost least per turn: the raw utterance, Lucene LMD at depth ``--k``, no re-ranking or entity
 linking, the first-stage order, top-k trim answers. The resident memory (``/proc/self/statm``) is printed as each
 checkpoint's turn is written, with the part of it that the JVM has committed to its heap (``Runtime.totalMemory``)
@@ -93,10 +93,9 @@ def main() -> int:
     if not 1 <= args.conversations <= args.turns:
         parser.error("--conversations must be between 1 and --turns")
 
-    from cast.commands.run import write_outputs
     from cast.conversation.runner import open_runner
     from cast.core.config import load_config
-    from cast.formats.outputs import RunOutputs
+    from cast.formats.outputs import RunOutputs, write_outputs
     from cast.formats.topics import load_topics, topics_digest
 
     with tempfile.TemporaryDirectory() as scratch:

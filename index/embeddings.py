@@ -428,10 +428,7 @@ def build_embeddings(
     }
     if duplicates:  # only when given: stores made before this setting existed still match
         manifest["duplicates"] = _file_record(Path(duplicates))
-    total = with_text = 0
-    for passage in read_passages(files, fmt, dropped):
-        total += 1
-        with_text += bool(passage.text.strip())
+    total, with_text = _count_passages(files, fmt, dropped)
     if index_documents is not None and with_text != index_documents:
         raise CastError(
             f"the inputs hold {with_text:,} passages with text ({', '.join(map(str, files))}), the index "
@@ -466,21 +463,61 @@ def build_embeddings(
             texts = tuple(passage_text(p, settings.with_title) for p in kept)
             yield EmbeddingChunk(len(chunk), tuple(p.id for p in kept), texts)
 
-    embedded = 0
+    embedded = _write_parts(
+        parts_dir,
+        chunks(),
+        embed,
+        dimension,
+        first=len(done),
+        total=total,
+        chunk_size=chunk_size,
+        progress=progress,
+        ray=ray,
+    )
+    count = _assemble(store_dir, manifest)
+    seconds = time.perf_counter() - started
+    log.info("embedded %d passages (%d resumed) into %s in %.1f s", embedded, resumed, store_dir, seconds)
+    return EmbeddingSummary(embedded, resumed, count, seconds, store_dir)
+
+
+def _count_passages(files: list[Path], fmt: str | None, dropped: frozenset[str]) -> tuple[int, int]:
+    """How many passages ``files`` hold (the duplicates ``dropped`` left out), and how many of them have text."""
+    total = with_text = 0
+    for passage in read_passages(files, fmt, dropped):
+        total += 1
+        with_text += bool(passage.text.strip())
+    return total, with_text
+
+
+def _write_parts(
+    parts_dir: Path,
+    chunks: Iterator[EmbeddingChunk],
+    embed: Callable[[list[str]], Any],
+    dimension: int,
+    *,
+    first: int,
+    total: int,
+    chunk_size: int,
+    progress: bool,
+    ray: RayOptions | None,
+) -> int:
+    """Embed ``chunks`` into the part files numbered from ``first`` (the parts before it were written by an
+    interrupted build); return how many passages were embedded."""
     from tqdm import tqdm
 
+    embedded = 0
     with tqdm(
-        desc=f"embedding {store_dir.name}",
+        desc=f"embedding {parts_dir.parent.name}",
         unit=" passages",
         total=total,
-        initial=min(len(done) * chunk_size, total),
+        initial=min(first * chunk_size, total),
         disable=not progress,
         smoothing=0.1,
     ) as bar:
         # Parts are written here, in order, whether the vectors come from this process or from Ray workers.
         embedder = _ChunkEmbedder(embed, dimension)
-        embedded_chunks = embedder.stream(chunks()) if ray is None else map_in_order(embedder, chunks(), ray)
-        for number, (chunk, vectors) in enumerate(embedded_chunks, start=len(done)):
+        embedded_chunks = embedder.stream(chunks) if ray is None else map_in_order(embedder, chunks, ray)
+        for number, (chunk, vectors) in enumerate(embedded_chunks, start=first):
             with atomic_path(parts_dir / f"part-{number:06d}.npz") as tmp, tmp.open("wb") as file:
                 np.savez(
                     file,
@@ -490,10 +527,7 @@ def build_embeddings(
                 )
             embedded += len(chunk.texts)
             bar.update(chunk.size)
-    count = _assemble(store_dir, manifest)
-    seconds = time.perf_counter() - started
-    log.info("embedded %d passages (%d resumed) into %s in %.1f s", embedded, resumed, store_dir, seconds)
-    return EmbeddingSummary(embedded, resumed, count, seconds, store_dir)
+    return embedded
 
 
 def _file_record(path: Path) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from pydantic import Field
 from cast.core.records import Answer, AnswerSentence, Selection
 from cast.core.resources import Resources
 from cast.core.stages import ChatModelStage, Summarizer
-from cast.infra.prompts import PromptTemplate
+from cast.infra.prompts import PromptName, PromptTemplate
 from cast.infra.text import count_words, passage_text, split_sentences
 from cast.summarize import no_answer
 from cast.summarize.verify import ABSTENTION_TEXT
@@ -137,12 +137,7 @@ class LLMSummarizer(ChatModelStage, Summarizer):
     name = "llm"
 
     class Settings(ChatModelStage.Settings):
-        prompt: Annotated[
-            str,
-            Field(
-                description="the prompt template: a name under ``configs/prompts/`` or a file (recorded with its sha256)."
-            ),
-        ] = "answer"
+        prompt: PromptName = "answer"
         words: Annotated[
             int,
             Field(

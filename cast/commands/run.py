@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from cast.commands.common import add_config_arguments, config_from_args
 from cast.conversation.prepared import Prepared
 from cast.conversation.runner import Runner, open_runner
-from cast.core.limits import bounded_turn
 from cast.core.pipeline import STOP_POINTS
-from cast.core.records import Conversation, TurnResult
+from cast.core.records import Conversation
 from cast.errors import CastError
 from cast.formats.ikat_runs import RUN_FORMATS, ikat_run_path, write_ikat_run
-from cast.formats.outputs import RunOutputs, resume_conflict
+from cast.formats.outputs import RunOutputs, write_outputs
 from cast.formats.rag_runs import FORMAT as RAG_FORMAT
 from cast.formats.rag_runs import MSMARCO_SEGMENT_ID, rag24_run_path, read_rag24_run, write_rag24_run
 from cast.formats.topics import load_topics, topics_digest
@@ -135,74 +132,6 @@ def _run(
     elif args.format == RAG_FORMAT:
         _write_rag24(args, outputs, args.tag or config["tag"])
     return 0
-
-
-def write_outputs(
-    outputs: RunOutputs,
-    described: dict[str, Any],
-    conversations: list[Conversation],
-    answer: Callable[[dict[str, dict[str, Any]], Callable[[TurnResult], None]], Any],
-    *,
-    overwrite: bool,
-) -> list[str]:
-    """Answer ``conversations`` into ``outputs``: resume the turns of an interrupted run made with the same
-    topics and settings (``described``), refuse (or with ``overwrite`` discard) one made otherwise, write each
-    turn as ``answer(done, write)`` gives it, and finalize the files (saying which turns retrieved nothing).
-    Returns the qids written, in order."""
-
-    done = outputs.completed()
-    utterances = {t.qid: bounded_turn(t).utterance for c in conversations for t in c.turns}  # as recorded
-    conflict = resume_conflict(done, utterances, described)
-    if conflict is not None:
-        # Resuming would mix two experiments in files that look complete.
-        if not overwrite:
-            raise CastError(
-                f"{outputs.answers_partial} holds {len(done)} turn(s) of an interrupted run that this run cannot "
-                f"continue: {conflict}. Run again with that run's topics and settings to resume it, or pass "
-                "--overwrite to start over"
-            )
-        print(
-            f"starting over: the interrupted run in {outputs.answers_partial} differs ({conflict})",
-            file=sys.stderr,
-        )
-        outputs.discard_partial()
-        done = {}
-    if done:
-        print(f"resuming: {len(done)} turn(s) already answered in {outputs.answers_partial}", file=sys.stderr)
-    written = len(done)
-    unranked = [qid for qid, record in done.items() if not record.get("top_ids")]
-
-    def write(result: TurnResult) -> None:
-        nonlocal written
-        if not result.ranking:
-            unranked.append(result.qid)
-        try:
-            outputs.append(result.qid, result.ranking, {**result.to_record(), "config": described})
-        except OSError as e:  # a full disk, most often: say what is safe, not where Python was
-            raise CastError(
-                f"cannot write turn {result.qid} to {outputs.answers_partial}: {e.strerror}; the {written} turn(s) "
-                "completed before it are kept there, and running the same command again resumes from them"
-            ) from e
-        written += 1
-
-    answer(done, write)
-    qids = list(dict.fromkeys(t.qid for c in conversations for t in c.turns))
-    try:
-        outputs.finalize(qids)
-    except OSError as e:
-        raise CastError(
-            f"cannot write the finished outputs {outputs.run_path} and {outputs.answers_path}: {e.strerror}; all "
-            f"{len(qids)} turns are kept in {outputs.answers_partial}, and running the same command again "
-            "writes them"
-        ) from e
-    if unranked:
-        print(
-            f"note: {len(unranked)} turn(s) retrieved nothing (e.g. {unranked[0]}): {outputs.run_path} has no lines "
-            "for them, they score 0 in `cast eval`, and their answers say none was found (a query retrieves nothing "
-            "when each of its words is a stop word, or in no passage of the index)",
-            file=sys.stderr,
-        )
-    return qids
 
 
 def _write_ikat(args: argparse.Namespace, outputs: RunOutputs, run_name: str) -> None:

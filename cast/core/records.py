@@ -9,11 +9,11 @@ selection and answer); each says what later turns of its conversation see of it 
 from __future__ import annotations
 
 import copy
-import math
-import types
-import typing
+import functools
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
+
+from pydantic import ConfigDict, TypeAdapter, ValidationError
 
 
 @dataclass(frozen=True)
@@ -420,169 +420,32 @@ def _plain(value: Any) -> Any:
 
 
 def from_dict(cls: type, data: dict[str, Any]) -> Any:
-    """Rebuild a record written by :func:`to_dict` (nested records included).
+    """Rebuild a record written by :func:`to_dict` (nested records included), validated by pydantic against the
+    record's declaration: JSON's lists become the declared tuples, numbers must be finite.
 
     Raises:
         TypeError: ``data`` is not such a record: a field is missing or unknown, or of another type than the
-            record declares (a file damaged or edited by hand), which would otherwise fail later and elsewhere.
+            record declares (a file damaged or edited by hand), which would otherwise fail later and elsewhere;
+            one line naming the first such field, as ``ranking[0].score = 'high'``.
     """
     try:
-        record = _RECORD_READERS[cls](data)
-    except (KeyError, TypeError, AttributeError) as e:
-        raise TypeError(f"not a {cls.__name__} record ({type(e).__name__}: {e})") from None
-    wrong = _wrong_field(record)
-    if wrong is not None:
-        raise TypeError(f"not a {cls.__name__} record: {wrong}")
-    return record
-
-
-_FIELD_TYPES: dict[type, list[tuple[str, Any]]] = {}
-
-
-def _field_types(cls: type) -> list[tuple[str, Any]]:
-    if cls not in _FIELD_TYPES:
-        hints = typing.get_type_hints(cls)
-        _FIELD_TYPES[cls] = [(f.name, hints[f.name]) for f in fields(cls)]
-    return _FIELD_TYPES[cls]
-
-
-def _wrong_field(record: Any) -> str | None:
-    """The first field of ``record`` (nested records included) whose value is not of its declared type, as
-    ``name = value``, or None."""
-    for name, hint in _field_types(type(record)):
-        value = getattr(record, name)
-        if not _fits(value, hint):
-            return f"{type(record).__name__}.{name} = {value!r:.80}"
-        if is_dataclass(value):
-            inner = _wrong_field(value)
-            if inner is not None:
-                return inner
-        elif isinstance(value, tuple):
-            inner = next((w for v in value if is_dataclass(v) and (w := _wrong_field(v)) is not None), None)
-            if inner is not None:
-                return inner
-    return None
-
-
-def _fits(value: Any, hint: Any) -> bool:
-    """Whether ``value`` is of the declared type ``hint`` (records: their own type; their fields are checked by
-    :func:`_wrong_field`); floats must be finite."""
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        return any(_fits(value, arg) for arg in typing.get_args(hint))
-    if hint is type(None):
-        return value is None
-    if hint is float:
-        return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if hint in (str, bool) or (isinstance(hint, type) and is_dataclass(hint)):
-        return isinstance(value, hint)
-    if origin is tuple:
-        return isinstance(value, tuple) and all(_fits(v, typing.get_args(hint)[0]) for v in value)
-    if origin is dict:
-        return isinstance(value, dict) and all(
-            isinstance(k, str) and _fits(v, typing.get_args(hint)[1]) for k, v in value.items()
+        return _reader(cls).validate_python(data)
+    except ValidationError as e:
+        error = e.errors(include_url=False)[0]
+        where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"]).lstrip(
+            "."
         )
-    return True  # Any
+        found = "" if error["type"] == "missing" else f"{' = ' if where else ''}{error['input']!r:.80}"
+        raise TypeError(f"not a {cls.__name__} record: {where}{found} ({error['msg']})") from None
 
 
-def _turn(d: dict) -> Turn:
-    return Turn(
-        **{
-            **d,
-            "response_ids": tuple(d.get("response_ids", ())),
-            "ptkb_relevant": tuple(d.get("ptkb_relevant", ())),
-        }
-    )
+@functools.cache
+def _reader(cls: type) -> TypeAdapter[Any]:
+    return TypeAdapter(cls)
 
 
-def _ptkb_selection(d: dict) -> PTKBSelection:
-    return PTKBSelection(
-        statements=tuple(PTKBStatement(**s) for s in d["statements"]), scores=d["scores"], method=d["method"]
-    )
-
-
-def _passage(d: dict | None) -> Passage | None:
-    return None if d is None else Passage(**d)
-
-
-def _scored(d: dict) -> ScoredPassage:
-    return ScoredPassage(**{**d, "passage": _passage(d["passage"])})
-
-
-def _mention(d: dict) -> EntityMention:
-    return EntityMention(**d)
-
-
-def _past_turn(d: dict) -> PastTurn:
-    return PastTurn(
-        turn=_turn(d["turn"]),
-        query=d["query"],
-        top_passage=_passage(d.get("top_passage")),
-        query_entities=tuple(_mention(m) for m in d.get("query_entities", ())),
-        focus_entity=d.get("focus_entity"),
-        answer=d.get("answer"),
-    )
-
-
-def _selection(d: dict) -> Selection:
-    return Selection(
-        passages=tuple(_scored(p) for p in d["passages"]),
-        method=d["method"],
-        scores=d.get("scores", {}),
-        explanation=d.get("explanation", {}),
-        focus_entity=d.get("focus_entity"),
-    )
-
-
-def _answer(d: dict) -> Answer:
-    return Answer(
-        **{
-            **d,
-            "source_ids": tuple(d["source_ids"]),
-            "sentences": tuple(AnswerSentence(**s) for s in d.get("sentences", ())),
-        }
-    )
-
-
-def _verification(d: dict) -> Verification:
-    return Verification(**{**d, "claims": tuple(ClaimSupport(**c) for c in d.get("claims", ()))})
-
-
-def _links(d: dict) -> TurnLinks:
-    return TurnLinks(
-        query_entities=tuple(_mention(m) for m in d["query_entities"]),
-        passage_entities={pid: tuple(_mention(m) for m in ms) for pid, ms in d["passage_entities"].items()},
-        unlinked_texts=tuple(d["unlinked_texts"]),
-    )
-
-
-def _prepared_turn(d: dict) -> PreparedTurn:
-    if not all(isinstance(d[key], dict) for key in ("timings", "input_limits")):
-        raise TypeError("'timings' and 'input_limits' must be objects")
-    return PreparedTurn(
-        turn=_turn(d["turn"]),
-        rewrite=Rewrite(**d["rewrite"]),
-        ranking=tuple(_scored(p) for p in d["ranking"]),
-        links=None if d["links"] is None else _links(d["links"]),
-        timings=d["timings"],
-        input_limits=d["input_limits"],
-        ptkb=None if d["ptkb"] is None else _ptkb_selection(d["ptkb"]),
-    )
-
-
-_RECORD_READERS = {
-    Turn: _turn,
-    Passage: _passage,
-    ScoredPassage: _scored,
-    EntityMention: _mention,
-    PastTurn: _past_turn,
-    Answer: _answer,
-    Selection: _selection,
-    Rewrite: lambda d: Rewrite(**d),
-    PTKBSelection: _ptkb_selection,
-    Verification: _verification,
-    TurnLinks: _links,
-    PreparedTurn: _prepared_turn,
-}
+# How pydantic reads every record of this module: no field beyond those declared, no NaN or infinity for a number.
+for _record in [
+    value for value in tuple(globals().values()) if isinstance(value, type) and is_dataclass(value)
+]:
+    _record.__pydantic_config__ = ConfigDict(extra="forbid", allow_inf_nan=False)  # type: ignore[attr-defined]

@@ -29,7 +29,15 @@ from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal, Self
 
 import annotated_types
-from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Strict,
+    TypeAdapter,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
@@ -101,22 +109,16 @@ class Setting:
     @property
     def _declared_limits(self) -> list[Any]:
         return [
-            m for m in (self.field.metadata if self.field is not None else ()) if not isinstance(m, Runtime)
+            m
+            for m in (self.field.metadata if self.field is not None else ())
+            if not isinstance(m, Runtime | Strict) and m is not _COUNT
         ]
 
     @property
     def _checked_limits(self) -> list[Any]:
-        """The limits a value is checked against: the declared ones, and 0 below an int declared without any (a
-        count or a length)."""
+        """The limits a value is checked against: the declared ones and the implied ones (:func:`_implied`)."""
         declared = self._declared_limits
-        if _members(self.annotation) - {type(None)} == {int} and _bounds(declared) == (
-            None,
-            None,
-            False,
-            False,
-        ):
-            return [*declared, annotated_types.Ge(0)]
-        return declared
+        return [*declared, *(m for m in _implied(self.annotation, declared) if m is _COUNT)]
 
     def _limits_text(self, limits: list[Any]) -> str:
         if self.choices:
@@ -132,14 +134,9 @@ class Setting:
 
     @functools.cached_property
     def _adapter(self) -> TypeAdapter[Any]:
-        limits = self._checked_limits
+        limits = [*self._declared_limits, *_implied(self.annotation, self._declared_limits)]
         annotation: Any = Annotated[self.annotation, *limits] if limits else self.annotation
-        return TypeAdapter(annotation)
-
-    @property
-    def _scalar(self) -> bool:
-        """Checked strictly (``"1.5"`` is no float, ``1`` no bool); other types are left to pydantic's own rules."""
-        return all(m in _SCALARS for m in _members(self.annotation))
+        return TypeAdapter(annotation, config=ConfigDict(allow_inf_nan=False))
 
 
 def check_value(where: str, setting: Setting, value: Any) -> None:
@@ -154,24 +151,41 @@ def check_value(where: str, setting: Setting, value: Any) -> None:
         Traceback (most recent call last):
         cast.errors.ConfigError: selector.gamma must be in [0, 1], got 1.5
     """
-    name = f"{where}.{setting.name}" if where else setting.name
-    if isinstance(value, float) and not math.isfinite(value):  # NaN passes every comparison with a limit
-        raise ConfigError(f"{name} must be a finite number, got {value!r}")
     try:
-        setting._adapter.validate_python(value, strict=setting._scalar)
+        setting._adapter.validate_python(value)
     except ValidationError as e:
-        raise ConfigError(f"{name} must be {_expected(setting, e)}, got {value!r}") from None
+        raise ConfigError(_refusal(where, setting, value, e.errors())) from None
 
 
 class Settings(BaseModel):
     """A group of settings (a stage's, the ``encoder`` section's): each a field with its type, limits and
     description. An instance holds the values as they were given, checked, read-only (also as a mapping:
-    ``settings["gamma"]``, ``dict(settings)``)."""
+    ``settings["gamma"]``, ``dict(settings)``).
+
+    pydantic checks them, with the declarations' rules and two more of the project's (:func:`_implied`): a
+    number, a flag or a text is never read from another type (``"1.5"`` is no float, ``1`` no bool), and an int
+    declared without limits is a count (at least 0)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     # How messages name the group: ``selector`` (``selector.gamma must be ...``), ``encoder``...
     section: ClassVar[str] = "settings"
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        for info in cls.model_fields.values():
+            declared = [m for m in info.metadata if not isinstance(m, Runtime | Strict) and m is not _COUNT]
+            info.metadata.extend(m for m in _implied(info.annotation, declared) if not _has(info.metadata, m))
+        cls.model_rebuild(force=True)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _checked_together(cls, values: Any, handler: ValidatorFunctionWrapHandler) -> Self:
+        settings = handler(values)
+        if isinstance(values, Mapping):
+            cls.check_together(values)
+        return typing.cast(Self, settings)
 
     @classmethod
     def declared(cls) -> dict[str, Setting]:
@@ -188,21 +202,11 @@ class Settings(BaseModel):
             ConfigError: an unknown setting (naming the allowed ones), a missing required one, or a value that
                 does not fit its declaration, in one line.
         """
-        section = section or cls.section
-        declared = cls.declared()
-        unknown = sorted(str(key) for key in set(values) - set(declared))
-        if unknown:
-            raise ConfigError(
-                f"{where or section}: unknown setting(s) {', '.join(unknown)}; "
-                f"allowed: {', '.join(sorted(declared)) or 'none'}"
-            )
-        missing = [name for name, setting in declared.items() if setting.required and name not in values]
-        if missing:
-            raise ConfigError(f"{where or section}: give {', '.join(missing)}")
-        for key, value in values.items():
-            cls.check(key, value, section)
-        cls.check_together(values)
-        return typing.cast(Self, cls.model_construct(**values))
+        settings = cls(**values, _names=(section, where))
+        # pydantic makes a float of an int given for a float; a config's values are kept as written (a stage
+        # records them so).
+        settings.__dict__.update(values)
+        return settings
 
     @classmethod
     def check(cls, key: str, value: Any, section: str | None = None) -> None:
@@ -219,11 +223,42 @@ class Settings(BaseModel):
         """Every setting's value: the given ones, the defaults for the others."""
         return {name: values.get(name, setting.default) for name, setting in cls.declared().items()}
 
-    def __init__(self, *args: Any, **values: Any) -> None:
-        """Settings from values (positional ones in declaration order), checked as :meth:`of` checks them."""
+    @classmethod
+    def _refusal(
+        cls, values: Mapping[str, Any], error: ValidationError, section: str | None, where: str | None
+    ) -> ConfigError:
+        """pydantic's refusal as one line: the unknown settings, else the missing ones, else the first given value
+        that does not fit, worded as :meth:`check` words it."""
+        section = section or cls.section
+        errors = error.errors()
+        unknown = sorted(str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden")
+        if unknown:
+            return ConfigError(
+                f"{where or section}: unknown setting(s) {', '.join(unknown)}; "
+                f"allowed: {', '.join(sorted(cls.declared())) or 'none'}"
+            )
+        missing = [str(e["loc"][0]) for e in errors if e["type"] == "missing"]
+        if missing:
+            return ConfigError(f"{where or section}: give {', '.join(missing)}")
+        order = list(values)
+        name = min((str(e["loc"][0]) for e in errors), key=order.index)
+        try:
+            cls.check(name, values[name], section)
+        except ConfigError as refusal:
+            return refusal
+        # A check overridden to let the value pass (none does): pydantic's own words.
+        return ConfigError(f"{section}.{name}: {errors[0]['msg']}")
+
+    def __init__(
+        self, *args: Any, _names: tuple[str | None, str | None] = (None, None), **values: Any
+    ) -> None:
+        """Settings from values (positional ones in declaration order), checked; ``_names``: the section and
+        group that messages name (:meth:`of`)."""
         values = {**dict(zip(type(self).declared(), args, strict=False)), **values}
-        type(self).of(values)
-        super().__init__(**values)
+        try:
+            super().__init__(**values)
+        except ValidationError as e:
+            raise type(self)._refusal(values, e, *_names) from None
 
     def __getitem__(self, name: str) -> Any:
         return getattr(self, name)
@@ -309,10 +344,39 @@ def _type_text(annotation: Any) -> str:
     return " | ".join(dict.fromkeys(names))
 
 
-def _expected(setting: Setting, error: ValidationError) -> str:
-    """What a value of ``setting`` must be, after pydantic refused one: its limits where the value was of the
-    right type, else its type."""
-    kinds = {detail["type"] for detail in error.errors()}
+# The limit every int declared without any has: it counts or measures something.
+_COUNT = annotated_types.Ge(0)
+
+
+def _implied(annotation: Any, declared: list[Any]) -> list[Any]:
+    """The project's rules beyond a setting's declaration: a value of scalar types only (numbers, flags, texts)
+    is read strictly (``"1.5"`` is no float, ``1`` no bool; other types are left to pydantic's own rules), and
+    an int declared without limits is at least 0."""
+    members = _members(annotation)
+    # A choice of values (``Literal``) takes exactly its values already.
+    strict = members <= set(_SCALARS) and typing.get_origin(annotation) is not Literal
+    implied: list[Any] = [Strict()] if strict else []
+    if members - {type(None)} == {int} and _bounds(declared) == (None, None, False, False):
+        implied.append(_COUNT)
+    return implied
+
+
+def _has(metadata: list[Any], rule: Any) -> bool:
+    return (
+        any(m is rule for m in metadata)
+        if rule is _COUNT
+        else any(isinstance(m, type(rule)) for m in metadata)
+    )
+
+
+def _refusal(where: str, setting: Setting, value: Any, errors: list[Any]) -> str:
+    """``{where}.{setting} must be ..., got ...`` for a value pydantic refused with ``errors``: its limits where
+    the value was of the right type, else its type; a finite number where it was NaN or infinite (NaN passes
+    every comparison with a limit)."""
+    name = f"{where}.{setting.name}" if where else setting.name
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{name} must be a finite number, got {value!r}"
+    kinds = {detail["type"] for detail in errors}
     limits = setting._limits_text(setting._checked_limits)
     if limits and kinds & {
         "greater_than",
@@ -321,9 +385,11 @@ def _expected(setting: Setting, error: ValidationError) -> str:
         "less_than_equal",
         "literal_error",
     }:
-        return limits
-    names = [n for n in setting.type.split(" | ") if n != "None"]
-    return " | ".join(names) + (" or null" if type(None) in _members(setting.annotation) else "")
+        expected = limits
+    else:
+        names = [n for n in setting.type.split(" | ") if n != "None"]
+        expected = " | ".join(names) + (" or null" if type(None) in _members(setting.annotation) else "")
+    return f"{name} must be {expected}, got {value!r}"
 
 
 class StageSettings(Settings):

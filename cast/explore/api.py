@@ -367,28 +367,7 @@ def create_app(
     app.add_middleware(SameOrigin)
     app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes, timeout=body_timeout)
     app.add_middleware(SecurityHeaders)
-    grace = max(2.0, 0.1 * explorer.time_limit)
-
-    @app.exception_handler(CastError)
-    async def cast_error(request: Request, error: CastError) -> JSONResponse:
-        headers = {"Retry-After": str(RETRY_AFTER_S)} if isinstance(error, BusyError) else None
-        return JSONResponse({"error": str(error)}, status_code=error_status(error), headers=headers)
-
-    @app.exception_handler(Exception)
-    async def unexpected_error(request: Request, error: Exception) -> JSONResponse:
-        return JSONResponse({"error": error_message(error)}, status_code=500)
-
-    @app.exception_handler(RequestValidationError)
-    async def invalid_request(request: Request, error: RequestValidationError) -> JSONResponse:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or 'body'}: {e['msg']}"
-            for e in error.errors()
-        )
-        return JSONResponse({"error": f"invalid request: {problems}"}, status_code=422)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
-        return JSONResponse({"error": str(error.detail)}, status_code=error.status_code)
+    _handle_errors(app)
 
     @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
     def page() -> FileResponse:
@@ -412,6 +391,39 @@ def create_app(
             "time_limit": explorer.time_limit,
             "max_turns": MAX_TURNS,
         }
+
+    _conversation_routes(app, explorer)
+    _answer_routes(app, explorer, grace=max(2.0, 0.1 * explorer.time_limit))
+    return app
+
+
+def _handle_errors(app: FastAPI) -> None:
+    """Every error as a JSON object ``{"error": one line}`` with its status."""
+
+    @app.exception_handler(CastError)
+    async def cast_error(request: Request, error: CastError) -> JSONResponse:
+        headers = {"Retry-After": str(RETRY_AFTER_S)} if isinstance(error, BusyError) else None
+        return JSONResponse({"error": str(error)}, status_code=error_status(error), headers=headers)
+
+    @app.exception_handler(Exception)
+    async def unexpected_error(request: Request, error: Exception) -> JSONResponse:
+        return JSONResponse({"error": error_message(error)}, status_code=500)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, error: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or 'body'}: {e['msg']}"
+            for e in error.errors()
+        )
+        return JSONResponse({"error": f"invalid request: {problems}"}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse({"error": str(error.detail)}, status_code=error.status_code)
+
+
+def _conversation_routes(app: FastAPI, explorer: Explorer) -> None:
+    """Listing, reading and typing conversations."""
 
     @app.get("/api/conversations", summary="The conversations to explore")
     def conversations() -> dict[str, Any]:
@@ -441,6 +453,10 @@ def create_app(
     def new_turn(cid: str, body: NewTurn) -> dict[str, Any]:
         updated = explorer.conversations.add_turn(cid, body.utterance, body.manual_rewrite)
         return conversation_view(cid, updated, True)
+
+
+def _answer_routes(app: FastAPI, explorer: Explorer, grace: float) -> None:
+    """Answering a turn: as a job to poll, or waiting for it (``grace``: seconds beyond the time limit)."""
 
     @app.post(
         "/api/jobs",
@@ -472,8 +488,6 @@ def create_app(
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(finished.wait(), explorer.time_limit + grace)
         return _job_response(job, grace)
-
-    return app
 
 
 @lru_cache(maxsize=1)

@@ -13,13 +13,15 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import sys
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from cast.core.records import ScoredPassage
+from cast.core.limits import bounded_turn
+from cast.core.records import Conversation, ScoredPassage, TurnResult
 from cast.core.registry import without_runtime_settings
 from cast.errors import CastError, DataFormatError, excerpt
 from cast.formats.runfile import (
@@ -298,3 +300,71 @@ def setting_difference(old: Any, new: Any, key: str = "") -> str | None:
                 return found
         return None
     return None if old == new else f"{key or 'config'}: {old!r} -> {new!r}"
+
+
+def write_outputs(
+    outputs: RunOutputs,
+    described: dict[str, Any],
+    conversations: list[Conversation],
+    answer: Callable[[dict[str, dict[str, Any]], Callable[[TurnResult], None]], Any],
+    *,
+    overwrite: bool,
+) -> list[str]:
+    """Answer ``conversations`` into ``outputs``: resume the turns of an interrupted run made with the same
+    topics and settings (``described``), refuse (or with ``overwrite`` discard) one made otherwise, write each
+    turn as ``answer(done, write)`` gives it, and finalize the files (saying which turns retrieved nothing).
+    Returns the qids written, in order."""
+
+    done = outputs.completed()
+    utterances = {t.qid: bounded_turn(t).utterance for c in conversations for t in c.turns}  # as recorded
+    conflict = resume_conflict(done, utterances, described)
+    if conflict is not None:
+        # Resuming would mix two experiments in files that look complete.
+        if not overwrite:
+            raise CastError(
+                f"{outputs.answers_partial} holds {len(done)} turn(s) of an interrupted run that this run cannot "
+                f"continue: {conflict}. Run again with that run's topics and settings to resume it, or pass "
+                "--overwrite to start over"
+            )
+        print(
+            f"starting over: the interrupted run in {outputs.answers_partial} differs ({conflict})",
+            file=sys.stderr,
+        )
+        outputs.discard_partial()
+        done = {}
+    if done:
+        print(f"resuming: {len(done)} turn(s) already answered in {outputs.answers_partial}", file=sys.stderr)
+    written = len(done)
+    unranked = [qid for qid, record in done.items() if not record.get("top_ids")]
+
+    def write(result: TurnResult) -> None:
+        nonlocal written
+        if not result.ranking:
+            unranked.append(result.qid)
+        try:
+            outputs.append(result.qid, result.ranking, {**result.to_record(), "config": described})
+        except OSError as e:  # a full disk, most often: say what is safe, not where Python was
+            raise CastError(
+                f"cannot write turn {result.qid} to {outputs.answers_partial}: {e.strerror}; the {written} turn(s) "
+                "completed before it are kept there, and running the same command again resumes from them"
+            ) from e
+        written += 1
+
+    answer(done, write)
+    qids = list(dict.fromkeys(t.qid for c in conversations for t in c.turns))
+    try:
+        outputs.finalize(qids)
+    except OSError as e:
+        raise CastError(
+            f"cannot write the finished outputs {outputs.run_path} and {outputs.answers_path}: {e.strerror}; all "
+            f"{len(qids)} turns are kept in {outputs.answers_partial}, and running the same command again "
+            "writes them"
+        ) from e
+    if unranked:
+        print(
+            f"note: {len(unranked)} turn(s) retrieved nothing (e.g. {unranked[0]}): {outputs.run_path} has no lines "
+            "for them, they score 0 in `cast eval`, and their answers say none was found (a query retrieves nothing "
+            "when each of its words is a stop word, or in no passage of the index)",
+            file=sys.stderr,
+        )
+    return qids

@@ -20,12 +20,22 @@ import re
 from collections.abc import Set
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field
 
 from cast.core.config import CONFIG_DIR
 from cast.errors import ConfigError, DataFormatError
 from cast.formats.textfiles import decode_text
 
 PROMPT_DIR = CONFIG_DIR / "prompts"
+# The setting that names a chat stage's template (each stage gives its own default).
+PromptName = Annotated[
+    str,
+    Field(
+        description="the prompt template: a name under ``configs/prompts/`` or a file (recorded with its sha256)."
+    ),
+]
 ROLES = ("system", "user", "assistant")
 _MARK = re.compile(r"^=== (\w+) ===[ \t]*$", re.MULTILINE)
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")

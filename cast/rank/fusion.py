@@ -8,11 +8,15 @@ Buettcher, SIGIR 2009): only the order of each list counts, not the gaps between
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 
-NORMALISATIONS = ("minmax", "zscore", "reciprocal_rank")
+# The normalisations, declared once: the re-ranker's setting takes its choices from here.
+Normalisation = Literal["minmax", "zscore", "reciprocal_rank"]
+NORMALISATIONS: tuple[str, ...] = typing.get_args(Normalisation)
 RECIPROCAL_RANK_K = 60
 
 

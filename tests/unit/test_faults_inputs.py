@@ -177,9 +177,9 @@ def test_cast_validate_refuses_a_nan_score_and_turn_ids_in_other_digits(capsys, 
         (lambda data: gzip.compress(b'{"format": 1, "stop_after": "rerank", "description": []}\n'), "header"),
         (
             lambda data: _turn_changed(data, score="high"),
-            r":2: not a prepared turn .*ScoredPassage.score = 'high'",
+            r":2: not a prepared turn .*ranking\[0\]\.score = 'high'",
         ),
-        (lambda data: _turn_changed(data, timings=[1]), r":2: not a prepared turn .*'timings'"),
+        (lambda data: _turn_changed(data, timings=[1]), r":2: not a prepared turn .*timings = \[1\]"),
     ],
 )
 def test_a_damaged_prepared_file_is_one_line_naming_it(tmp_path, damage, message):

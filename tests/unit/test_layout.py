@@ -5,24 +5,55 @@ sees what a module depends on (third-party libraries may load lazily: torch, the
 from __future__ import annotations
 
 import ast
+import importlib
+import importlib.machinery
 import os
+import site
+import sys
+import tomllib
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[2] / "cast"
+REPO = Path(__file__).resolve().parents[2]
+# The repository's folders that are packages of cast (pyproject.toml's package-dir: index/ is cast.index).
+MAPPED = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+PACKAGES = {"cast": REPO / "cast", **{package: REPO / folder for package, folder in MAPPED.items()}}
 
 
 def modules() -> dict[str, ast.Module]:
     """Every module of the ``cast`` package by dotted name (``cast.index``, ``cast.entity`` and ``cast.summarize``
-    included: links to the repository's index/, entity/ and summarize/)."""
+    included: the repository's index/, entity/ and summarize/)."""
     found = {}
-    for folder, _, files in os.walk(PACKAGE, followlinks=True):
-        for name in files:
-            if name.endswith(".py"):
-                path = Path(folder) / name
-                parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-                dotted = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-                found[dotted] = ast.parse(path.read_text(), str(path))
+    for package, root in PACKAGES.items():
+        for folder, _, files in os.walk(root):
+            for name in files:
+                if name.endswith(".py"):
+                    path = Path(folder) / name
+                    parts = (*package.split("."), *path.relative_to(root).with_suffix("").parts)
+                    dotted = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+                    found[dotted] = ast.parse(path.read_text(), str(path))
     return found
+
+
+def test_the_mapped_folders_are_imported_as_packages_of_cast():
+    for package, root in PACKAGES.items():
+        assert Path(importlib.import_module(package).__file__).parent == root, package
+        assert package == "cast" or not (REPO / package.replace(".", "/")).exists(), (
+            f"{package}: a second folder"
+        )
+
+
+def test_the_mapped_folders_have_no_names_of_their_own():
+    # One module, one name: a folder importable both as ``entity`` and as ``cast.entity`` loads each module twice
+    # (two classes, isinstance checks that fail). No path the installation adds (site-packages and what its .pth
+    # files add after it; before it stand the current directory and pytest's own) finds them, and no module
+    # loaded so far did.
+    for module in sorted(modules()):
+        if module.startswith(tuple(MAPPED)):
+            importlib.import_module(module)
+    installed = sys.path[min(sys.path.index(path) for path in site.getsitepackages() if path in sys.path) :]
+    for name in MAPPED.values():
+        assert importlib.machinery.PathFinder.find_spec(name, installed) is None, name
+        assert not any(loaded.partition(".")[0] == name for loaded in sys.modules), name
 
 
 def imports(module: ast.Module, known: set[str]) -> set[str]:
