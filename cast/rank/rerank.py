@@ -346,7 +346,7 @@ class BiEncoderReranker(FusingReranker):
         """Unit-length query embeddings: each query's, plus ``question_weight`` x its question's where the turn's
         question differs from its query. A keyword rewrite (earlier turns' words before the utterance) finds the
         conversation's topic; the question's own embedding keeps what this turn asks (on the pooled dev benchmark:
-        better rankings, worse answers; bench/RESULTS.md, "Fusing by rank, and the question beside the keyword
+        better rankings, worse answers; bench/results-history.md, "Fusing by rank, and the question beside the keyword
         query")."""
         import numpy as np
 

@@ -26,7 +26,7 @@ from cast.infra.models import load_spacy
 SMALL_COLLECTION = 100_000
 # (Zipf frequency, idf) knots: the median BM25 idf, in the 820k-passage pooled development index, of the words of
 # the CAsT 2019-2021 and iKAT 2023 train conversations in each half-Zipf band of their English frequency; Zipf 0 is
-# a word wordfreq does not know (bench/english_idf.py; bench/RESULTS.md, "Term importance on small collections").
+# a word wordfreq does not know (bench/english_idf.py; bench/results-history.md, "Term importance on small collections").
 ENGLISH_IDF = (
     (0.0, 12.7), (1.0, 12.11), (1.5, 11.48), (2.0, 10.6), (2.5, 9.55), (3.0, 8.53), (3.5, 7.5), (4.0, 6.48),
     (4.5, 5.58), (5.0, 4.73), (5.5, 4.1), (6.0, 3.39), (6.5, 2.38),
