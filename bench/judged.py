@@ -238,18 +238,51 @@ def paired(
     return better, len(old) - better - worse, worse
 
 
-def score_sheet(args: argparse.Namespace) -> int:
+def judged_turns(sheet: Path, key: Path) -> list[tuple[str, str, dict[str, dict[str, Any]]]]:
+    """``(dataset, qid, {run: {"text": its answer, measure: value...}})`` for every turn of a filled sheet, with
+    its key telling which run each side is (``old`` or ``new``).
+
+    Raises:
+        CastError: a turn is not judged on both answers.
+    """
     from cast.errors import CastError
 
-    judged = read_judgements(args.sheet)
-    key = [line.split("\t") for line in args.key.read_text().splitlines()[1:] if line.strip()]
-    by_run: dict[str, list[dict[str, int]]] = {"old": [], "new": []}
-    for number, _, qid, side_a, side_b in key:
+    judged = read_judgements(sheet)
+    texts = read_sheet_answers(sheet)
+    turns = []
+    for line in key.read_text().splitlines()[1:]:
+        if not line.strip():
+            continue
+        number, dataset, qid, side_a, side_b = line.split("\t")
         sides = judged.get(int(number), {})
         if set(sides) != {"A", "B"}:
-            raise CastError(f"turn {number} ({qid}) is not judged on both answers in {args.sheet}")
-        by_run[side_a].append(sides["A"])
-        by_run[side_b].append(sides["B"])
+            raise CastError(f"turn {number} ({qid}) is not judged on both answers in {sheet}")
+        runs = {
+            run: {"text": texts.get((int(number), side), ""), **sides[side]}
+            for run, side in ((side_a, "A"), (side_b, "B"))
+        }
+        turns.append((dataset, qid, runs))
+    return turns
+
+
+def read_sheet_answers(path: Path) -> dict[tuple[int, str], str]:
+    """``{(turn number, "A" or "B"): answer text}`` as a sheet shows them."""
+    texts: dict[tuple[int, str], str] = {}
+    number = None
+    for line in path.read_text().splitlines():
+        heading = _TURN.match(line)
+        if heading:
+            number = int(heading["number"])
+        elif number is not None and line.startswith(("ANSWER A: ", "ANSWER B: ")):
+            texts[(number, line[7])] = line[len("ANSWER A: ") :]
+    return texts
+
+
+def score_sheet(args: argparse.Namespace) -> int:
+    by_run: dict[str, list[dict[str, Any]]] = {"old": [], "new": []}
+    for _, _, runs in judged_turns(args.sheet, args.key):
+        for name, judgement in runs.items():
+            by_run[name].append(judgement)
     print("| run | judged | mean answers | % answers=2 | % clean | % correct | % useful |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for name, judgements in by_run.items():
