@@ -142,9 +142,9 @@ def constructed_records(
     records = {}
     for case, question, answer, passages, _ in cases:
         claims = [{"supported": max(verifier.support(c, passages)) >= threshold} for c in sentences(answer)]
-        relevance = verifier.relevance(question, passages)
-        records[case] = {"verification": {"claims": claims, "relevance": relevance, "abstained": not any(
-            c["supported"] for c in claims)}}  # fmt: skip
+        verification = {"claims": claims, "relevance": verifier.relevance(question, passages)}
+        verification["abstained"] = not any(c["supported"] for c in claims)  # min_relevance 0, the default
+        records[case] = {"verification": verification}
     return records
 
 
