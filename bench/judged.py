@@ -321,19 +321,52 @@ def paired(
     return better, len(old) - better - worse, worse
 
 
-def score_sheet(args: argparse.Namespace) -> int:
+def judged_turns(sheets: Sequence[Path], key: Path) -> list[tuple[str, str, dict[str, dict[str, Any]]]]:
+    """``(dataset, qid, {run: {"text": its answer, measure: value...}})`` for every turn of the filled ``sheets``
+    (one sheet, or its parts), with its key telling which run each side is (``old`` or ``new``).
+
+    Raises:
+        CastError: a turn is not judged on both answers.
+    """
     from cast.errors import CastError
 
-    judged = {number: sides for path in args.sheet for number, sides in read_judgements(path).items()}
-    key = [line.split("\t") for line in args.key.read_text().splitlines()[1:] if line.strip()]
-    by_run: dict[str, list[dict[str, int]]] = {"old": [], "new": []}
-    for number, _, qid, side_a, side_b in key:
+    judged = {number: sides for sheet in sheets for number, sides in read_judgements(sheet).items()}
+    texts = {place: text for sheet in sheets for place, text in read_sheet_answers(sheet).items()}
+    turns = []
+    for line in key.read_text().splitlines()[1:]:
+        if not line.strip():
+            continue
+        number, dataset, qid, side_a, side_b = line.split("\t")
         sides = judged.get(int(number), {})
         if set(sides) != {"A", "B"}:
-            named = ", ".join(str(path) for path in args.sheet)
+            named = ", ".join(str(sheet) for sheet in sheets)
             raise CastError(f"turn {number} ({qid}) is not judged on both answers in {named}")
-        by_run[side_a].append(sides["A"])
-        by_run[side_b].append(sides["B"])
+        runs = {
+            run: {"text": texts.get((int(number), side), ""), **sides[side]}
+            for run, side in ((side_a, "A"), (side_b, "B"))
+        }
+        turns.append((dataset, qid, runs))
+    return turns
+
+
+def read_sheet_answers(path: Path) -> dict[tuple[int, str], str]:
+    """``{(turn number, "A" or "B"): answer text}`` as a sheet shows them."""
+    texts: dict[tuple[int, str], str] = {}
+    number = None
+    for line in path.read_text().splitlines():
+        heading = _TURN.match(line)
+        if heading:
+            number = int(heading["number"])
+        elif number is not None and line.startswith(("ANSWER A: ", "ANSWER B: ")):
+            texts[(number, line[7])] = line[len("ANSWER A: ") :]
+    return texts
+
+
+def score_sheet(args: argparse.Namespace) -> int:
+    by_run: dict[str, list[dict[str, Any]]] = {"old": [], "new": []}
+    for _, _, runs in judged_turns(args.sheet, args.key):
+        for name, judgement in runs.items():
+            by_run[name].append(judgement)
     print("| run | judged | mean answers | % answers=2 | % clean | % correct | % useful |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for name, judgements in by_run.items():

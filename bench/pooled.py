@@ -130,6 +130,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--datasets", nargs="+", choices=[d.name for d in DATASETS], help="only these datasets (default: all)"
     )
     bench.add_argument(
+        "--max-turns",
+        type=int,
+        metavar="N",
+        help="only each dataset's first N distinct turns, with the turns before them in their conversation (for "
+        "stages too slow for the whole benchmark; the baseline test then covers those turns only)",
+    )
+    bench.add_argument(
         "--prepared",
         type=Path,
         metavar="DIR",
@@ -175,7 +182,7 @@ def answer_datasets(args: argparse.Namespace, datasets: Sequence[Dataset]) -> No
     settings = runner.describe()  # the same for every dataset
     args.out.mkdir(parents=True, exist_ok=True)
     for dataset in datasets:
-        conversations = load_dataset(args.data, dataset)
+        conversations = load_dataset(args.data, dataset, args.max_turns)
         # As `cast run` records them: the outputs of other settings, another index or other topics are not kept.
         described = {**settings, "topics": topics_digest(conversations)}
         prefix = args.out / dataset.name
@@ -225,10 +232,24 @@ def conversations_size(conversations: Sequence[Any]) -> int:
     return len({t.qid for c in conversations for t in c.turns})
 
 
-def load_dataset(data: Path, dataset: Dataset) -> list:
+def load_dataset(data: Path, dataset: Dataset, max_turns: int | None = None) -> list:
+    """The dataset's conversations; with ``max_turns``, only its first that many distinct turns, in file order,
+    each with every earlier turn of its conversation (a conversation that adds no turn of them is left out)."""
+    from dataclasses import replace
+
     from cast.formats.topics import load_topics
 
-    return load_topics(data / dataset.topics)
+    conversations = load_topics(data / dataset.topics)
+    if max_turns is None:
+        return conversations
+    kept, seen = [], set()
+    for conversation in conversations:
+        turns = list(conversation.turns)
+        new = [i for i, t in enumerate(turns) if t.qid not in seen][: max_turns - len(seen)]
+        if new:
+            seen.update(turns[i].qid for i in new)
+            kept.append(replace(conversation, turns=tuple(turns[: new[-1] + 1])))
+    return kept
 
 
 def dataset_qrels(data: Path, dataset: Dataset, conversations: Sequence[Any]) -> dict[str, dict[str, int]]:
@@ -263,7 +284,7 @@ def score_datasets(args: argparse.Namespace, datasets: Sequence[Dataset]) -> pd.
     scorer = TextScorer()
     frames = []
     for dataset in datasets:
-        conversations = load_dataset(args.data, dataset)
+        conversations = load_dataset(args.data, dataset, args.max_turns)
         topics = {t.qid: topic_of(dataset, c) for c in conversations for t in c.turns}
         prefix = args.out / dataset.name
         retrieval = evaluate_run(
@@ -281,7 +302,9 @@ def score_datasets(args: argparse.Namespace, datasets: Sequence[Dataset]) -> pd.
             progress=lambda turns, name=dataset.name: tqdm(list(turns), desc=f"scoring {name}", unit="turn"),
         ).per_turn[list(ANSWERS)]
         form = form_per_turn(conversations, answers.answers, passages).reindex(scored.index)
+        # Only the benchmark's turns: the qrels judge turns that --max-turns leaves out.
         frame = retrieval.join(scored.join(form), how="outer")
+        frame = frame[frame.index.isin(list(topics))]
         frame.insert(0, "topic", [topics[qid] for qid in frame.index])
         frame.insert(0, "dataset", dataset.name)
         frames.append(frame.reset_index())

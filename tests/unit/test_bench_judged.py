@@ -89,3 +89,13 @@ def test_the_committed_sample_holds_80_turns_from_cast_2022_and_ikat_2023(judged
     assert len(sample) >= 80 and len(set(sample)) == len(sample)
     sources = {dataset.split("-")[0] for dataset, _ in sample}
     assert sources == {"cast2022", "ikat2023"}
+
+
+def test_each_judged_turn_carries_each_runs_answer_and_rubric(judged, tmp_path):
+    (tmp_path / "sheet.md").write_text(SHEET)
+    (tmp_path / "key.tsv").write_text(KEY)
+    [first, second] = judged.judged_turns([tmp_path / "sheet.md"], tmp_path / "key.tsv")
+    assert first[:2] == ("cast2022", "132_1-1")
+    assert first[2]["new"] == {"text": "one", "answers": 2, "clean": 1, "correct": 1, "useful": 1}
+    assert first[2]["old"]["text"] == "two"
+    assert second[2]["old"]["text"] == ""  # the sheet shows no answer for it

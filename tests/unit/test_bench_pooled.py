@@ -134,3 +134,23 @@ def test_the_committed_baseline_is_a_per_turn_table_of_every_dataset(pooled) -> 
         "ikat2023-test": 147,
         "ikat2023-train": 95,
     }
+
+
+def test_max_turns_keeps_the_first_distinct_turns_with_what_came_before(pooled, monkeypatch) -> None:
+    from cast.core.records import Conversation, Turn
+
+    def path(topic: str, *ids: str) -> Conversation:
+        return Conversation(topic, tuple(Turn(f"{topic}_{i}", topic, i, f"u{i}") for i in ids))
+
+    # Two paths of one tree sharing their first turns, then another topic.
+    paths = [path("1", "1-1", "1-3"), path("1", "1-1", "1-3", "2-1", "2-3"), path("2", "1-1")]
+    monkeypatch.setattr("cast.formats.topics.load_topics", lambda _: paths)
+    dataset = pooled.DATASETS[0]
+
+    def kept(n):
+        return [[t.qid for t in c.turns] for c in pooled.load_dataset(Path("data"), dataset, n)]
+
+    assert kept(None) == [[t.qid for t in c.turns] for c in paths]
+    assert kept(2) == [["1_1-1", "1_1-3"]]  # the second path adds nothing new within 2 turns
+    assert kept(3) == [["1_1-1", "1_1-3"], ["1_1-1", "1_1-3", "1_2-1"]]
+    assert kept(5) == [["1_1-1", "1_1-3"], ["1_1-1", "1_1-3", "1_2-1", "1_2-3"], ["2_1-1"]]

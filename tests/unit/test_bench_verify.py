@@ -68,3 +68,51 @@ def test_a_threshold_abstains_below_it_or_where_no_claim_is_supported(abstention
 
     records = {"1_1": record(0.7, True), "1_2": record(0.3, True), "1_3": record(0.9, False)}
     assert abstention.decisions(records, 0.5) == {"1_1": False, "1_2": True, "1_3": True}
+
+
+def test_constructed_cases_pair_each_turn_with_its_own_and_another_topics_passages(
+    abstention, tmp_path, monkeypatch
+):
+    from cast.core.records import Conversation, Turn
+
+    data = tmp_path
+    for topics, passages in abstention.CONSTRUCTED.values():
+        (data / passages).parent.mkdir(parents=True, exist_ok=True)
+        (data / topics).write_text("[]")
+        (data / passages).write_text("")
+    cast_passages = data / abstention.CONSTRUCTED["cast2022"][1]
+    cast_passages.write_text(
+        '{"id": "p1", "title": "Curie", "contents": "She won twice."}\n'
+        '{"id": "p2", "title": "Moon", "contents": "It is rock."}\n'
+    )
+    ikat_passages = data / abstention.CONSTRUCTED["ikat2023-train"][1]
+    ikat_passages.write_text(
+        '{"doc_id": "d", "passage_id": "0", "passage_text": " Cheese is made of milk. "}\n'
+    )
+    assert abstention.provenance_texts(cast_passages) == {
+        "p1": "Curie She won twice.",
+        "p2": "Moon It is rock.",
+    }
+    assert abstention.provenance_texts(ikat_passages) == {"d:0": "Cheese is made of milk."}
+
+    def turn(qid, response, ids):
+        return Turn(
+            qid, qid.split("_")[0], qid.split("_")[1], "u", f"{qid}?", response=response, response_ids=ids
+        )
+
+    conversations = {
+        abstention.CONSTRUCTED["cast2022"][0]: [
+            Conversation("1", (turn("1_1", "Twice.", ("p1",)), turn("1_2", None, ("p1",)))),
+            Conversation("2", (turn("2_1", "Rock.", ("p2", "gone")),)),
+        ],
+    }
+    monkeypatch.setattr(
+        "cast.formats.topics.load_topics", lambda path: conversations.get(str(path.relative_to(data)), [])
+    )
+    cases = abstention.constructed_cases(data)
+    assert cases == [
+        ("1_1", "1_1?", "Twice.", ["Curie She won twice."], True),
+        ("1_1~other", "1_1?", "Twice.", ["Moon It is rock."], False),
+        ("2_1", "2_1?", "Rock.", ["Moon It is rock."], True),
+        ("2_1~other", "2_1?", "Rock.", ["Curie She won twice."], False),
+    ]

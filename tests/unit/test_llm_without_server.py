@@ -111,11 +111,11 @@ def test_offline_support_follows_its_formula():
 
     parts = lexical_parts("Curie won prizes in 1903.", PassageEvidence.of("Marie Curie won a prize."))
     # words: curie, won, prizes, in, 1903 -> curie, won found (2/5); content: curie, won, prize, 1903 -> 3/4;
-    # names and numbers: 1903 (not found) -> 0
-    assert parts == pytest.approx((2 / 5, 3 / 4, 0.0))
-    # 4.6 * 0.4 + 2.9 * 0.75 + 0.9 * 0 - 7.1 = -3.085; 1 / (1 + e^3.085) = 0.04373
-    assert offline_support(*parts) == pytest.approx(0.04373, abs=1e-5)
-    assert offline_support(1.0, 1.0, 1.0) == pytest.approx(0.7858, abs=1e-4)  # 1 / (1 + e^-1.3)
+    # names and numbers: 1903 (not found) -> 0; missing: prizes, in, 1903 -> 3
+    assert parts == pytest.approx((2 / 5, 3 / 4, 0.0, 3.0))
+    # 2.13 * 0.4 + 2.68 * 0.75 + 0.49 * 0 - 0.44 * 3 - 3.39 = -1.848; 1 / (1 + e^1.848) = 0.13611
+    assert offline_support(parts) == pytest.approx(0.13611, abs=1e-5)
+    assert offline_support((1.0, 1.0, 1.0, 0.0)) == pytest.approx(0.87102, abs=1e-5)  # 1 / (1 + e^-1.91)
 
 
 def test_an_nli_model_without_an_entailment_label_is_refused():
