@@ -1,5 +1,5 @@
 """A reader's form checks on answers: cut sentences, boilerplate, malformed sentences, dangling openers, repeats.
-(The tagger's own checks are tested with the tagger in tests/integration/test_wellformed.py.)"""
+(The tagger's own checks are tested with the tagger in tests/integration/test_wellformed_reader.py.)"""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """What a reader would not call a sentence, and sentences leaning on what came before, on hand-tagged words (the
-tagger itself: tests/integration/test_wellformed.py)."""
+tagger itself: tests/integration/test_wellformed_reader.py)."""
 
 from __future__ import annotations
 
