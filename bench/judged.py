@@ -331,7 +331,7 @@ def judged_turns(sheets: Sequence[Path], key: Path) -> list[tuple[str, str, dict
     from cast.errors import CastError
 
     judged = {number: sides for sheet in sheets for number, sides in read_judgements(sheet).items()}
-    texts = {place: text for sheet in sheets for place, text in read_sheet_answers(sheet).items()}
+    texts = {place: text for sheet in sheets for place, text in sheet_answers(sheet).items()}
     turns = []
     for line in key.read_text().splitlines()[1:]:
         if not line.strip():
@@ -347,19 +347,6 @@ def judged_turns(sheets: Sequence[Path], key: Path) -> list[tuple[str, str, dict
         }
         turns.append((dataset, qid, runs))
     return turns
-
-
-def read_sheet_answers(path: Path) -> dict[tuple[int, str], str]:
-    """``{(turn number, "A" or "B"): answer text}`` as a sheet shows them."""
-    texts: dict[tuple[int, str], str] = {}
-    number = None
-    for line in path.read_text().splitlines():
-        heading = _TURN.match(line)
-        if heading:
-            number = int(heading["number"])
-        elif number is not None and line.startswith(("ANSWER A: ", "ANSWER B: ")):
-            texts[(number, line[7])] = line[len("ANSWER A: ") :]
-    return texts
 
 
 def score_sheet(args: argparse.Namespace) -> int:
