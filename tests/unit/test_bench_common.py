@@ -4,25 +4,18 @@ bench/entities.py runs on a small sample (the scripts run as processes: test_ben
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
+from bench_scripts import load_bench_script
 
 from cast.errors import CastError, DataFormatError
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 from bench.common import existing_path, run  # noqa: E402
-
-
-def load_script(name: str):
-    spec = importlib.util.spec_from_file_location(f"{name}_bench", REPO / "bench" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_existing_path_names_a_missing_path(tmp_path: Path) -> None:
@@ -41,7 +34,7 @@ def test_run_reports_a_cast_error_in_one_line(capsys: pytest.CaptureFixture[str]
 
 
 def test_entity_bench_turns_are_topped_up_from_a_small_sample(tmp_path: Path) -> None:
-    entities = load_script("entities")
+    entities = load_bench_script("entities")
     topics = tmp_path / "topics.json"
     turns = [
         {"manual_rewritten_utterance": f"q{n}", "provenance": ["p1"] if n == 0 else []} for n in range(5)
@@ -57,7 +50,7 @@ def test_entity_bench_turns_are_topped_up_from_a_small_sample(tmp_path: Path) ->
 
 
 def test_offline_generation_bench_refuses_an_empty_passage_file(tmp_path: Path) -> None:
-    generation = load_script("generation_latency")
+    generation = load_bench_script("generation_latency")
     empty = tmp_path / "passages.jsonl"
     empty.write_text("")
     with pytest.raises(CastError, match=r"passages.jsonl holds no passages to answer from"):
@@ -67,7 +60,7 @@ def test_offline_generation_bench_refuses_an_empty_passage_file(tmp_path: Path) 
 def test_offline_generation_bench_names_missing_passages(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    generation = load_script("generation_latency")
+    generation = load_bench_script("generation_latency")
     missing = tmp_path / "provenance_passages.jsonl"
     monkeypatch.setattr(generation, "DEV_2022_PASSAGES", missing)
     with pytest.raises(SystemExit):
@@ -76,7 +69,7 @@ def test_offline_generation_bench_names_missing_passages(
 
 
 def test_encoder_bench_backend_specs() -> None:
-    encoders = load_script("encoders")
+    encoders = load_bench_script("encoders")
     assert encoders.backend_settings("onnx-int8@1") == {"backend": "onnx", "quantize": "int8", "threads": 1}
     assert encoders.backend_settings("torch-fp16") == {
         "backend": "torch",
@@ -92,14 +85,14 @@ def test_encoder_bench_backend_specs() -> None:
 
 
 def test_minilm_flops_by_hand() -> None:
-    encoders = load_script("encoders")
+    encoders = load_bench_script("encoders")
     # one layer of width 2, feed-forward 4: linear 2 x (4 x 2² + 2 x 2 x 4) = 64 a token; attention 2 x 2 x 2 a pair
     assert encoders.minilm_flops(1, layers=1, hidden=2, feed_forward=4) == 64 + 8
     assert encoders.minilm_flops(3, layers=2, hidden=2, feed_forward=4) == 2 * (3 * 64 + 9 * 8)
 
 
 def test_llm_bench_needs_a_server_or_an_engine(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    llm = load_script("llm")
+    llm = load_bench_script("llm")
     topics = tmp_path / "topics.json"
     topics.write_text("[]")
     with pytest.raises(SystemExit):

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from argparse import Namespace
 from pathlib import Path
 
 import pytest
+from bench_scripts import load_bench_script
 
 from cast.errors import CastError, DataFormatError
 
@@ -33,11 +32,7 @@ KEY = "number\tdataset\tqid\tA\tB\n1\tcast2022\t132_1-1\tnew\told\n2\tikat2023-t
 
 @pytest.fixture(scope="module")
 def judged():
-    spec = importlib.util.spec_from_file_location("judged_bench", REPO / "bench" / "judged.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script("judged")
 
 
 def test_a_filled_sheet_is_scored_per_run_and_paired(judged, tmp_path, capsys):

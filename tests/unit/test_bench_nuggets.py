@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from bench_scripts import load_bench_script
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def nuggets():
-    spec = importlib.util.spec_from_file_location("nuggets_bench", REPO / "bench" / "nuggets.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script("nuggets")
 
 
 def test_the_controls_are_the_old_answers_first_sentence_and_the_next_turns_answer(nuggets):

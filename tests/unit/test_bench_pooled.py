@@ -3,12 +3,11 @@ rows, the leave-one-topic-out choice and the per-turn file's checks."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from bench_scripts import load_bench_script
 
 from cast.errors import DataFormatError
 
@@ -17,11 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def pooled():
-    spec = importlib.util.spec_from_file_location("pooled_bench", REPO / "bench" / "pooled.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script("pooled")
 
 
 def table(pooled, values: dict[str, list[float]], datasets=("a", "b"), turns: int = 40) -> pd.DataFrame:

@@ -3,32 +3,25 @@ rows, abstention rates and precision."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from pathlib import Path
 
 import pytest
+from bench_scripts import load_bench_script
 
 from cast.errors import DataFormatError
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def bench(name: str):
-    spec = importlib.util.spec_from_file_location(f"{name}_bench", REPO / "bench" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def begin():
-    return bench("begin")
+    return load_bench_script("begin")
 
 
 @pytest.fixture(scope="module")
 def abstention():
-    return bench("abstention")
+    return load_bench_script("abstention")
 
 
 def test_auc_is_the_chance_a_positive_outscores_a_negative(begin):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from bench_scripts import load_bench_script
 
 from cast.evaluate.wordnet import nltk_data_dir
 
@@ -19,10 +19,7 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def paper_tables():
-    spec = importlib.util.spec_from_file_location("paper_tables", REPO / "bench" / "paper_tables.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script("paper_tables")
 
 
 def test_tables_from_fixture_answers(paper_tables, fixtures, tmp_path, capsys):
