@@ -29,9 +29,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import DATA, DEV_2022_QRELS, existing_path, run  # noqa: E402
+from cast.benchmark.scripts import DATA, DEV_2022_QRELS, existing_path, run
 
 # Each dataset's topics and the texts of its provenance passages (bench/pooled.py's datasets).
 CONSTRUCTED = {

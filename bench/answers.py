@@ -38,9 +38,7 @@ from typing import Any, cast
 # small, one BLAS thread is enough. Set before anything imports numpy.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-from bench.common import DEFAULT_INDEX, DEV_2022_QRELS, DEV_2022_TOPICS, run  # noqa: E402
+from cast.benchmark.scripts import DEFAULT_INDEX, DEV_2022_QRELS, DEV_2022_TOPICS, run
 
 MEASURES = ("words", "ROUGE-1", "ROUGE-2", "ROUGE-L", "BLEU-1", "BLEU-4", "METEOR")
 LOTO_MEASURES = ("ROUGE-L", "METEOR")  # --loto chooses by their mean

@@ -31,9 +31,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import DATA, existing_path, run  # noqa: E402
+from cast.benchmark.scripts import DATA, existing_path, run
 
 ATTRIBUTABLE = "Fully attributable"
 LABELS = (ATTRIBUTABLE, "Not fully attributable", "Generic")

@@ -45,15 +45,12 @@ from __future__ import annotations
 import argparse
 import itertools
 import statistics
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-from bench.common import (  # noqa: E402
+from cast.benchmark.scripts import (
     DEFAULT_INDEX,
     DEV_2022_QRELS,
     DEV_2022_TOPICS,
@@ -62,7 +59,8 @@ from bench.common import (  # noqa: E402
     load_average,
     run,
 )
-from cast.testing import random_weights_like  # noqa: E402  (light: torch is imported when called)
+from cast.benchmark.stages import load_conversations, rewrite_all, stage_section, study_resources
+from cast.testing import random_weights_like
 
 PRECISIONS = {"": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
@@ -322,7 +320,6 @@ def command_rerank(args: argparse.Namespace) -> int:
     import torch
     from ir_measures import RR, nDCG
 
-    from bench.retrieval import build_resources, load_conversations, rewrite_all, stage_section
     from cast.core.pipeline import merge_head
     from cast.core.registry import build_stage
     from cast.core.resources import Resources
@@ -331,7 +328,7 @@ def command_rerank(args: argparse.Namespace) -> int:
     from cast.infra.text import passage_text
 
     torch.set_num_threads(args.torch_threads)
-    config, resources = build_resources(args.index, args.overrides)
+    config, resources = study_resources("offline", args.index, args.overrides)
     rewriter = build_stage("rewriter", stage_section(config, "rewriter", args.rewriter), resources)
     rewrites = rewrite_all(rewriter, load_conversations(args.topics))
     qids = list(rewrites)

@@ -17,12 +17,10 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.common import DATA, DEV_2022_TOPICS, existing_path, run  # noqa: E402
+from cast.benchmark.scripts import DATA, DEV_2022_TOPICS, existing_path, run
 
 FIT_TOPICS = (
     DATA / "cast" / "2019" / "evaluation_topics_v1.0.json",

@@ -27,8 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.common import DEFAULT_INDEX, DEV_2022_PASSAGES, DEV_2022_TOPICS, WIKI, existing_path, run  # noqa: E402
+from cast.benchmark.scripts import DEFAULT_INDEX, DEV_2022_PASSAGES, DEV_2022_TOPICS, WIKI, existing_path, run
 
 
 def parse_args() -> argparse.Namespace:

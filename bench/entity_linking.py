@@ -23,9 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import DATA, DEFAULT_INDEX, DEV_2022_PASSAGES, existing_path, run  # noqa: E402
+from cast.benchmark.scripts import DATA, DEFAULT_INDEX, DEV_2022_PASSAGES, existing_path, run
 
 CONEL = DATA / "conel"
 PEERS = ("CREL", "WAT", "Tagme", "GENRE", "REL")

@@ -17,10 +17,8 @@ import sys
 import threading
 import time
 from collections import Counter
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.common import DEFAULT_INDEX, DEV_2022_TOPICS, existing_path, run  # noqa: E402
+from cast.benchmark.scripts import DEFAULT_INDEX, DEV_2022_TOPICS, existing_path, run
 
 
 def parse_args() -> argparse.Namespace:

@@ -34,16 +34,19 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-from bench.common import DEV_2022_PASSAGES, DEV_2022_TOPICS, existing_path, require_paths, run  # noqa: E402
-from cast.infra.decoding import DECODINGS, BeamDecoder  # noqa: E402  (light: torch is imported when decoding)
-from cast.testing import PUBLISHED_SHAPES, published_shape_model  # noqa: E402  (light, as above)
+from cast.benchmark.scripts import (
+    DEV_2022_PASSAGES,
+    DEV_2022_TOPICS,
+    existing_path,
+    require_paths,
+    run,
+)
+from cast.infra.decoding import DECODINGS, BeamDecoder
+from cast.testing import PUBLISHED_SHAPES, published_shape_model
 
 
 def build_model(shape: str, device: str, dtype: Any) -> Any:

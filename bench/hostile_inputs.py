@@ -42,9 +42,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-from bench.common import load_average  # noqa: E402
+from cast.benchmark.scripts import (
+    REPO,
+    load_average,
+)
 
 CAST = [sys.executable, "-m", "cast.cli"]
 FIXTURES = REPO / "tests" / "fixtures"

@@ -37,8 +37,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.common import DATA, IKAT_INDEX, existing_path, run  # noqa: E402
+from cast.benchmark.scripts import DATA, IKAT_INDEX, existing_path, run
+from cast.benchmark.stages import rerank_in_chunks, spec_stage, study_resources
 
 IKAT = DATA / "ikat"
 DEV_TOPICS = (IKAT / "2023_train_topics.json", IKAT / "2023_test_topics_9-14.json")
@@ -49,22 +49,6 @@ def load_dev(topics: Sequence[Path]) -> list:
     from cast.formats.topics import load_topics
 
     return [conversation for path in topics for conversation in load_topics(path)]
-
-
-def stage(kind: str, spec: str, config: dict[str, Any], resources: Any) -> Any:
-    """A stage from ``NAME`` or ``NAME:KEY=VALUE,...``, on the config's section when it names the same stage."""
-    from bench.retrieval import stage_section
-    from cast.core.registry import build_stage
-
-    return build_stage(kind, stage_section(config, kind, spec), resources)
-
-
-def resources_for(index: Path, overrides: Sequence[str]) -> tuple[dict[str, Any], Any]:
-    from cast.core.config import load_config
-    from cast.core.resources import Resources
-
-    config = load_config("ikat", [f"index={index}", "device=cpu", *overrides])
-    return config, Resources(config)
 
 
 def personal_queries(conversations: Sequence, rewriter: Any, ptkb: Any) -> dict[str, Any]:
@@ -84,12 +68,12 @@ def command_ptkb(args: argparse.Namespace) -> int:
         "train (ptkb_provenance)": (train, ptkb_qrels(train)),
         "test 9-14 (NIST)": (test, read_qrels(args.nist)),
     }
-    config, resources = resources_for(args.index, args.overrides)
-    raw = stage("rewriter", "raw", config, resources)
+    config, resources = study_resources("ikat", args.index, args.overrides)
+    raw = spec_stage("rewriter", "raw", config, resources)
     print(f"{'selector':<36}" + "".join(f"{name:>34}" for name in judgements))
     print(f"{'':<36}" + "   nDCG@3     P@3     R@3  turns" * len(judgements))
     for spec in args.selectors:
-        selector = stage("ptkb", spec, config, resources)
+        selector = spec_stage("ptkb", spec, config, resources)
         start = time.perf_counter()
         cells = []
         for conversations, qrels in judgements.values():
@@ -109,7 +93,6 @@ def command_retrieval(args: argparse.Namespace) -> int:
     import ir_measures
     from ir_measures import RR, R, nDCG
 
-    from bench.retrieval import rerank_in_chunks
     from cast.core.pipeline import merge_head
     from cast.core.registry import shared_stage
     from cast.evaluate.retrieval import ranked_run
@@ -117,8 +100,8 @@ def command_retrieval(args: argparse.Namespace) -> int:
 
     conversations = load_dev(args.topics)
     qrels = provenance_qrels(conversations)
-    config, resources = resources_for(args.index, args.overrides)
-    first_stage = stage("first_stage", "lmd", config, resources)
+    config, resources = study_resources("ikat", args.index, args.overrides)
+    first_stage = spec_stage("first_stage", "lmd", config, resources)
     rerankers = {"lmd": None}
     if not args.no_rerank:
         rerankers["lmd+biencoder"] = shared_stage("reranker", resources)
@@ -126,8 +109,8 @@ def command_retrieval(args: argparse.Namespace) -> int:
     table: dict[tuple[str, str], dict[str, float]] = {}
     for spec in args.queries:
         rewriter_spec, _, ptkb_spec = spec.partition("+")
-        rewriter = stage("rewriter", rewriter_spec, config, resources)
-        ptkb = stage("ptkb", ptkb_spec or "none", config, resources)
+        rewriter = spec_stage("rewriter", rewriter_spec, config, resources)
+        ptkb = spec_stage("ptkb", ptkb_spec or "none", config, resources)
         queries = personal_queries(conversations, rewriter, ptkb)
         qids = list(queries)
         first = dict(

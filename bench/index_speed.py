@@ -27,9 +27,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-from bench.common import WIKI, existing_path, run, run_measured  # noqa: E402
+from cast.benchmark.scripts import (
+    WIKI,
+    existing_path,
+    run,
+    run_measured,
+)
 
 PYSERINI_CLI = (
     "import runpy, sys; from cast.infra import jvm; jvm.start(); "

@@ -40,9 +40,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-from bench.common import DEFAULT_INDEX, DEV_2022_TOPICS, load_average, run  # noqa: E402
+from cast.benchmark.scripts import (
+    DEFAULT_INDEX,
+    DEV_2022_TOPICS,
+    load_average,
+    run,
+)
 
 
 def summary(name: str, seconds: Sequence[float]) -> str:

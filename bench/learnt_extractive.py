@@ -20,14 +20,15 @@ import argparse
 import os
 import sys
 import time
-from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-from bench.common import DATA, existing_path, run  # noqa: E402
-from bench.pooled import DATASETS  # noqa: E402
+from cast.benchmark.datasets import DATASETS
+from cast.benchmark.scripts import (
+    DATA,
+    existing_path,
+    run,
+)
 
 MEASURES = ("ROUGE-1", "ROUGE-L", "METEOR", "BLEU-1")
 

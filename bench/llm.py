@@ -27,9 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import (  # noqa: E402
+from cast.benchmark.scripts import (
     DEV_2022_PASSAGES,
     DEV_2022_TOPICS,
     existing_path,

@@ -20,10 +20,13 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-from bench.common import WIKI, existing_path, run  # noqa: E402
-from cast.infra.atomic import atomic_path  # noqa: E402
+from cast.benchmark.scripts import (
+    REPO,
+    WIKI,
+    existing_path,
+    run,
+)
+from cast.infra.atomic import atomic_path
 
 DEFAULT_OUT = REPO / "cast" / "data" / "sample"
 

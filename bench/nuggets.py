@@ -28,10 +28,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-from bench.common import DEV_2022_TOPICS, documented_parser, existing_path, run  # noqa: E402
-from bench.judged import judged_turns  # noqa: E402
+from cast.benchmark.judged import judged_turns
+from cast.benchmark.scripts import (
+    DEV_2022_TOPICS,
+    REPO,
+    documented_parser,
+    existing_path,
+    run,
+)
 
 SHEET = REPO / "bench" / "judged" / "sheets" / "featured-snippet.judged.md"
 KEY = REPO / "bench" / "judged" / "keys" / "featured-snippet.tsv"

@@ -24,9 +24,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-from bench.common import DEV_2022_QRELS, DEV_2022_TOPICS, run  # noqa: E402
+from cast.benchmark.scripts import (
+    DEV_2022_QRELS,
+    DEV_2022_TOPICS,
+    run,
+)
 
 MEASURES = ("words", "ROUGE-1", "ROUGE-2", "ROUGE-L", "BLEU-1", "BLEU-4", "METEOR")
 EXTRACTIVE_GENERATOR = "topk_trim"

@@ -20,9 +20,11 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-from bench.common import documented_parser, existing_path, run  # noqa: E402
+from cast.benchmark.scripts import (
+    documented_parser,
+    existing_path,
+    run,
+)
 
 OUTCOMES = ("kept", "trimmed", "dropped: cut", "dropped: boilerplate", "dropped: short", "dropped: title")
 MALFORMED = ("malformed: heading", "malformed: quotation", "malformed: no verb", "malformed: page text")
@@ -47,7 +49,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def outcome(span) -> tuple[str, str]:  # noqa: ANN001 (a SentenceSpan)
+def outcome(span) -> tuple[str, str]:
     """What becomes of one sentence, and the text kept."""
     from cast.infra.readable import MIN_WORDS, boilerplate_in, is_cut, readable_sentence
 

@@ -29,15 +29,28 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.common import DATA, DEFAULT_INDEX, DEV_2022, DEV_2022_QRELS, DEV_2022_TOPICS, existing_path, run  # noqa: E402
+from cast.benchmark.scripts import (
+    DATA,
+    DEFAULT_INDEX,
+    DEV_2022,
+    DEV_2022_QRELS,
+    DEV_2022_TOPICS,
+    existing_path,
+    run,
+)
+from cast.benchmark.stages import (
+    load_conversations,
+    rerank_in_chunks,
+    rewrite_all,
+    stage_section,
+    study_resources,
+)
 
 CAST = DATA / "cast"
 
@@ -56,18 +69,6 @@ QUALITY_SETS = {
     },
     "canard-dev": {"canard": DATA / "canard" / "dev.json"},
 }
-
-
-def load_conversations(
-    topics: Path, automatic_topics: Path | None = None, rewrites: Path | None = None
-) -> list:
-    from cast.formats.topics import load_topics
-
-    automatic = None
-    if automatic_topics is not None:
-        automatic = {t.qid: t.automatic_rewrite for c in load_topics(automatic_topics) for t in c.turns}
-        automatic = {qid: text for qid, text in automatic.items() if text}
-    return load_topics(topics, rewrites=rewrites, automatic_rewrites=automatic)
 
 
 def canard_conversations(path: Path) -> list:
@@ -92,54 +93,6 @@ def canard_conversations(path: Path) -> list:
     return conversations
 
 
-def rewrite_all(rewriter: Any, conversations: Sequence, only_last: bool = False) -> dict[str, Any]:
-    """``{qid: Rewrite}`` for every turn (each qid once), rewritten as the pipeline rewrites it: later turns see
-    the earlier rewrites (no passages). With ``only_last`` (CANARD), earlier questions stand as they were asked."""
-
-    from cast.conversation.walker import Step, rewrite_conversations, walk
-    from cast.core.pipeline import rewrite_turns
-    from cast.core.records import PreparedTurn, Rewrite
-
-    if not only_last:
-        return {p.qid: p.rewrite for p in rewrite_conversations(rewriter, conversations)}
-
-    def rewrite(steps: list[Step]) -> list[PreparedTurn]:
-        last = [s for s in steps if s.turn is s.conversation.turns[-1]]
-        rewritten = iter(rewrite_turns(rewriter, None, [(s.history, s.turn) for s in last]))
-        return [
-            next(rewritten) if s in last else PreparedTurn(s.turn, Rewrite(s.turn.utterance, "asked"))
-            for s in steps
-        ]
-
-    taken = walk(conversations, rewrite, PreparedTurn.past_turn)
-    return {p.qid: p.rewrite for p in taken if p.rewrite.method != "asked"}
-
-
-def build_resources(index: Path, overrides: Sequence[str]) -> Any:
-    from cast.core.config import load_config
-    from cast.core.resources import Resources
-
-    config = load_config("offline", [f"index={index}", "device=cpu", *overrides])
-    return config, Resources(config)
-
-
-def stage_section(config: dict[str, Any], kind: str, spec: str) -> dict[str, Any]:
-    """The ``kind`` (rewriter, reranker) section for ``spec``: ``NAME`` or ``NAME:KEY=VALUE,...`` (values read as
-    YAML).
-
-    The config's section is the base when it names the same stage (so ``--set rewriter.*`` applies).
-    """
-    import yaml
-
-    name, _, settings = spec.partition(":")
-    section = config.get(kind, {})
-    section = dict(section) if section.get("name") == name else {"name": name}
-    for assignment in filter(None, settings.split(",")):
-        key, _, value = assignment.partition("=")
-        section[key.strip()] = yaml.safe_load(value)
-    return section
-
-
 def command_run(args: argparse.Namespace) -> int:
     from cast.core.pipeline import merge_head
     from cast.core.registry import build_stage
@@ -151,7 +104,7 @@ def command_run(args: argparse.Namespace) -> int:
         automatic_topics = DEV_2022 / "2022_automatic_evaluation_topics_flattened_duplicated_v1.0.json"
     conversations = load_conversations(args.topics, automatic_topics, args.rewrites)
     qrels = read_qrels(args.qrels)
-    config, resources = build_resources(args.index, args.overrides)
+    config, resources = study_resources("offline", args.index, args.overrides)
     first_stage = build_stage("first_stage", config["first_stage"], resources)
     # As `cast eval retrieval` scores them: over the judged turns, a judged turn missing from the run scoring 0.
     # Judged@10: the share of the top 10 that the qrels judge (only provenance passages are judged here).
@@ -209,16 +162,6 @@ def command_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def rerank_in_chunks(reranker: Any, items: list, chunk: int = 8) -> list:
-    """``reranker.rerank_batch`` over a few queries at a time (a progress bar; embeddings are cached as it goes)."""
-    from tqdm import tqdm
-
-    heads = []
-    for start in tqdm(range(0, len(items), chunk), desc=f"re-rank ({reranker.name})", unit="chunk"):
-        heads.extend(reranker.rerank_batch(items[start : start + chunk]))
-    return heads
-
-
 def _row(row: dict[str, float]) -> str:
     return "  ".join(f"{v:7.4f}" for v in row.values())
 
@@ -235,7 +178,7 @@ def command_quality(args: argparse.Namespace) -> int:
     from cast.core.registry import build_stage
     from cast.rewrite.vocabulary import IndexVocabulary
 
-    config, resources = build_resources(args.index, args.overrides)
+    config, resources = study_resources("offline", args.index, args.overrides)
     scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
     rewriters = {
         spec: build_stage("rewriter", stage_section(config, "rewriter", spec), resources)

@@ -30,9 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-from bench.common import (  # noqa: E402
+from cast.benchmark.scripts import (
     DEFAULT_INDEX,
     DEV_2022_PASSAGES,
     DEV_2022_TOPICS,

@@ -35,11 +35,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-from bench.common import (  # noqa: E402
+from cast.benchmark.scripts import (
     DEFAULT_INDEX,
     DEV_2022_TOPICS,
+    REPO,
     WIKI,
     existing_path,
     load_average,

@@ -26,9 +26,13 @@ import shutil
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-from bench.common import DEFAULT_INDEX, DEV_2022_QRELS, DEV_2022_TOPICS, run, run_measured  # noqa: E402
+from cast.benchmark.scripts import (
+    DEFAULT_INDEX,
+    DEV_2022_QRELS,
+    DEV_2022_TOPICS,
+    run,
+    run_measured,
+)
 
 DEFAULT_GRID = ["selector.gamma=0,0.25,0.5", "selector.weight=0.5,0.7,0.9"]
 # The stages a sweep point runs itself (linking too where the shared pass stopped after re-ranking).

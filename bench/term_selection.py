@@ -17,10 +17,8 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.common import DATA, IKAT_INDEX, existing_path, run  # noqa: E402
+from cast.benchmark.scripts import DATA, IKAT_INDEX, existing_path, run
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -23,9 +23,12 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-from bench.common import DEV_2022_TOPICS, existing_path, load_average, run  # noqa: E402
+from cast.benchmark.scripts import (
+    DEV_2022_TOPICS,
+    existing_path,
+    load_average,
+    run,
+)
 
 CHEAP_STAGES = (
     "rewriter.name=raw",

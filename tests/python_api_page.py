@@ -33,7 +33,7 @@ def run_page(python: str | Path, index: Path, folder: Path) -> subprocess.Comple
         "CAST_TOPICS": str(FIXTURES / "core" / "conversations.json"),
         "CAST_QRELS": str(qrels),
         "CAST_CACHE": str(folder / "cache"),
-        "OPENBLAS_NUM_THREADS": "1",  # numpy's BLAS threads and the JVM in one process (bench/common.py)
+        "OPENBLAS_NUM_THREADS": "1",  # numpy's BLAS threads and the JVM in one process (bench/pooled.py)
     }
     return subprocess.run(
         [str(python), str(script)], cwd=folder, env=env, capture_output=True, text=True, timeout=1200

@@ -1,7 +1,6 @@
 """The wikipedia linker: disambiguation cases on a tiny knowledge base, and the shipped model against its
 recorded ConEL-2 val figures (its decision pieces by hand: test_entity_wikipedia_decisions.py)."""
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -179,8 +178,7 @@ def test_a_helper_that_dies_is_replaced_by_this_process(kb_file):
 
 @pytest.mark.integration
 def test_the_shipped_model_reproduces_its_val_f1(tmp_path):
-    sys.path.insert(0, str(REPO))
-    from bench.common import DATA, DEFAULT_INDEX
+    from cast.benchmark.scripts import DATA, DEFAULT_INDEX
     from cast.entity.builders.collection_entities import entities_dir
     from cast.formats.conel import gold_links, read_dialogues, run_links, score, user_turns
 

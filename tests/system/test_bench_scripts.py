@@ -28,9 +28,9 @@ def test_a_wrong_path_is_one_error_line_without_traceback(argv: list[str]) -> No
 
 
 def bench_common_prints(code: str, **env: str) -> list[str]:
-    """What ``code`` (given ``bench.common`` as ``c``) prints in a fresh process with only ``env`` (and PATH) set."""
+    """What ``code`` (given ``cast.benchmark.scripts`` as ``c``) prints in a fresh process with only ``env`` (and PATH) set."""
     done = subprocess.run(
-        [sys.executable, "-c", f"import bench.common as c; {code}"],
+        [sys.executable, "-c", f"import cast.benchmark.scripts as c; {code}"],
         cwd=REPO,
         env={"PATH": "/usr/bin:/bin", **env},
         capture_output=True,

@@ -1,21 +1,19 @@
-"""The benchmark scripts' shared plumbing (bench/common.py): a wrong path is one error line naming it, and
+"""The benchmark scripts' shared plumbing (cast.benchmark.scripts): a wrong path is one error line naming it, and
 bench/entities.py runs on a small sample (the scripts run as processes: test_bench_scripts.py)."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import pytest
 from bench_scripts import load_bench_script
 
+from cast.benchmark.scripts import existing_path, run
 from cast.errors import CastError, DataFormatError
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-from bench.common import existing_path, run  # noqa: E402
 
 
 def test_existing_path_names_a_missing_path(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""bench/judged.py: a blind paired sheet filled in by hand, read back and scored with its key."""
+"""The judged sample: a blind paired sheet filled in by hand, read back (cast.benchmark.judged) and scored with its
+key (bench/judged.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ from pathlib import Path
 import pytest
 from bench_scripts import load_bench_script
 
+from cast.benchmark.judged import judged_turns, read_sample
 from cast.errors import CastError, DataFormatError
+
+SAMPLE = Path(__file__).resolve().parents[2] / "bench" / "judged" / "sample.tsv"
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -79,17 +83,17 @@ def test_a_sheet_left_blank_or_half_judged_is_refused(judged, tmp_path):
         judged.score_sheet(Namespace(sheet=[tmp_path / "half.md"], key=tmp_path / "key.tsv"))
 
 
-def test_the_committed_sample_holds_80_turns_from_cast_2022_and_ikat_2023(judged):
-    sample = judged.read_sample(judged.SAMPLE)
+def test_the_committed_sample_holds_80_turns_from_cast_2022_and_ikat_2023():
+    sample = read_sample(SAMPLE)
     assert len(sample) >= 80 and len(set(sample)) == len(sample)
     sources = {dataset.split("-")[0] for dataset, _ in sample}
     assert sources == {"cast2022", "ikat2023"}
 
 
-def test_each_judged_turn_carries_each_runs_answer_and_rubric(judged, tmp_path):
+def test_each_judged_turn_carries_each_runs_answer_and_rubric(tmp_path):
     (tmp_path / "sheet.md").write_text(SHEET)
     (tmp_path / "key.tsv").write_text(KEY)
-    [first, second] = judged.judged_turns([tmp_path / "sheet.md"], tmp_path / "key.tsv")
+    [first, second] = judged_turns([tmp_path / "sheet.md"], tmp_path / "key.tsv")
     assert first[:2] == ("cast2022", "132_1-1")
     assert first[2]["new"] == {"text": "one", "answers": 2, "clean": 1, "correct": 1, "useful": 1}
     assert first[2]["old"]["text"] == "two"

@@ -1,5 +1,6 @@
-"""bench/pooled.py's comparison logic on hand-made per-turn tables: the regression gate, the per-dataset and pooled
-rows, the leave-one-topic-out choice and the per-turn file's checks."""
+"""The pooled benchmark's comparison logic (cast.benchmark.pooled, which bench/pooled.py calls) on hand-made
+per-turn tables: the regression gate, the per-dataset and pooled rows, the leave-one-topic-out choice and the
+per-turn file's checks."""
 
 from __future__ import annotations
 
@@ -7,19 +8,17 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from bench_scripts import load_bench_script
 
+from cast.benchmark import pooled
+from cast.benchmark.datasets import DATASETS, load_dataset, topic_of
+from cast.core.records import Conversation, Turn
 from cast.errors import DataFormatError
 
 REPO = Path(__file__).resolve().parents[2]
+BASELINES = REPO / "bench" / "baselines"
 
 
-@pytest.fixture(scope="module")
-def pooled():
-    return load_bench_script("pooled")
-
-
-def table(pooled, values: dict[str, list[float]], datasets=("a", "b"), turns: int = 40) -> pd.DataFrame:
+def table(values: dict[str, list[float]], datasets=("a", "b"), turns: int = 40) -> pd.DataFrame:
     """``turns`` turns per dataset, 4 turns a topic; measures not given are a constant 0.5."""
     rows = []
     for d in datasets:
@@ -31,9 +30,9 @@ def table(pooled, values: dict[str, list[float]], datasets=("a", "b"), turns: in
     return pd.DataFrame(rows)
 
 
-def test_a_measure_worse_on_every_turn_is_named_and_fails_the_gate(pooled, capsys) -> None:
-    baseline = table(pooled, {"MRR": [0.6 + 0.001 * i for i in range(40)]})
-    system = table(pooled, {"MRR": [0.5 + 0.001 * i for i in range(40)]})
+def test_a_measure_worse_on_every_turn_is_named_and_fails_the_gate(capsys) -> None:
+    baseline = table({"MRR": [0.6 + 0.001 * i for i in range(40)]})
+    system = table({"MRR": [0.5 + 0.001 * i for i in range(40)]})
     tests = pooled.tests_against(system, baseline)
     assert set(tests) == {"a", "b", "pooled"}
     assert tests["pooled"]["MRR"].n == 80
@@ -45,18 +44,16 @@ def test_a_measure_worse_on_every_turn_is_named_and_fails_the_gate(pooled, capsy
     assert "pooled: significantly WORSE on MRR" in capsys.readouterr().out
 
 
-def test_noise_is_not_a_regression(pooled) -> None:
-    baseline = table(pooled, {"ROUGE-L": [10.0 + (i % 2) for i in range(40)]})
-    system = table(pooled, {"ROUGE-L": [10.0 + ((i + 1) % 2) for i in range(40)]})
+def test_noise_is_not_a_regression() -> None:
+    baseline = table({"ROUGE-L": [10.0 + (i % 2) for i in range(40)]})
+    system = table({"ROUGE-L": [10.0 + ((i + 1) % 2) for i in range(40)]})
     tests = pooled.tests_against(system, baseline)
     assert tests["pooled"]["ROUGE-L"].difference == pytest.approx(0.0)
     assert pooled.print_summary("system", system, tests) == []
 
 
-def test_a_run_equal_to_its_baseline_file_but_for_the_files_rounding_equals_it(pooled, tmp_path) -> None:
-    system = table(
-        pooled, {"MRR": [1 / (1 + i % 7) for i in range(40)], "ROUGE-L": [100 / 3 + i for i in range(40)]}
-    )
+def test_a_run_equal_to_its_baseline_file_but_for_the_files_rounding_equals_it(tmp_path) -> None:
+    system = table({"MRR": [1 / (1 + i % 7) for i in range(40)], "ROUGE-L": [100 / 3 + i for i in range(40)]})
     pooled.write_per_turn(tmp_path / "baseline.tsv", system)
     baseline = pooled.read_per_turn(tmp_path / "baseline.tsv")
     assert (system["MRR"] != baseline["MRR"]).any()  # rounded in the file
@@ -66,24 +63,24 @@ def test_a_run_equal_to_its_baseline_file_but_for_the_files_rounding_equals_it(p
         assert not tests["pooled"][measure].significant
 
 
-def test_unjudged_turns_are_left_out_of_retrieval_tests(pooled) -> None:
+def test_unjudged_turns_are_left_out_of_retrieval_tests() -> None:
     mrr = [float("nan") if i % 2 else 0.5 for i in range(40)]
-    tests = pooled.tests_against(table(pooled, {"MRR": mrr}), table(pooled, {"MRR": mrr}))
+    tests = pooled.tests_against(table({"MRR": mrr}), table({"MRR": mrr}))
     assert tests["a"]["MRR"].n == 20
     assert tests["a"]["ROUGE-L"].n == 40
 
 
-def test_summary_counts_judged_and_answered_turns(pooled) -> None:
+def test_summary_counts_judged_and_answered_turns() -> None:
     mrr = [float("nan") if i < 10 else 1.0 for i in range(40)]
-    means = pooled.summary(table(pooled, {"MRR": mrr}))
+    means = pooled.summary(table({"MRR": mrr}))
     assert means.loc["a", "judged"] == 30
     assert means.loc["pooled", "answered"] == 80
     assert means.loc["pooled", "MRR"] == pytest.approx(1.0)
 
 
-def test_leave_one_topic_out_answers_each_topic_with_the_system_best_elsewhere(pooled) -> None:
+def test_leave_one_topic_out_answers_each_topic_with_the_system_best_elsewhere() -> None:
     # "better" wins on every topic but the first, where it is worse; chosen elsewhere, it answers topic a:0 too.
-    base = table(pooled, {}, datasets=("a",), turns=12)
+    base = table({}, datasets=("a",), turns=12)
     better = base.copy()
     better.loc[4:, list(pooled.HEADLINE)] = 0.9
     better.loc[:3, list(pooled.HEADLINE)] = 0.3
@@ -93,16 +90,16 @@ def test_leave_one_topic_out_answers_each_topic_with_the_system_best_elsewhere(p
     assert pooled_rows["qid"].tolist() == base["qid"].tolist()
 
 
-def test_leave_one_topic_out_keeps_the_baseline_when_nothing_is_better(pooled) -> None:
-    base = table(pooled, {}, datasets=("a",), turns=8)
+def test_leave_one_topic_out_keeps_the_baseline_when_nothing_is_better() -> None:
+    base = table({}, datasets=("a",), turns=8)
     worse = base.copy()
     worse[list(pooled.HEADLINE)] = 0.4
     _, chosen = pooled.leave_one_topic_out({"base": base, "worse": worse}, "base")
     assert set(chosen.values()) == {"base"}
 
 
-def test_per_turn_files_round_trip_and_foreign_tables_are_refused(pooled, tmp_path: Path) -> None:
-    frame = table(pooled, {"MRR": [float("nan")] * 40})
+def test_per_turn_files_round_trip_and_foreign_tables_are_refused(tmp_path: Path) -> None:
+    frame = table({"MRR": [float("nan")] * 40})
     path = tmp_path / "per-turn.tsv"
     pooled.write_per_turn(path, frame)
     back = pooled.read_per_turn(path)
@@ -114,16 +111,14 @@ def test_per_turn_files_round_trip_and_foreign_tables_are_refused(pooled, tmp_pa
         pooled.read_per_turn(other)
 
 
-def test_topics_group_conversations_of_one_topic(pooled) -> None:
-    from cast.core.records import Conversation
-
-    assert pooled.topic_of(pooled.DATASETS[1], Conversation("9-2", ())) == "ikat2023:9"
-    assert pooled.topic_of(pooled.DATASETS[0], Conversation("132", ())) == "cast2022:132"
+def test_topics_group_conversations_of_one_topic() -> None:
+    assert topic_of(DATASETS[1], Conversation("9-2", ())) == "ikat2023:9"
+    assert topic_of(DATASETS[0], Conversation("132", ())) == "cast2022:132"
 
 
-def test_the_committed_baseline_is_a_per_turn_table_of_every_dataset(pooled) -> None:
-    frame = pooled.read_per_turn(pooled.BASELINES / "offline.tsv")
-    assert set(frame["dataset"]) == {d.name for d in pooled.DATASETS}
+def test_the_committed_baseline_is_a_per_turn_table_of_every_dataset() -> None:
+    frame = pooled.read_per_turn(BASELINES / "offline.tsv")
+    assert set(frame["dataset"]) == {d.name for d in DATASETS}
     assert frame.groupby("dataset")["ROUGE-L"].count().to_dict() == {
         "cast2022": 108,
         "ikat2023-test": 147,
@@ -131,19 +126,17 @@ def test_the_committed_baseline_is_a_per_turn_table_of_every_dataset(pooled) -> 
     }
 
 
-def test_max_turns_keeps_the_first_distinct_turns_with_what_came_before(pooled, monkeypatch) -> None:
-    from cast.core.records import Conversation, Turn
-
+def test_max_turns_keeps_the_first_distinct_turns_with_what_came_before(monkeypatch) -> None:
     def path(topic: str, *ids: str) -> Conversation:
         return Conversation(topic, tuple(Turn(f"{topic}_{i}", topic, i, f"u{i}") for i in ids))
 
     # Two paths of one tree sharing their first turns, then another topic.
     paths = [path("1", "1-1", "1-3"), path("1", "1-1", "1-3", "2-1", "2-3"), path("2", "1-1")]
-    monkeypatch.setattr("cast.formats.topics.load_topics", lambda _: paths)
-    dataset = pooled.DATASETS[0]
+    monkeypatch.setattr("cast.benchmark.datasets.load_topics", lambda _: paths)
+    dataset = DATASETS[0]
 
     def kept(n):
-        return [[t.qid for t in c.turns] for c in pooled.load_dataset(Path("data"), dataset, n)]
+        return [[t.qid for t in c.turns] for c in load_dataset(Path("data"), dataset, n)]
 
     assert kept(None) == [[t.qid for t in c.turns] for c in paths]
     assert kept(2) == [["1_1-1", "1_1-3"]]  # the second path adds nothing new within 2 turns

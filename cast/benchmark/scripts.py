@@ -1,8 +1,9 @@
-"""What the benchmark scripts share: where the data lies by default, path arguments checked as they are parsed,
-and errors reported in one line.
+"""What the benchmark scripts of bench/ share: where the data lies by default, path arguments checked as they are
+parsed, errors reported in one line, and commands timed as processes.
 
-A script imports it after putting the repository on ``sys.path`` (``from bench.common import ...``) and ends
-with ``sys.exit(run(main))``.
+A script imports it as any module of the package (``from cast.benchmark.scripts import ...``) and ends with
+``sys.exit(run(main))``. The defaults are folders beside the repository the package is installed from (editable,
+as ``make setup`` installs it), as the scripts and the docs name them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from cast.errors import CastError
+
+REPO = Path(__file__).resolve().parents[2]
 # The data folder (its README describes it) and the indexes built from it, as `cast index build` in the docs makes
 # them; each script also takes them as arguments. CAST_DATA, CAST_BENCH_INDEX (CAsT 2022 dev) and CAST_IKAT_INDEX
 # (iKAT 2023 dev) move the defaults; bench/pooled.py's index is CAST_POOLED_INDEX or its --index.
@@ -65,8 +68,6 @@ def load_average() -> str:
 def run(main: Callable[[], int]) -> int:
     """``main()``'s exit status; a :class:`~cast.errors.CastError` is printed as one line (status 1), and an
     interruption as ``interrupted`` (status 130), without a traceback."""
-    from cast.errors import CastError
-
     script = Path(sys.argv[0]).name
     try:
         return main()
