@@ -164,6 +164,7 @@ def prepared_turns(path: Path, runner: Runner, conversations: Sequence[Conversat
 
 
 def score_topics(
+    dataset: str,
     conversations: Sequence[Conversation],
     prefix: Path,
     qrels: dict[str, dict[str, int]],
@@ -173,10 +174,10 @@ def score_topics(
     scorer: TextScorer | None = None,
     progress: Callable[[Iterable[Any]], Iterable[Any]] = iter,
 ) -> pd.DataFrame:
-    """The per-turn scores of ``PREFIX.run`` and ``PREFIX.answers.jsonl`` (:func:`answer_topics`' files):
-    retrieval against ``qrels``, answers against the conversations' written responses (the passages they cite
-    read from ``index``) and their form checks, one row per turn of ``topics`` (``{qid: topic}``), indexed by qid,
-    with a ``topic`` column."""
+    """The per-turn table of ``PREFIX.run`` and ``PREFIX.answers.jsonl`` (:func:`answer_topics`' files), its rows
+    named ``dataset``: retrieval against ``qrels``, answers against the conversations' written responses (the
+    passages they cite read from ``index``) and their form checks, one row per turn of ``topics`` (``{qid:
+    topic}``)."""
     retrieval = evaluate_run(read_run(f"{prefix}.run"), qrels, names=RETRIEVAL).per_turn
     answers = read_answers(f"{prefix}.answers.jsonl")
     sources = {pid for answer in answers.answers.values() for pid in answer.source_ids}
@@ -194,7 +195,8 @@ def score_topics(
     frame = retrieval.join(scored.join(form), how="outer")
     frame = frame[frame.index.isin(list(topics))]
     frame.insert(0, "topic", [topics[qid] for qid in frame.index])
-    return frame
+    frame.insert(0, "dataset", dataset)
+    return frame.reset_index()[["dataset", "topic", "qid", *MEASURES, *FORM]]
 
 
 def score_datasets(
@@ -208,18 +210,19 @@ def score_datasets(
     frames = []
     for dataset in datasets:
         conversations = load_dataset(data, dataset, max_turns)
-        frame = score_topics(
-            conversations,
-            out / dataset.name,
-            dataset_qrels(data, dataset, conversations),
-            index,
-            topics={t.qid: topic_of(dataset, c) for c in conversations for t in c.turns},
-            scorer=scorer,
-            progress=partial(progress_bar, desc=f"scoring {dataset.name}"),
+        frames.append(
+            score_topics(
+                dataset.name,
+                conversations,
+                out / dataset.name,
+                dataset_qrels(data, dataset, conversations),
+                index,
+                topics={t.qid: topic_of(dataset, c) for c in conversations for t in c.turns},
+                scorer=scorer,
+                progress=partial(progress_bar, desc=f"scoring {dataset.name}"),
+            )
         )
-        frame.insert(0, "dataset", dataset.name)
-        frames.append(frame.reset_index())
-    return pd.concat(frames, ignore_index=True)[["dataset", "topic", "qid", *MEASURES, *FORM]]
+    return pd.concat(frames, ignore_index=True)
 
 
 def progress_bar(turns: Iterable[Any], desc: str) -> Iterable[Any]:
