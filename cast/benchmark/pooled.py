@@ -177,22 +177,30 @@ def score_topics(
     """The per-turn table of ``PREFIX.run`` and ``PREFIX.answers.jsonl`` (:func:`answer_topics`' files), its rows
     named ``dataset``: retrieval against ``qrels``, answers against the conversations' written responses (the
     passages they cite read from ``index``) and their form checks, one row per turn of ``topics`` (``{qid:
-    topic}``)."""
+    topic}``). Conversations without written responses are scored on retrieval alone."""
+    import pandas as pd
+
     retrieval = evaluate_run(read_run(f"{prefix}.run"), qrels, names=RETRIEVAL).per_turn
-    answers = read_answers(f"{prefix}.answers.jsonl")
-    sources = {pid for answer in answers.answers.values() for pid in answer.source_ids}
-    passages = passages_from_index(index, sources)
-    scored = evaluate_answers(
-        answers,
-        response_references(conversations),
-        scorer=scorer or TextScorer(),
-        references_name="written responses",
-        passage_texts=passages,
-        progress=progress,
-    ).per_turn[list(ANSWERS)]
-    form = form_per_turn(conversations, answers.answers, passages).reindex(scored.index)
+    references = response_references(conversations)
+    if references:
+        answers = read_answers(f"{prefix}.answers.jsonl")
+        sources = {pid for answer in answers.answers.values() for pid in answer.source_ids}
+        passages = passages_from_index(index, sources)
+        scored = evaluate_answers(
+            answers,
+            references,
+            scorer=scorer or TextScorer(),
+            references_name="written responses",
+            passage_texts=passages,
+            progress=progress,
+        ).per_turn[list(ANSWERS)]
+        scored = scored.join(form_per_turn(conversations, answers.answers, passages).reindex(scored.index))
+    else:  # topics without written responses: retrieval alone
+        scored = pd.DataFrame(
+            columns=[*ANSWERS, *FORM], index=pd.Index([], dtype=str, name="qid"), dtype=float
+        )
     # Only these turns: the qrels judge turns that a cut (--max-turns) leaves out.
-    frame = retrieval.join(scored.join(form), how="outer")
+    frame = retrieval.join(scored, how="outer")
     frame = frame[frame.index.isin(list(topics))]
     frame.insert(0, "topic", [topics[qid] for qid in frame.index])
     frame.insert(0, "dataset", dataset)

@@ -142,3 +142,18 @@ def test_max_turns_keeps_the_first_distinct_turns_with_what_came_before(monkeypa
     assert kept(2) == [["1_1-1", "1_1-3"]]  # the second path adds nothing new within 2 turns
     assert kept(3) == [["1_1-1", "1_1-3"], ["1_1-1", "1_1-3", "1_2-1"]]
     assert kept(5) == [["1_1-1", "1_1-3"], ["1_1-1", "1_1-3", "1_2-1", "1_2-3"], ["2_1-1"]]
+
+
+def test_topics_without_written_responses_are_scored_on_retrieval_alone(tmp_path: Path) -> None:
+    # t1 ranks its relevant passage second (MRR 0.5), t2 first (1.0); no answers file is read.
+    conversation = Conversation("1", (Turn("t1", "1", "1", "u1"), Turn("t2", "1", "2", "u2")))
+    (tmp_path / "lmd.run").write_text("t1 Q0 p2 1 2.0 lmd\nt1 Q0 p1 2 1.0 lmd\nt2 Q0 p3 1 3.0 lmd\n")
+    qrels = {"t1": {"p1": 1}, "t2": {"p3": 1}}
+    frame = pooled.score_topics(
+        "mine", [conversation], tmp_path / "lmd", qrels, tmp_path / "no-index", topics={"t1": "1", "t2": "1"}
+    )
+    assert list(frame.columns) == ["dataset", "topic", "qid", *pooled.MEASURES, *pooled.FORM]
+    assert frame["qid"].tolist() == ["t1", "t2"] and set(frame["dataset"]) == {"mine"}
+    assert frame["MRR"].tolist() == [0.5, 1.0]
+    assert frame[list(pooled.ANSWERS)].isna().all().all()
+    assert pooled.summary(frame).loc["pooled", "answered"] == 0
