@@ -40,6 +40,7 @@ from cast.benchmark.scripts import (
 SHEET = REPO / "bench" / "judged" / "sheets" / "featured-snippet.judged.md"
 KEY = REPO / "bench" / "judged" / "keys" / "featured-snippet.tsv"
 JUDGED_RUNS = ("old", "new")
+SYSTEMS = (*JUDGED_RUNS, "old-first-sentence", "other-turn")
 RUBRIC_MEASURES = ("answers", "useful")
 TEXT_MEASURES = ("ROUGE-L", "METEOR")
 
@@ -65,6 +66,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--model", help="the model's name on the server (default with local: the bundled one)"
     )
+    parser.add_argument(
+        "--systems",
+        nargs="+",
+        choices=SYSTEMS,
+        default=SYSTEMS,
+        help="the systems scored (default: all; a slow model on a CPU: fewer)",
+    )
     parser.add_argument("--max-nuggets", type=int, default=30, help="nuggets a turn at most (default 30)")
     parser.add_argument("--max-tokens", type=int, default=512, help="the longest model answer (default 512)")
     parser.add_argument(
@@ -77,9 +85,7 @@ def system_answers(turns: list[tuple[str, dict[str, dict[str, Any]]]]) -> dict[s
     """``{system: {qid: answer}}``: the judged runs and the two controls of the module docstring."""
     from cast.infra.text import sentences
 
-    systems: dict[str, dict[str, str]] = {
-        run: {} for run in (*JUDGED_RUNS, "old-first-sentence", "other-turn")
-    }
+    systems: dict[str, dict[str, str]] = {run: {} for run in SYSTEMS}
     for number, (qid, runs) in enumerate(turns):
         for name in JUDGED_RUNS:
             systems[name][qid] = runs[name]["text"]
@@ -129,7 +135,7 @@ def main() -> int:
         raise CastError(f"no CAsT 2022 turn of {args.sheet} has a written response in {args.topics}")
     step = max(len(judged) // (args.turns or len(judged)), 1)
     turns = judged[::step][: args.turns]
-    systems = system_answers(turns)
+    systems = {name: answers for name, answers in system_answers(turns).items() if name in args.systems}
     args.out.mkdir(parents=True, exist_ok=True)
     paths = []
     for name, answers in systems.items():
@@ -161,10 +167,11 @@ def main() -> int:
     counts = client.counters()
     total = sum(len(t.nuggets) for t in nuggets.values())
     vital = sum(n.importance == "vital" for t in nuggets.values() for n in t.nuggets)
+    empty = sum(not t.nuggets for t in nuggets.values())
     print(
-        f"{len(turns)} turns ({', '.join(q for q, _ in turns)}), {total} nuggets ({vital} vital); "
-        f"{settings.model}: {counts['requests']} requests, {counts['cache_hits']} from the cache; "
-        f"{nuggetizer.unlabelled} labels left out by the model"
+        f"{len(turns)} turns ({', '.join(q for q, _ in turns)}), {total} nuggets ({vital} vital; "
+        f"{empty} turns without one); {settings.model}: {counts['requests']} requests, {counts['cache_hits']} "
+        f"from the cache; {nuggetizer.reply_counts()}"
     )
     report(rows)
     return 0

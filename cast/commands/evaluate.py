@@ -262,8 +262,8 @@ def main_nuggets(args: argparse.Namespace) -> int:
     total = sum(len(t.nuggets) for t in nuggets.values())
     notes = [
         f"{'read' if made else 'wrote'} {args.nuggets}: {len(nuggets)} turns, {total} nuggets ({vital} vital)",
-        f"{settings.model}: {counts['requests']} requests, {counts['cache_hits']} from the cache; "
-        f"{nuggetizer.unlabelled} labels the model left out (taken as okay / not_support)",
+        f"{settings.model}: {counts['requests']} requests, {counts['cache_hits']} from the cache",
+        nuggetizer.reply_counts(),
     ]
     _print_comparison(per_turn, args, notes)
     return 0

@@ -19,7 +19,10 @@ that later evaluations reuse, so every system is judged against the same nuggets
 
 Small models answer in loose forms: a list is read as a Python or JSON list, else as one item a line (bullets and
 numbers taken off); labels are read in order as the words they are, and a nugget the reply gives no label is
-counted as ``not_support`` (or ``okay``) and the count of such gaps is reported.
+counted as ``not_support`` (or ``okay``) and the count of such gaps is reported. A very small model also copies
+the prompt's own instructions into its reply; a list item or reply line that shares a run of words with them
+(:func:`echoes`) is left out, so that "label each nugget as support, partial_support or not_support" is read as
+no label, not three. The replies nothing could be read from are counted by step (:attr:`Nuggetizer.unusable`).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import ast
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +51,11 @@ _SUPPORT_WORD = re.compile(
 )
 _IMPORTANCE_WORD = re.compile(r"vital|okay|ok\b", re.I)
 _ITEM_MARK = re.compile(r"^\s*(?:[-*•]|\d+[.)]|\[\d+\])\s*")
+_WORD = re.compile(r"\w+")
+_PLACEHOLDER = re.compile(r"\{\{\w+\}\}")
+# A run of this many words shared with the prompt's instructions is an echo of them (shorter texts: all of theirs,
+# from 3 words); the instructions' 5-word runs are phrases no fact about a turn repeats.
+ECHO_WORDS = 5
 
 
 @dataclass(frozen=True)
@@ -160,6 +169,28 @@ def parse_labels(reply: str, count: int, kind: str) -> list[str | None]:
     return (found + [None] * count)[:count]
 
 
+def instruction_runs(template: PromptTemplate) -> frozenset[tuple[str, ...]]:
+    """The runs of 3 to :data:`ECHO_WORDS` words (lowercased) of a template's own text, placeholders left out."""
+    words = _WORD.findall(_PLACEHOLDER.sub(" ", " ".join(body for _, body in template.messages)).lower())
+    return frozenset(
+        tuple(words[i : i + n]) for n in range(3, ECHO_WORDS + 1) for i in range(len(words) - n + 1)
+    )
+
+
+def echoes(text: str, instructions: frozenset[tuple[str, ...]]) -> bool:
+    """Whether ``text`` repeats the prompt's instructions (:func:`instruction_runs`): a run of :data:`ECHO_WORDS` of
+    its words is theirs (all its words, for a text of 3 to 4 words).
+
+    Example:
+        >>> runs = frozenset({("label", "each", "nugget", "as", "support")})
+        >>> echoes("Label each nugget as support or not.", runs), echoes("Curie won a Nobel Prize", runs)
+        (True, False)
+    """
+    words = _WORD.findall(text.lower())
+    n = min(ECHO_WORDS, len(words))
+    return n >= 3 and any(tuple(words[i : i + n]) in instructions for i in range(len(words) - n + 1))
+
+
 # --- the nuggets file ----------------------------------------------------------------------------------------------
 
 
@@ -222,7 +253,14 @@ class Nuggetizer:
         self.assign_template = PromptTemplate.load(
             "nugget-assign", frozenset({"query", "answer", "nuggets", "count"})
         )
+        self.instructions = {
+            t.name: instruction_runs(t)
+            for t in (self.create_template, self.label_template, self.assign_template)
+        }
         self.unlabelled = 0  # labels the model left out (counted as okay / not_support)
+        self.replies: Counter[str] = Counter()  # replies read, by step: create, label, assign
+        self.unusable: Counter[str] = Counter()  # of those, replies nothing could be read from, by step
+        self.echoed = 0  # list items and reply lines left out as echoes of the prompt
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -265,7 +303,12 @@ class Nuggetizer:
                     )
                 )
             for qid, reply in zip(asked, self._ask(prompts), strict=True):
-                updated = list(dict.fromkeys(parse_items(reply)))[: s.max_nuggets]
+                items = parse_items(reply)
+                kept = [
+                    item for item in items if not echoes(item, self.instructions[self.create_template.name])
+                ]
+                self._count("create", len(items) - len(kept), bool(kept))
+                updated = list(dict.fromkeys(kept))[: s.max_nuggets]
                 nuggets[qid] = updated or nuggets[qid]  # a reply with no list keeps the list as it was
         return nuggets
 
@@ -283,7 +326,9 @@ class Nuggetizer:
         labelled: dict[str, list[Nugget]] = {qid: [] for qid in queries}
         for (qid, start), reply in zip(batches, self._ask(prompts), strict=True):
             batch = texts[qid][start : start + self.settings.batch]
-            labels = parse_labels(reply, len(batch), "importance")
+            labels = parse_labels(
+                self._without_echo(reply, self.label_template, "label"), len(batch), "importance"
+            )
             self.unlabelled += labels.count(None)
             labelled[qid] += [
                 Nugget(text, label or "okay") for text, label in zip(batch, labels, strict=True)
@@ -309,10 +354,37 @@ class Nuggetizer:
         support: dict[str, list[str]] = {qid: [] for qid in answers}
         for (qid, start), reply in zip(batches, self._ask(prompts), strict=True):
             count = len(nuggets[qid][start : start + self.settings.batch])
-            labels = parse_labels(reply, count, "support")
+            labels = parse_labels(self._without_echo(reply, self.assign_template, "assign"), count, "support")
             self.unlabelled += labels.count(None)
             support[qid] += [label or "not_support" for label in labels]
         return support
+
+    def reply_counts(self) -> str:
+        """What the model's replies gave: the labels left out, the echoes left out, the replies nothing could be
+        read from by step (replies from the cache counted too)."""
+        unusable = ", ".join(
+            f"{step} {self.unusable[step]}/{n} ({self.unusable[step] / n:.0%})"
+            for step, n in self.replies.items()
+        )
+        return (
+            f"{self.unlabelled} labels the model left out (taken as okay / not_support), {self.echoed} list items "
+            f"or lines left out as echoes of the prompt; replies nothing could be read from: {unusable or 'none read'}"
+        )
+
+    def _count(self, step: str, echoed: int, usable: bool) -> None:
+        self.replies[step] += 1
+        if not usable:
+            self.unusable[step] += 1
+        self.echoed += echoed
+
+    def _without_echo(self, reply: str, template: PromptTemplate, step: str) -> str:
+        """A labels reply without its lines that echo the prompt, counted (unusable: no label left)."""
+        lines = reply.splitlines()
+        kept = [line for line in lines if not echoes(line, self.instructions[template.name])]
+        text = "\n".join(kept)
+        pattern = _SUPPORT_WORD if step == "assign" else _IMPORTANCE_WORD
+        self._count(step, len(lines) - len(kept), bool(pattern.search(text)))
+        return text
 
     @staticmethod
     def _nugget_prompt(

@@ -4,8 +4,10 @@ iKAT 2025 (``ikat2025``, :mod:`cast.formats.ikat_runs`), the lines ``cast run --
 
 Each turn's references are its ranking: the rows of ``results`` (a ranking stage's frame, e.g. the re-ranker's),
 where given, else the passages the answer was written from (its ``selection``), by score. The topic text is the
-user's utterance (``utterance``, else ``query_0``: the query before the rewriter, else ``query``). The iKAT file
-carries no PTKB provenance (a PyTerrier rewriter keeps the statements it chose to itself).
+user's utterance (``utterance``, else ``query_0``: the query before the rewriter, else ``query``). The iKAT file's
+PTKB provenance is the statements chosen for the turn, from ``ptkb_selection`` (a
+:class:`~cast.core.records.PTKBSelection`, as a rewriter with a PTKB selector gives it); none where the frame has
+none.
 
 Example:
     >>> write_answer_file(answers, "runs/eg.trec-rag24.jsonl", "trec-rag24", run_id="eg")  # doctest: +SKIP
@@ -18,9 +20,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cast.core.records import Answer, Selection
+from cast.core.records import Answer, PTKBSelection, Selection
 from cast.errors import CastError
-from cast.formats.ikat_runs import MAX_PASSAGES, TurnOutput, ikat_run, write_ikat_lines
+from cast.formats.ikat_runs import MAX_PASSAGES, TurnOutput, ikat_run, ptkb_provenance, write_ikat_lines
 from cast.formats.rag_runs import rag24_entry, write_rag24_entries
 
 if TYPE_CHECKING:
@@ -70,10 +72,12 @@ def write_answer_file(
         ranking = rankings.get(qid) or (
             {p.id: p.score for p in selection.passages} if isinstance(selection, Selection) else {}
         )
-        turns.append((qid, _topic(row), ranking, answer))
+        ptkb = row.get("ptkb_selection")
+        turns.append((qid, _topic(row), ranking, answer, ptkb if isinstance(ptkb, PTKBSelection) else None))
     if fmt == "trec-rag24":
         return write_rag24_entries(
-            path, [rag24_entry(qid, topic, ranking, answer, run_id) for qid, topic, ranking, answer in turns]
+            path,
+            [rag24_entry(qid, topic, ranking, answer, run_id) for qid, topic, ranking, answer, _ in turns],
         )
     outputs = [
         TurnOutput(
@@ -82,9 +86,9 @@ def write_answer_file(
             response=answer.text,
             used=answer.source_ids,
             passage_texts={},
-            ptkb=(),
+            ptkb=ptkb_provenance(ptkb),
         )
-        for qid, _, ranking, answer in turns
+        for qid, _, ranking, answer, ptkb in turns
     ]
     return write_ikat_lines(path, ikat_run(outputs, fmt, run_id, run_type, team_id), fmt)
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from cast.core.records import PTKBSelection, from_dict
 from cast.errors import CastError
 from cast.formats.answers import read_answers
 from cast.formats.runfile import read_run
@@ -83,7 +84,7 @@ def turn_outputs(
         answer = record.get("answer") or {}
         selected = (record.get("selection") or {}).get("passages", [])
         texts = {p["passage"]["id"]: p["passage"]["text"] for p in selected}
-        ptkb = record.get("ptkb_provenance") or {"statements": [], "scores": {}}
+        ptkb = record.get("ptkb_provenance")
         outputs.append(
             TurnOutput(
                 qid=qid,
@@ -91,12 +92,19 @@ def turn_outputs(
                 response=answer.get("text", ""),
                 used=tuple(answer.get("source_ids", ())),
                 passage_texts=texts,
-                ptkb=tuple(
-                    (s["id"], s["text"], float(ptkb["scores"].get(s["id"], 0.0))) for s in ptkb["statements"]
-                ),
+                ptkb=ptkb_provenance(from_dict(PTKBSelection, ptkb) if ptkb else None),
             )
         )
     return outputs
+
+
+def ptkb_provenance(selection: PTKBSelection | None) -> tuple[tuple[str, str, float], ...]:
+    """A turn's PTKB provenance (:attr:`TurnOutput.ptkb`): the statements the ``ptkb`` stage chose, best first, as
+    ``(id, text, score)``; none where no statement was scored (no PTKB, or no selector), as the answers file
+    records it (:meth:`cast.core.records.TurnResult.to_record`)."""
+    if selection is None or not selection.scores:
+        return ()
+    return tuple((s.id, s.text, float(selection.scores.get(s.id, 0.0))) for s in selection.statements)
 
 
 def ikat_run(

@@ -6,7 +6,15 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from cast.core.records import Answer, AnswerSentence, Passage, ScoredPassage, Selection
+from cast.core.records import (
+    Answer,
+    AnswerSentence,
+    Passage,
+    PTKBSelection,
+    PTKBStatement,
+    ScoredPassage,
+    Selection,
+)
 from cast.errors import CastError
 from cast.formats.answer_frames import write_answer_file
 from cast.formats.ikat_runs import read_ikat_run, validate_ikat_run
@@ -88,6 +96,17 @@ def test_without_results_the_references_are_the_passages_read(tmp_path):
     assert lines[0]["references"] == {CLUEWEB[0]: 0.9, CLUEWEB[1]: 0.4}
     assert lines[0]["responses"][0]["citations"] == {CLUEWEB[0]: 0.9, CLUEWEB[1]: 0.4}
     assert lines[0]["metadata"] == {"team_id": "us", "run_id": "eg", "run_type": "automatic"}
+
+
+def test_ikat_lines_carry_the_ptkb_statements_chosen_for_each_turn(tmp_path):
+    vegetarian, glasgow = PTKBStatement("3", "I am vegetarian."), PTKBStatement("12", "I live in Glasgow.")
+    chosen = PTKBSelection((glasgow, vegetarian), {"3": 0.5, "12": 2.0, "7": -1.0}, "bm25")
+    answers = _answers(CLUEWEB).assign(ptkb_selection=[chosen, None])  # the second turn: none chosen
+    path = tmp_path / "eg.ikat2025.jsonl"
+    assert write_answer_file(answers, path, "ikat2025", run_id="eg") == []
+    lines = read_ikat_run(path, "ikat2025")
+    assert validate_ikat_run(lines, "ikat2025", ["1_1", "1_2"]) == []
+    assert [line["responses"][0]["ptkb_provenance"] for line in lines] == [[12, 3], []]  # best first, as ids
 
 
 def test_a_file_that_breaks_the_rules_is_not_written(tmp_path):

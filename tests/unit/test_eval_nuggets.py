@@ -14,6 +14,7 @@ from cast.evaluate.nuggets import (
     Nuggetizer,
     NuggetSettings,
     TurnNuggets,
+    echoes,
     nugget_scores,
     parse_items,
     parse_labels,
@@ -112,3 +113,33 @@ def test_the_three_steps_send_the_query_and_read_the_replies():
     support = nuggetizer.assign(queries, labelled, {"1_1": "Marie Curie found it."})
     assert support == {"1_1": ["support", "partial_support", "not_support"]}
     assert nuggetizer.unlabelled == 1
+
+
+def test_the_prompts_own_words_are_no_nuggets_and_no_labels():
+    client = ScriptedClient(
+        [
+            # SmolLM2-135M's replies: the instructions copied, around a nugget or alone
+            "Update the list of atomic nuggets of information (1-12 words) to provide the information\n"
+            "- Curie discovered polonium",
+            'List in the form ["a", "b", ...] and a and b are strings',
+            "Label each of the 1 nuggets either a vital or okay based on the following criteria.",
+            "Label each of the 1 nuggets either as support, partial_support, or not_support.\n['support']",
+        ]
+    )
+    nuggetizer = Nuggetizer(client, NuggetSettings(model="m"))
+    queries = {"1_1": "Who discovered polonium?", "1_2": "When?"}
+    texts = nuggetizer.create(queries, {"1_1": ["ref one"], "1_2": ["ref two"]})
+    assert texts == {"1_1": ["Curie discovered polonium"], "1_2": []}
+    labelled = nuggetizer.label(queries, texts)
+    assert labelled["1_1"] == [Nugget("Curie discovered polonium", "okay")]  # the echo gave no label
+    support = nuggetizer.assign(queries, labelled, {"1_1": "Marie Curie found it."})
+    assert support == {"1_1": ["support"]}  # not the three labels the echoed line names
+    assert nuggetizer.replies == {"create": 2, "label": 1, "assign": 1}
+    assert nuggetizer.unusable == {"create": 1, "label": 1} and nuggetizer.echoed == 4
+
+
+def test_an_echo_shares_a_run_of_words_with_the_instructions():
+    runs = frozenset({("in", "a", "pythonic", "list", "format"), ("vital", "or", "okay")})
+    assert echoes("Return them in a Pythonic list format, please", runs)
+    assert echoes("vital or okay", runs)  # a short text: all of its words
+    assert not echoes("Curie won in 1903", runs) and not echoes("vital okay", runs)
