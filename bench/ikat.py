@@ -61,7 +61,7 @@ def stage(kind: str, spec: str, config: dict[str, Any], resources: Any) -> Any:
 
 def resources_for(index: Path, overrides: Sequence[str]) -> tuple[dict[str, Any], Any]:
     from cast.core.config import load_config
-    from cast.core.resources import Resources
+    from cast.infra.resources import Resources
 
     config = load_config("ikat", [f"index={index}", "device=cpu", *overrides])
     return config, Resources(config)

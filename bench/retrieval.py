@@ -117,7 +117,7 @@ def rewrite_all(rewriter: Any, conversations: Sequence, only_last: bool = False)
 
 def build_resources(index: Path, overrides: Sequence[str]) -> Any:
     from cast.core.config import load_config
-    from cast.core.resources import Resources
+    from cast.infra.resources import Resources
 
     config = load_config("offline", [f"index={index}", "device=cpu", *overrides])
     return config, Resources(config)

@@ -32,7 +32,6 @@ from cast.conversation.walker import answer_conversations
 from cast.core.pipeline import Pipeline, check_config, configured_verifier
 from cast.core.records import Conversation, TurnResult
 from cast.core.registry import build_stage
-from cast.core.resources import Resources
 from cast.errors import CastError, ConfigError, DataFormatError
 from cast.evaluate import report as rep
 from cast.evaluate.experiment import evaluate_answer_files, evaluate_runs
@@ -43,6 +42,7 @@ from cast.formats.topics import load_topics, topics_digest
 from cast.index.record import index_identity
 from cast.infra.atomic import PARTIAL, write_text_atomic
 from cast.infra.cluster import RayOptions, map_in_order, require_path
+from cast.infra.resources import Resources
 
 # The stages a prepared pass leaves to each point: swept settings of these share the pass (the knowledge base is
 # the selector's). The linker shares a pass that stopped before it.

@@ -31,8 +31,7 @@ from cast.core.records import (
     TurnResult,
     Verification,
 )
-from cast.core.registry import STAGES, build_stage, check_section, shared_stage
-from cast.core.resources import Resources
+from cast.core.registry import STAGES, build_stage, check_section, resources_for, shared_stage
 from cast.core.stages import (
     EntityLinker,
     FirstStage,
@@ -42,12 +41,12 @@ from cast.core.stages import (
     Rewriter,
     SelectionInput,
     Stage,
+    StageResources,
     Summarizer,
     Verifier,
 )
 from cast.errors import CastError, ConfigError
 from cast.index.record import index_identity
-from cast.infra.models import check_device
 
 STAGE_KINDS = ("rewriter", "first_stage", "reranker", "linker", "selector", "summarizer")
 # Where a prepared pass may stop, and the stages it has run by then, in pipeline order. Not before re-ranking: a
@@ -118,14 +117,14 @@ class Pipeline:
 
     @classmethod
     def from_config(
-        cls, config: dict[str, Any], resources: Resources | None = None, *, progress: bool = False
+        cls, config: dict[str, Any], resources: StageResources | None = None, *, progress: bool = False
     ) -> Pipeline:
         """Build every stage named in ``config`` (models load now, so a bad name fails before any turn, and so does
         a device this machine lacks: checked here, where the pipeline runs, not on a Ray driver); ``progress``: a
         progress bar over the stages (seconds on a first use)."""
-        resources = resources or Resources(config)
+        resources = resources or resources_for(config)
         check_config(config, resources)
-        check_device(config.get("device"))
+        resources.check_device()
         kinds = tqdm(
             STAGE_KINDS, desc="loading the pipeline", unit=" stages", disable=not progress, leave=False
         )
@@ -499,17 +498,17 @@ def active_verifier(config: dict[str, Any]) -> dict[str, Any] | None:
     return section
 
 
-def configured_verifier(config: dict[str, Any], resources: Resources) -> Verifier | None:
+def configured_verifier(config: dict[str, Any], resources: StageResources) -> Verifier | None:
     """The verifier ``config`` names, built from its section (with ``resources`` for its encoder and cache)."""
     section = active_verifier(config)
     return None if section is None else build_stage("verifier", section, resources)  # type: ignore[return-value]
 
 
-def check_config(config: dict[str, Any], resources: Resources) -> None:
+def check_config(config: dict[str, Any], resources: StageResources) -> None:
     """A :class:`CastError` for a config that no pipeline can run: a missing section, a top-level setting
-    (:class:`~cast.core.config_keys.ConfigKeys`, the ``encoder`` section included) or a stage's setting that does
-    not fit its declaration (in every section, also those a pipeline builds late or not at all), an unknown stage,
-    or a stemmer that is not the index's."""
+    (:class:`~cast.core.config_keys.ConfigKeys`) or a stage's setting that does not fit its declaration (in every
+    section, also those a pipeline builds late or not at all), an unknown stage, or resources that cannot start
+    (``resources.check()``: the ``encoder`` section, a stemmer that is not the index's)."""
     missing = [k for k in STAGE_KINDS if k not in config]
     if missing:
         raise CastError(f"the config lacks the section(s): {', '.join(missing)}")
@@ -517,8 +516,7 @@ def check_config(config: dict[str, Any], resources: Resources) -> None:
     for kind in STAGES:
         if kind in config:
             check_section(kind, config[kind])
-    if config.get("index"):
-        resources.stemmer  # noqa: B018  (checks it against the index now, not at the first search)
+    resources.check()
 
 
 def check_stop_point(stop_after: str) -> None:

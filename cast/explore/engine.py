@@ -30,12 +30,11 @@ from cast.core.config import switch_stage
 from cast.core.pipeline import EARLY_STAGES, STAGE_KINDS, Pipeline, active_verifier, check_config
 from cast.core.records import Conversation, Turn, TurnResult, to_dict
 from cast.core.registry import build_stage, stage_class
-from cast.core.resources import Resources
 from cast.errors import CastError
 from cast.evaluate.answers import TextScorer
 from cast.explore import DEFAULT_MAX_PENDING, DEFAULT_TIME_LIMIT
 from cast.explore.views import SHOWN_PASSAGES, turn_view
-from cast.infra.models import check_device
+from cast.infra.resources import Resources
 
 logger = logging.getLogger(__name__)
 
@@ -363,7 +362,7 @@ class Explorer:
     ):
         self.resources = Resources(config)
         check_config(config, self.resources)
-        check_device(config.get("device"))
+        self.resources.check_device()
         self.config = config
         self.conversations = Conversations(conversations)
         self.qrels = qrels or {}
