@@ -130,7 +130,7 @@ def constructed_records(
     """Each case as an answers record's ``verification`` (every claim's support by its best passage, the best
     passage's relevance), with the verifier's defaults."""
     from cast.core.registry import stage_class
-    from cast.core.resources import Resources
+    from cast.infra.resources import Resources
     from cast.infra.text import sentences
 
     verifier = stage_class("verifier", "claims").from_config(

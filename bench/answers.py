@@ -250,10 +250,10 @@ def main(argv: list[str] | None = None) -> int:
     from cast.core.config import load_config
     from cast.core.pipeline import Pipeline
     from cast.core.registry import build_stage
-    from cast.core.resources import Resources
     from cast.evaluate.answers import TextScorer, evaluate_answers
     from cast.formats.answers import AnswersFile
     from cast.formats.topics import load_topics, read_qrels
+    from cast.infra.resources import Resources
 
     args = parse_args(argv)
     conversations = load_topics(args.topics)[: args.limit]

@@ -121,8 +121,8 @@ def scorers(verifier_model: str | None, cache_dir: str | None) -> dict[str, tupl
     from rouge_score.rouge_scorer import RougeScorer
 
     from cast.core.registry import stage_class
-    from cast.core.resources import Resources
     from cast.evaluate.answers import DEFAULT_SUPPORT_THRESHOLD, groundedness, unigram_f1
+    from cast.infra.resources import Resources
     from cast.infra.text import sentences, words
 
     resources = Resources({"cache_dir": cache_dir, "device": "cpu"})

@@ -322,9 +322,9 @@ def command_rerank(args: argparse.Namespace) -> int:
 
     from cast.core.pipeline import merge_head
     from cast.core.registry import build_stage
-    from cast.core.resources import Resources
     from cast.evaluate.retrieval import ranked_run
     from cast.formats.topics import read_qrels
+    from cast.infra.resources import Resources
     from cast.infra.text import passage_text
 
     torch.set_num_threads(args.torch_threads)

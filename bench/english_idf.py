@@ -92,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from wordfreq import zipf_frequency
 
     from cast.core.config import load_config
-    from cast.core.resources import Resources
+    from cast.infra.resources import Resources
     from cast.rewrite.vocabulary import IndexVocabulary, english_idf
 
     def vocabulary(index: Path) -> IndexVocabulary:

@@ -128,10 +128,10 @@ def timed(fn):
 
 def main() -> int:
     args = parse_args()
-    from cast.core.resources import Resources
     from cast.entity.link.dictionary import DictionaryLinker
     from cast.entity.relatedness import CollectionKnowledgeBase
     from cast.infra.models import load_spacy
+    from cast.infra.resources import Resources
 
     print(f"# bench/entities.py --index {args.index} --passages {args.passages} --seed {args.seed}")
     (sample, seconds, _) = timed(lambda: sample_passages(args.collection, args.passages, args.seed))

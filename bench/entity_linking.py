@@ -53,9 +53,9 @@ def main() -> int:
 
     from cast.core.config import load_config
     from cast.core.registry import shared_stage
-    from cast.core.resources import Resources
     from cast.formats.conel import gold_links, read_dialogues, read_links, run_links, score, user_turns
     from cast.formats.textfiles import json_lines
+    from cast.infra.resources import Resources
 
     val = user_turns(read_dialogues(args.val_data))
     gold = gold_links([[turn for turn, _ in val]])

@@ -187,10 +187,10 @@ def time_offline_generator(
     first pass and the median of all passes."""
     from cast.core.records import ScoredPassage, Selection
     from cast.core.registry import build_stage
-    from cast.core.resources import Resources
     from cast.errors import CastError
     from cast.formats.topics import load_topics
     from cast.index.collections import read_passages
+    from cast.infra.resources import Resources
 
     pool = [ScoredPassage(p, 1.0) for p in read_passages(passages, "jsonl")]
     if not pool:

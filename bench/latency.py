@@ -97,8 +97,8 @@ def command_offline(args: argparse.Namespace) -> int:
     from cast.conversation.walker import turn_histories
     from cast.core.config import load_config
     from cast.core.registry import build_stage
-    from cast.core.resources import Resources
     from cast.formats.topics import load_topics
+    from cast.infra.resources import Resources
 
     torch.set_num_threads(args.threads)
     config = load_config("offline", [f"index={args.index}", "device=cpu", *args.overrides])
@@ -190,7 +190,7 @@ def command_paper_shapes(args: argparse.Namespace) -> int:
 
     from cast.core.records import Passage, PastTurn, ScoredPassage, Turn
     from cast.core.registry import build_stage
-    from cast.core.resources import Resources
+    from cast.infra.resources import Resources
 
     torch.set_num_threads(args.threads)
     rng = random.Random(0)

@@ -164,7 +164,7 @@ def time_turns(
     from cast.conversation.walker import turn_histories
     from cast.core.records import ScoredPassage, Selection
     from cast.core.registry import stage_class
-    from cast.core.resources import Resources
+    from cast.infra.resources import Resources
 
     resources = Resources({"cache_dir": cache_dir})
     server: dict[str, Any] = {

@@ -94,10 +94,9 @@ from cast.core.records import (  # noqa: E402
     Verification,
 )
 from cast.core.registry import build_stage  # noqa: E402
-from cast.core.resources import Resources  # noqa: E402
 from cast.errors import CastError, ConfigError  # noqa: E402
 from cast.formats.topics import load_topics, read_qrels  # noqa: E402
-from cast.infra.models import check_device  # noqa: E402
+from cast.infra.resources import Resources  # noqa: E402
 
 # The topics frame's conversation columns, as Turn fields (and the conversation's PTKB, its earlier turns).
 TURN_COLUMNS = (
@@ -126,7 +125,7 @@ def resources(
     encoder: Mapping[str, Any] | None = None,
     knowledge_base: Mapping[str, Any] | None = None,
 ) -> Resources:
-    """What stages built with these top-level settings share (one :class:`~cast.core.resources.Resources` per
+    """What stages built with these top-level settings share (one :class:`~cast.infra.resources.Resources` per
     distinct set): the index's searcher, sentence encoders, the cache (``cache_dir``; ``None``: in memory), the
     chat clients and the knowledge base (a config section, ``{"name": "collection"}`` by default).
 
@@ -146,10 +145,9 @@ def resources(
     key = json.dumps(config, sort_keys=True, default=str)
     if key not in _SHARED_RESOURCES:
         ConfigKeys.of_config(config)
-        check_device(device)
         shared = Resources(config)
-        if index is not None:
-            shared.stemmer  # noqa: B018  (checked against the index now, not at the first search)
+        shared.check()
+        shared.check_device()
         _SHARED_RESOURCES[key] = shared
     return _SHARED_RESOURCES[key]
 

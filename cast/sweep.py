@@ -29,10 +29,17 @@ from cast.conversation.prepared import Prepared
 from cast.conversation.ray_runner import RayRunner
 from cast.conversation.runner import LocalRunner, Runner
 from cast.conversation.walker import answer_conversations
-from cast.core.pipeline import Pipeline, check_config, configured_verifier
+from cast.core.pipeline import (
+    STOP_POINTS,
+    Pipeline,
+    check_config,
+    configured_stage,
+    kinds_after,
+    slots_after,
+    useful_stop,
+)
 from cast.core.records import Conversation, TurnResult
 from cast.core.registry import build_stage
-from cast.core.resources import Resources
 from cast.errors import CastError, ConfigError, DataFormatError
 from cast.evaluate import report as rep
 from cast.evaluate.experiment import evaluate_answer_files, evaluate_runs
@@ -43,11 +50,8 @@ from cast.formats.topics import load_topics, topics_digest
 from cast.index.record import index_identity
 from cast.infra.atomic import PARTIAL, write_text_atomic
 from cast.infra.cluster import RayOptions, map_in_order, require_path
+from cast.infra.resources import Resources
 
-# The stages a prepared pass leaves to each point: swept settings of these share the pass (the knowledge base is
-# the selector's). The linker shares a pass that stopped before it.
-AFTER_LINKING = ("selector", "summarizer", "knowledge_base", "verifier")
-AFTER_RERANKING = (*AFTER_LINKING, "linker")
 PREPARED_FILE = "prepared.jsonl.gz"
 LOCK_FILE = "sweep.lock"
 # The base config a sweep's folder holds points of: points of another base config must not join them.
@@ -104,15 +108,15 @@ def grid_points(grid: Sequence[str]) -> list[Point]:
 def stop_point(points: Sequence[Point], configs: Sequence[dict[str, Any]]) -> str | None:
     """Where a pass shared by every point can stop (``link``, ``rerank``), or None: the points differ earlier."""
 
+    # The points share the stages before the first one a swept setting belongs to (the knowledge base is the
+    # selector's): the latest stop point before it.
     kinds = {override.split("=", 1)[0].split(".", 1)[0] for point in points for override in point.overrides}
-    if not kinds <= set(AFTER_RERANKING) or any(c.get("history_responses") == "answers" for c in configs):
+    shared = [stop for stop in STOP_POINTS if kinds <= kinds_after(stop)]
+    if not shared or any(c.get("history_responses") == "answers" for c in configs):
         return None
-    if "linker" in kinds:
-        return "rerank"
     # Selectors build cheaply (their knowledge base loads at first use); O needs entities only for EP.
     selectors = [build_stage("selector", c["selector"], Resources(c)) for c in configs]
-    needs_entities = any(getattr(selector, "needs_entities", True) for selector in selectors)
-    return "link" if needs_entities else "rerank"
+    return useful_stop(any(getattr(selector, "needs_entities", True) for selector in selectors), shared[-1])
 
 
 class PointRunner:
@@ -154,13 +158,12 @@ class PointRunner:
         other_knowledge = config.get("knowledge_base") != self.config.get("knowledge_base")
         if other_knowledge:
             resources = Resources(config)
+        # The stages after the earliest stop point whose sections (or those they build from) differ, rebuilt.
         later: dict[str, Any] = {
-            kind: build_stage(kind, config[kind], resources)
-            for kind in ("linker", "selector", "summarizer")
-            if config[kind] != self.config[kind] or (kind == "selector" and other_knowledge)
+            slot.kind: configured_stage(slot, config, resources)
+            for slot in slots_after(STOP_POINTS[0])
+            if any(config.get(kind) != self.config.get(kind) for kind in (slot.kind, *slot.uses))
         }
-        if config.get("verifier") != self.config.get("verifier"):
-            later["verifier"] = configured_verifier(config, resources)
         pipeline = base.with_stages(config, **later)
         return pipeline.describe(), answer_conversations(pipeline, self.conversations, prepared=self.prepared)
 

@@ -23,7 +23,6 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import Field
 
-from cast.core.resources import Resources
 from cast.core.settings import Runtime
 from cast.core.stages import KnowledgeBase
 from cast.entity.builders.collection_entities import load_postings, resolve_entities_dir
@@ -31,6 +30,7 @@ from cast.entity.inlinks import InLinkArrays
 from cast.entity.link.linkers import normalise_entity
 from cast.errors import CastError, ConfigError, DataFormatError, ServiceUnavailableError
 from cast.infra.http import Backoff, JsonHttpClient, Retries, Timeout
+from cast.infra.resources import Resources
 
 
 def milne_witten(size_a: int, size_b: int, size_ab: int, total: int) -> float:

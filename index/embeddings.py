@@ -34,13 +34,13 @@ from typing import Any, TypeVar
 import numpy as np
 
 from cast.core.registry import build_stage
-from cast.core.resources import Resources
 from cast.errors import CastError, ConfigError, DataFormatError
 from cast.formats.textfiles import RECORD_BYTES, read_json
 from cast.index.collections import collection_formats, read_duplicates, read_passages
 from cast.index.record import index_command
 from cast.infra.atomic import atomic_path, write_lines_atomic, write_text_atomic
 from cast.infra.cluster import RayOptions, map_in_order
+from cast.infra.resources import Resources
 from cast.infra.text import passage_text
 
 T = TypeVar("T")

@@ -31,10 +31,10 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from cast.core.records import Answer, AnswerSentence, Selection
-from cast.core.resources import Resources
 from cast.core.stages import Summarizer
 from cast.errors import ConfigError
 from cast.infra.readable import opens_with_reference, readable_sentence
+from cast.infra.resources import Resources
 from cast.infra.text import (
     WORD_JOINERS,
     SentenceSpan,

@@ -23,9 +23,10 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from cast.core.records import Answer, AnswerSentence, Selection
-from cast.core.resources import Resources
-from cast.core.stages import ChatModelStage, Summarizer
+from cast.core.stages import Summarizer
+from cast.infra.chat_stage import ChatModelStage
 from cast.infra.prompts import PromptName, PromptTemplate
+from cast.infra.resources import Resources
 from cast.infra.text import count_words, passage_text, split_sentences
 from cast.summarize import no_answer
 from cast.summarize.verify import ABSTENTION_TEXT

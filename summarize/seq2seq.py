@@ -22,12 +22,12 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from cast.core.records import Answer, AnswerSentence, Selection
-from cast.core.resources import Resources
 from cast.core.settings import Runtime
 from cast.core.stages import Summarizer
 from cast.errors import ConfigError
 from cast.infra.decoding import BeamDecoder, Decoding
 from cast.infra.models import AllowDownload, load_seq2seq, load_tokenizer, resolve_device
+from cast.infra.resources import Resources
 from cast.infra.text import split_sentences
 from cast.summarize import no_answer
 

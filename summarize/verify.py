@@ -45,10 +45,10 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from cast.core.records import Answer, AnswerSentence, ClaimSupport, Selection, Verification
-from cast.core.resources import Resources
 from cast.core.stages import Verifier
 from cast.errors import ConfigError
 from cast.infra.models import AllowDownload
+from cast.infra.resources import Resources
 from cast.infra.text import WORD_JOINERS, passage_text, sentences, word_tokens
 from cast.rank.rerank import CrossEncoderReranker
 from cast.summarize.entity_extractive import STOPWORDS

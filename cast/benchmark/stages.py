@@ -13,7 +13,7 @@ from cast.core.config import load_config
 from cast.core.pipeline import rewrite_turns
 from cast.core.records import Conversation, PreparedTurn, Rewrite
 from cast.core.registry import build_stage
-from cast.core.resources import Resources
+from cast.infra.resources import Resources
 from cast.formats.topics import load_topics
 
 

@@ -16,13 +16,13 @@ import time
 from cast.commands.common import add_config_arguments, config_from_args
 from cast.core.records import to_dict
 from cast.core.registry import shared_stage
-from cast.core.resources import Resources
 from cast.entity.builders.collection_entities import build_entity_resources
 from cast.entity.builders.kb import DEFAULT_KB, build_kb
 from cast.entity.link.linkers import normalise_entity
 from cast.errors import ConfigError
 from cast.index.collections import FORMATS
 from cast.infra.cluster import add_ray_arguments, ray_options
+from cast.infra.resources import Resources
 from cast.infra.text import entity_label
 
 

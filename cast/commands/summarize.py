@@ -15,11 +15,11 @@ from cast.core.config import config_path
 from cast.core.pipeline import Pipeline
 from cast.core.records import Selection, from_dict
 from cast.core.registry import build_stage
-from cast.core.resources import Resources
 from cast.errors import CastError, ConfigError, DataFormatError
 from cast.formats.textfiles import json_lines
 from cast.formats.topics import load_topics
 from cast.infra.atomic import write_text_atomic
+from cast.infra.resources import Resources
 from cast.infra.text import count_words
 from cast.summarize import calibration as cal
 from cast.summarize.calibration import parse_grid

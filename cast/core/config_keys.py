@@ -14,8 +14,9 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from cast.core.settings import Settings
-from cast.infra.encoder import EncoderSettings
-from cast.infra.jvm import Stemmer
+
+# The query analyzers' stemmers (:mod:`cast.infra.jvm` runs them).
+Stemmer = Literal["krovetz", "porter", "none"]
 
 
 class ConfigKeys(Settings):
@@ -52,12 +53,11 @@ class ConfigKeys(Settings):
     ] = "topics"
     encoder: Annotated[
         dict[str, Any] | None,
-        Field(description="how the sentence encoder runs (:class:`cast.infra.encoder.EncoderSettings`)."),
+        Field(
+            description="how the sentence encoder runs (:class:`cast.infra.encoder.EncoderSettings`, checked "
+            "by the resources that run it: :meth:`cast.infra.resources.Resources.check`)."
+        ),
     ] = None
-
-    @classmethod
-    def check_together(cls, values: Mapping[str, Any]) -> None:
-        EncoderSettings.from_config(values.get("encoder"))
 
     @classmethod
     def of_config(cls, config: Mapping[str, Any]) -> ConfigKeys:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tqdm import tqdm
@@ -31,8 +31,7 @@ from cast.core.records import (
     TurnResult,
     Verification,
 )
-from cast.core.registry import STAGES, build_stage, check_section, shared_stage
-from cast.core.resources import Resources
+from cast.core.registry import STAGES, build_stage, check_section, resources_for, shared_stage
 from cast.core.stages import (
     EntityLinker,
     FirstStage,
@@ -42,32 +41,90 @@ from cast.core.stages import (
     Rewriter,
     SelectionInput,
     Stage,
+    StageResources,
     Summarizer,
     Verifier,
 )
 from cast.errors import CastError, ConfigError
 from cast.index.record import index_identity
-from cast.infra.models import check_device
 
-STAGE_KINDS = ("rewriter", "first_stage", "reranker", "linker", "selector", "summarizer")
-# Where a prepared pass may stop, and the stages it has run by then, in pipeline order. Not before re-ranking: a
-# later turn's rewrite reads an earlier turn's re-ranked top passage.
-EARLY_STAGES = {
-    "rerank": ("ptkb", "rewriter", "first_stage", "reranker"),
-    "link": ("ptkb", "rewriter", "first_stage", "reranker", "linker"),
-}
-STOP_POINTS = tuple(EARLY_STAGES)
+
+@dataclass(frozen=True)
+class Slot:
+    """One place in the pipeline: the kind of stage that fills it (its config section and contract) and the step
+    that runs it (its name in a turn's ``timings``).
+
+    Args:
+        optional: filled only where the config has the section (a PTKB selector for iKAT topics, a verifier).
+        stop: a prepared pass may stop after this step (:data:`STOP_POINTS`).
+        uses: the config's other sections the stage builds from (the selector's knowledge base).
+    """
+
+    kind: str
+    step: str
+    contract: type[Stage]
+    optional: bool = False
+    stop: bool = False
+    uses: tuple[str, ...] = ()
+
+
+# The pipeline's stages in order, declared once: a config's sections, a prepared pass's stages, what a sweep's
+# points share and rebuild, and the explorer's stop point are read from it. A prepared pass stops no earlier than
+# re-ranking: a later turn's rewrite reads an earlier turn's re-ranked top passage.
+COMPOSITION = (
+    Slot("ptkb", "ptkb", PTKBSelector, optional=True),
+    Slot("rewriter", "rewrite", Rewriter),
+    Slot("first_stage", "first_stage", FirstStage),
+    Slot("reranker", "rerank", Reranker, stop=True),
+    Slot("linker", "link", EntityLinker, stop=True),
+    Slot("selector", "select", PassageSelector, uses=("knowledge_base",)),
+    Slot("summarizer", "summarize", Summarizer),
+    Slot("verifier", "verify", Verifier, optional=True),
+)
+SLOTS = {slot.kind: slot for slot in COMPOSITION}
+# The kinds every config names, in pipeline order.
+STAGE_KINDS = tuple(slot.kind for slot in COMPOSITION if not slot.optional)
+# Where a prepared pass may stop, in pipeline order.
+STOP_POINTS = tuple(slot.step for slot in COMPOSITION if slot.stop)
 # Each step's name (in a turn's ``timings``) and the kind of the stage it runs (what ``on_stage`` is told).
-STEP_KINDS = {
-    "ptkb": "ptkb",
-    "rewrite": "rewriter",
-    "first_stage": "first_stage",
-    "rerank": "reranker",
-    "link": "linker",
-    "select": "selector",
-    "summarize": "summarizer",
-    "verify": "verifier",
-}
+STEP_KINDS = {slot.step: slot.kind for slot in COMPOSITION}
+
+
+def check_stop_point(stop_after: str) -> None:
+    """A :class:`ConfigError` unless a prepared pass may stop after ``stop_after``."""
+    if stop_after not in STOP_POINTS:
+        raise ConfigError(f"a prepared pass stops after one of {', '.join(STOP_POINTS)}, not {stop_after!r}")
+
+
+def slots_through(stop_after: str) -> tuple[Slot, ...]:
+    """The slots a prepared pass stopping after ``stop_after`` runs, in order."""
+    check_stop_point(stop_after)
+    steps = [slot.step for slot in COMPOSITION]
+    return COMPOSITION[: steps.index(stop_after) + 1]
+
+
+def slots_after(stop_after: str) -> tuple[Slot, ...]:
+    """The slots that run on turns prepared as far as ``stop_after``, in order."""
+    return COMPOSITION[len(slots_through(stop_after)) :]
+
+
+def kinds_after(stop_after: str) -> set[str]:
+    """The config sections that shape only what runs after a pass stopping after ``stop_after`` (the later
+    stages' and the sections they build from)."""
+    return {kind for slot in slots_after(stop_after) for kind in (slot.kind, *slot.uses)}
+
+
+# The stages a pass stopping at each stop point has run by then (the early description's sections).
+EARLY_STAGES = {stop: tuple(slot.kind for slot in slots_through(stop)) for stop in STOP_POINTS}
+
+
+def useful_stop(needs_entities: bool, stop_after: str = STOP_POINTS[-1]) -> str:
+    """Where a prepared pass stops, at most ``stop_after``: after linking only where the selector reads entities
+    (``needs_entities``; else the links would be made for nothing)."""
+    if stop_after == "link" and not needs_entities:
+        return "rerank"
+    return stop_after
+
 
 Items = Sequence[tuple[Sequence[PastTurn], Turn]]
 
@@ -118,14 +175,14 @@ class Pipeline:
 
     @classmethod
     def from_config(
-        cls, config: dict[str, Any], resources: Resources | None = None, *, progress: bool = False
+        cls, config: dict[str, Any], resources: StageResources | None = None, *, progress: bool = False
     ) -> Pipeline:
         """Build every stage named in ``config`` (models load now, so a bad name fails before any turn, and so does
         a device this machine lacks: checked here, where the pipeline runs, not on a Ray driver); ``progress``: a
         progress bar over the stages (seconds on a first use)."""
-        resources = resources or Resources(config)
+        resources = resources or resources_for(config)
         check_config(config, resources)
-        check_device(config.get("device"))
+        resources.check_device()
         kinds = tqdm(
             STAGE_KINDS, desc="loading the pipeline", unit=" stages", disable=not progress, leave=False
         )
@@ -490,26 +547,37 @@ def step_timer(
     return timed
 
 
-def active_verifier(config: dict[str, Any]) -> dict[str, Any] | None:
-    """The config's ``verifier`` section; ``None`` where it has none or names ``none`` (answers go out unchecked,
-    and nothing about verification is recorded)."""
-    section = config.get("verifier")
-    if not section or (isinstance(section, dict) and section.get("name") == "none"):
+def active_section(config: dict[str, Any], slot: Slot) -> dict[str, Any] | None:
+    """The config's section for ``slot``; ``None`` for an optional slot the config leaves out or fills with
+    ``none`` (no such step, and nothing about it recorded)."""
+    section = config.get(slot.kind)
+    if slot.optional and (not section or (isinstance(section, dict) and section.get("name") == "none")):
         return None
     return section
 
 
-def configured_verifier(config: dict[str, Any], resources: Resources) -> Verifier | None:
+def active_verifier(config: dict[str, Any]) -> dict[str, Any] | None:
+    """The config's ``verifier`` section; ``None`` where it has none or names ``none`` (answers go out unchecked)."""
+    return active_section(config, SLOTS["verifier"])
+
+
+def configured_stage(slot: Slot, config: dict[str, Any], resources: StageResources) -> Stage | None:
+    """The stage ``config`` names for ``slot``, built from its section with ``resources``; ``None`` where the
+    slot is optional and the config leaves it empty (:func:`active_section`)."""
+    section = active_section(config, slot)
+    return None if section is None else build_stage(slot.kind, section, resources)
+
+
+def configured_verifier(config: dict[str, Any], resources: StageResources) -> Verifier | None:
     """The verifier ``config`` names, built from its section (with ``resources`` for its encoder and cache)."""
-    section = active_verifier(config)
-    return None if section is None else build_stage("verifier", section, resources)  # type: ignore[return-value]
+    return configured_stage(SLOTS["verifier"], config, resources)  # type: ignore[return-value]
 
 
-def check_config(config: dict[str, Any], resources: Resources) -> None:
+def check_config(config: dict[str, Any], resources: StageResources) -> None:
     """A :class:`CastError` for a config that no pipeline can run: a missing section, a top-level setting
-    (:class:`~cast.core.config_keys.ConfigKeys`, the ``encoder`` section included) or a stage's setting that does
-    not fit its declaration (in every section, also those a pipeline builds late or not at all), an unknown stage,
-    or a stemmer that is not the index's."""
+    (:class:`~cast.core.config_keys.ConfigKeys`) or a stage's setting that does not fit its declaration (in every
+    section, also those a pipeline builds late or not at all), an unknown stage, or resources that cannot start
+    (``resources.check()``: the ``encoder`` section, a stemmer that is not the index's)."""
     missing = [k for k in STAGE_KINDS if k not in config]
     if missing:
         raise CastError(f"the config lacks the section(s): {', '.join(missing)}")
@@ -517,14 +585,7 @@ def check_config(config: dict[str, Any], resources: Resources) -> None:
     for kind in STAGES:
         if kind in config:
             check_section(kind, config[kind])
-    if config.get("index"):
-        resources.stemmer  # noqa: B018  (checks it against the index now, not at the first search)
-
-
-def check_stop_point(stop_after: str) -> None:
-    """A :class:`ConfigError` unless a prepared pass may stop after ``stop_after``."""
-    if stop_after not in STOP_POINTS:
-        raise ConfigError(f"a prepared pass stops after one of {', '.join(STOP_POINTS)}, not {stop_after!r}")
+    resources.check()
 
 
 def merge_head(head: Sequence[ScoredPassage], ranking: Sequence[ScoredPassage]) -> list[ScoredPassage]:

@@ -1,7 +1,8 @@
-"""Stage names used in configs, mapped to the classes that implement them.
+"""Stage names used in configs, mapped to the classes that implement them, and the resources they are built with.
 
 Classes are named as ``"module:Class"`` strings and imported only when a config asks for them, so that
-choosing the BM25 first stage never imports torch (and ``cast --help`` imports nothing heavy).
+choosing the BM25 first stage never imports torch (and ``cast --help`` imports nothing heavy), and so that the
+turn core names the layers above it (the stages, what starts the JVM and the models) without importing them.
 """
 
 from __future__ import annotations
@@ -10,8 +11,7 @@ import importlib
 from collections.abc import Mapping
 from typing import Any
 
-from cast.core.resources import Resources
-from cast.core.stages import Stage
+from cast.core.stages import Stage, StageResources
 from cast.errors import ConfigError
 
 STAGES: dict[str, dict[str, str]] = {
@@ -71,6 +71,15 @@ STAGES: dict[str, dict[str, str]] = {
     },
 }
 
+# What a pipeline built from a config alone starts its resources with (:func:`resources_for`).
+RESOURCES = "cast.infra.resources:Resources"
+
+
+def named_class(path: str) -> Any:
+    """The class a ``"module:Class"`` string names (its module imported now)."""
+    module_name, class_name = path.split(":")
+    return getattr(importlib.import_module(module_name), class_name)
+
 
 def stage_class(kind: str, name: str) -> type[Stage]:
     """The class registered as ``name`` for ``kind`` (imported on demand)."""
@@ -79,8 +88,12 @@ def stage_class(kind: str, name: str) -> type[Stage]:
     names = STAGES[kind]
     if name not in names:
         raise ConfigError(f"unknown {kind} {name!r}; choose one of: {', '.join(sorted(names))}")
-    module_name, class_name = names[name].split(":")
-    return getattr(importlib.import_module(module_name), class_name)
+    return named_class(names[name])
+
+
+def resources_for(config: dict[str, Any]) -> StageResources:
+    """New resources for ``config`` (:data:`RESOURCES`: nothing starts until a stage asks for it)."""
+    return named_class(RESOURCES)(config)
 
 
 def without_runtime_settings(description: Mapping[str, Any]) -> dict[str, Any]:
@@ -98,13 +111,13 @@ def without_runtime_settings(description: Mapping[str, Any]) -> dict[str, Any]:
     return kept
 
 
-def build_stage(kind: str, section: dict[str, Any], resources: Resources) -> Stage:
+def build_stage(kind: str, section: dict[str, Any], resources: StageResources) -> Stage:
     """Build a stage from its config section (``{"name": ..., **settings}``)."""
     cls, params = _section(kind, section)
     return cls.from_config(params, resources)
 
 
-def shared_stage(kind: str, resources: Resources) -> Any:
+def shared_stage(kind: str, resources: StageResources) -> Any:
     """The stage configured under ``kind`` in ``resources``' config, built once and shared (a knowledge base that
     several selectors read, say).
 

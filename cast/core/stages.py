@@ -17,7 +17,8 @@ Per turn the pipeline calls, in order::
     Summarizer.summarize(query, selection, earlier) -> Answer   (earlier: the conversation's earlier answers)
     Verifier.verify(question, selection, answer) -> (Answer, Verification)   (where the config has one)
 
-Stages that ask a chat model (the ``llm`` rewriter and summarizer) share :class:`ChatModelStage`.
+Stages that ask a chat model (the ``llm`` rewriter and summarizer) share
+:class:`cast.infra.chat_stage.ChatModelStage`.
 
 Each has a ``*_batch`` form that the pipeline uses; the default loops, and stages that batch (neural models,
 Lucene's threaded search) override it.
@@ -28,11 +29,9 @@ from __future__ import annotations
 import copy
 import inspect
 from abc import ABCMeta, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, ClassVar, Self
-
-from pydantic import Field
+from typing import Any, ClassVar, Protocol, Self, TypeVar, runtime_checkable
 
 from cast.core.records import (
     Answer,
@@ -47,11 +46,32 @@ from cast.core.records import (
     Turn,
     Verification,
 )
-from cast.core.resources import Resources
-from cast.core.settings import Runtime, Setting, StageSettings
-from cast.errors import ConfigError, ModelUnavailableError
-from cast.infra.http import Backoff, GiveUpAfter, Retries, Timeout
-from cast.infra.llm import ChatClient, ChatReply, ChatServer, Message
+from cast.core.settings import Setting, StageSettings
+from cast.errors import ModelUnavailableError
+
+T = TypeVar("T")
+
+
+@runtime_checkable
+class StageResources(Protocol):
+    """What stages are built with (:meth:`Stage.from_config`) and a pipeline checks before it runs: the resolved
+    config and the things its stages share, made once. The turn core knows resources by this contract alone;
+    :class:`cast.infra.resources.Resources` starts them (the JVM, the cache, encoders, chat clients)."""
+
+    config: dict[str, Any]
+
+    def shared(self, key: Hashable, build: Callable[[], T]) -> T:
+        """What ``build()`` makes, made once under ``key``."""
+        ...
+
+    def check(self) -> None:
+        """A :class:`~cast.errors.ConfigError` for resources no pipeline can start (a stemmer that is not the
+        index's...)."""
+        ...
+
+    def check_device(self) -> None:
+        """A :class:`~cast.errors.ConfigError` for a device this machine lacks."""
+        ...
 
 
 class _StageType(ABCMeta):
@@ -100,7 +120,7 @@ class Stage(metaclass=_StageType):
         return cls.Settings.of(params, section=cls.kind, where=f"{cls.kind} {cls.name}")
 
     @classmethod
-    def from_config(cls, params: dict[str, Any], resources: Resources | None) -> Self:
+    def from_config(cls, params: dict[str, Any], resources: StageResources | None) -> Self:
         """Build the stage from its config section. Unknown keys are a :class:`ConfigError`."""
         cls.check_params(params)
         if "resources" in inspect.signature(cls.__init__).parameters:
@@ -334,90 +354,3 @@ class Verifier(Stage):
         self, items: Sequence[tuple[str, Selection, Answer]]
     ) -> list[tuple[Answer, Verification | None]]:
         return [self.verify(q, s, a) for q, s, a in items]
-
-
-class ChatModelStage:
-    """What the stages that ask a chat model share: the server, the model, the decoding parameters (a mixin put
-    before the stage's kind, e.g. ``class LLMRewriter(ChatModelStage, Rewriter)``)."""
-
-    class Settings(Stage.Settings):
-        model: Annotated[
-            str,
-            Field(
-                description=(
-                    "the model's name as the server knows it (vLLM: the Hugging Face id it serves; Ollama: its "
-                    "tag, e.g. ``qwen2.5:7b-instruct``; llama.cpp: any name)."
-                )
-            ),
-        ]
-        base_url: Annotated[
-            str,
-            Field(
-                description=(
-                    "the server's OpenAI-compatible API root (vLLM ``http://localhost:8000/v1``, llama.cpp "
-                    "``http://localhost:8080/v1``, Ollama ``http://localhost:11434/v1``). Answers are cached by "
-                    "model, messages and parameters, not by server."
-                )
-            ),
-            Runtime(),
-        ] = "http://localhost:8000/v1"
-        api_key_env: Annotated[
-            str | None,
-            Field(
-                description=(
-                    "the environment variable that holds the server's API key (its name, never the key); "
-                    "``null``: no key is sent."
-                )
-            ),
-            Runtime(),
-        ] = None
-        temperature: Annotated[
-            float,
-            Field(
-                ge=0,
-                le=2,
-                description="the sampling temperature (0: the most likely tokens, as reproducible as the server allows).",
-            ),
-        ] = 0.0
-        seed: Annotated[
-            int | None, Field(description="the sampling seed sent with every request (``null``: none).")
-        ] = 0
-        timeout: Timeout = 120.0
-        retries: Retries = 2
-        backoff: Backoff = 1.0
-        give_up_after: GiveUpAfter = 2
-        concurrency: Annotated[
-            int,
-            Field(
-                ge=1,
-                description="requests in flight at once (turns of different conversations are asked side by side).",
-            ),
-            Runtime(),
-        ] = 4
-
-    setting_values: Settings
-
-    def __init__(self, *, resources: Resources | None = None):
-        settings = self.setting_values
-        if not settings.model.strip():
-            raise ConfigError("model must name the model the server serves, got an empty name")
-        server = ChatServer(
-            base_url=settings.base_url,
-            api_key_env=settings.api_key_env,
-            timeout=settings.timeout,
-            retries=settings.retries,
-            backoff=settings.backoff,
-            give_up_after=settings.give_up_after,
-            concurrency=settings.concurrency,
-        )
-        self.client = (
-            resources.chat_client(server) if resources is not None else ChatClient(server, cache=None)
-        )
-
-    def ask(self, conversations: Sequence[Sequence[Message]], max_tokens: int) -> list[ChatReply]:
-        """The model's answers to ``conversations`` under this stage's decoding parameters."""
-        settings = self.setting_values
-        parameters: dict[str, Any] = {"temperature": settings.temperature, "max_tokens": max_tokens}
-        if settings.seed is not None:
-            parameters["seed"] = settings.seed
-        return self.client.complete_many(settings.model, conversations, **parameters)

@@ -18,7 +18,6 @@ from typing import Any
 
 from cast.core.config import DEFAULT_CONFIG, load_config
 from cast.core.registry import stage_class
-from cast.core.resources import Resources
 from cast.errors import CastError
 from cast.evaluate import answers as ans
 from cast.evaluate import nuggets as nug
@@ -27,6 +26,7 @@ from cast.evaluate.retrieval import RetrievalEvaluation, evaluate_run
 from cast.formats.answers import AnswersFile, read_answers, system_name
 from cast.formats.runfile import read_run
 from cast.formats.topics import load_topics, read_qrels
+from cast.infra.resources import Resources
 
 REFERENCE_KINDS = ("responses", "qrels")
 

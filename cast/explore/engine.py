@@ -27,15 +27,21 @@ from typing import Any
 from cast.conversation.prepared import compact_ranking
 from cast.conversation.walker import Step, walk
 from cast.core.config import switch_stage
-from cast.core.pipeline import EARLY_STAGES, STAGE_KINDS, Pipeline, active_verifier, check_config
+from cast.core.pipeline import (
+    EARLY_STAGES,
+    STAGE_KINDS,
+    Pipeline,
+    active_verifier,
+    check_config,
+    useful_stop,
+)
 from cast.core.records import Conversation, Turn, TurnResult, to_dict
 from cast.core.registry import build_stage, stage_class
-from cast.core.resources import Resources
 from cast.errors import CastError
 from cast.evaluate.answers import TextScorer
 from cast.explore import DEFAULT_MAX_PENDING, DEFAULT_TIME_LIMIT
 from cast.explore.views import SHOWN_PASSAGES, turn_view
-from cast.infra.models import check_device
+from cast.infra.resources import Resources
 
 logger = logging.getLogger(__name__)
 
@@ -363,7 +369,7 @@ class Explorer:
     ):
         self.resources = Resources(config)
         check_config(config, self.resources)
-        check_device(config.get("device"))
+        self.resources.check_device()
         self.config = config
         self.conversations = Conversations(conversations)
         self.qrels = qrels or {}
@@ -481,7 +487,7 @@ class Explorer:
             rule = True if typed else pipeline.answers_as_responses
             # Prepared turns are kept, so that changing only the selector or the generator re-runs neither
             # Lucene nor the neural models.
-            stop_after = "link" if stages["selector"].needs_entities else "rerank"
+            stop_after = useful_stop(stages["selector"].needs_entities)
             turns = replace(conversation, turns=conversation.turns[: len(keys)])
             numbers = {turn.qid: number for number, turn in enumerate(turns.turns, start=1)}
             cached = {qid: self.results.get(keys[number - 1]) for qid, number in numbers.items()}

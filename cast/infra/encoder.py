@@ -2,7 +2,7 @@
 summarizer's dense relevance, ``cast index embed``).
 
 One loaded model serves every stage of a pipeline that asks for it with the same settings
-(:meth:`cast.core.resources.Resources.sentence_encoder`), and the embedding of a text is computed once: it is kept in
+(:meth:`cast.infra.resources.Resources.sentence_encoder`), and the embedding of a text is computed once: it is kept in
 the shared cache, keyed by model, length limit and text.
 
 The config's ``encoder`` section picks how the model runs (:class:`EncoderSettings`): with PyTorch through

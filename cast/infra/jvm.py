@@ -35,15 +35,15 @@ import threading
 import typing
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from cast.core.config_keys import Stemmer
 from cast.errors import CastError, IndexUnavailableError, excerpt
 from cast.index.record import index_command
 
 _lock = threading.Lock()
 _started = False
 # Lucene's English analyzers (Pyserini's names); an index must be searched with the one it was built with.
-Stemmer = Literal["krovetz", "porter", "none"]
 STEMMERS: tuple[str, ...] = typing.get_args(Stemmer)
 
 

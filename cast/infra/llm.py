@@ -1,5 +1,5 @@
 """Chat models behind the OpenAI chat-completions protocol, as vLLM, llama.cpp's server, Ollama, TGI and SGLang
-serve them: the client the LLM stages share (:class:`cast.core.stages.ChatModelStage`).
+serve them: the client the LLM stages share (:class:`cast.infra.chat_stage.ChatModelStage`).
 
 A request is ``POST {base_url}/chat/completions`` with ``model``, ``messages``, ``temperature``, ``seed`` and
 ``max_tokens``, streaming off. Every answer goes through the one cache (namespace ``llm``, keyed by the model, the

@@ -9,11 +9,11 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from cast.core.records import Passage, ScoredPassage
-from cast.core.resources import Resources
 from cast.core.settings import Runtime
 from cast.core.stages import FirstStage
 from cast.errors import CastError, EmptyUtteranceError
 from cast.infra.jvm import corrupt_index
+from cast.infra.resources import Resources
 
 
 def passage_from_raw(docid: str, raw: str | None) -> Passage:

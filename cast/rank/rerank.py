@@ -23,12 +23,12 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field
 
 from cast.core.records import ScoredPassage
-from cast.core.resources import Resources
 from cast.core.settings import Runtime
 from cast.core.stages import Reranker
 from cast.errors import ConfigError
 from cast.index.embeddings import EmbeddingSettings, store_for_reranker
 from cast.infra.models import AllowDownload, load_sequence_classifier, load_tokenizer, resolve_device
+from cast.infra.resources import Resources
 from cast.infra.text import passage_text
 from cast.rank.fusion import Normalisation, interpolate
 

@@ -12,9 +12,9 @@ from pydantic import Field
 
 from cast.core.records import Conversation, PastTurn, Rewrite, Turn
 from cast.core.registry import build_stage
-from cast.core.resources import Resources
 from cast.core.stages import Rewriter
 from cast.errors import ConfigError, EmptyUtteranceError
+from cast.infra.resources import Resources
 
 
 def require_text(text: str | None, turn: Turn, what: str) -> str:

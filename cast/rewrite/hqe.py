@@ -32,9 +32,9 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from cast.core.records import PastTurn, Rewrite, Turn
-from cast.core.resources import Resources
 from cast.core.stages import Rewriter
 from cast.errors import ConfigError
+from cast.infra.resources import Resources
 from cast.infra.text import word_tokens
 from cast.rewrite.baselines import require_text
 from cast.rewrite.vocabulary import Importance, IndexVocabulary, load_tagger

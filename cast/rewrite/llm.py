@@ -18,9 +18,10 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from cast.core.records import PastTurn, Rewrite, Turn
-from cast.core.resources import Resources
-from cast.core.stages import ChatModelStage, Rewriter
+from cast.core.stages import Rewriter
+from cast.infra.chat_stage import ChatModelStage
 from cast.infra.prompts import PromptName, PromptTemplate
+from cast.infra.resources import Resources
 from cast.rewrite.baselines import require_text
 from cast.rewrite.ptkb import STATEMENTS_TURN_ID
 

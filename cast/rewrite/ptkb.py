@@ -32,10 +32,10 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from cast.core.records import PastTurn, PTKBSelection, PTKBStatement, Rewrite, Turn
-from cast.core.resources import Resources
 from cast.core.stages import PTKBSelector
 from cast.errors import ConfigError
 from cast.infra.models import AllowDownload
+from cast.infra.resources import Resources
 from cast.rank.rerank import CrossEncoderReranker
 
 # How many statements may be chosen (a selector choosing every statement changes its default).

@@ -26,12 +26,12 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from cast.core.records import PastTurn, Rewrite, Turn
-from cast.core.resources import Resources
 from cast.core.settings import Runtime
 from cast.core.stages import Rewriter
 from cast.errors import ConfigError
 from cast.infra.decoding import BeamDecoder, Decoding
 from cast.infra.models import AllowDownload, load_seq2seq, load_tokenizer, resolve_device, special_token_wrap
+from cast.infra.resources import Resources
 from cast.rewrite.baselines import require_text
 
 INPUT_FORMATS = ("castorini", "paper")

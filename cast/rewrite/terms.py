@@ -34,8 +34,8 @@ import numpy as np
 from pydantic import Field
 
 from cast.core.records import PastTurn, Rewrite, Turn
-from cast.core.resources import Resources
 from cast.core.stages import Rewriter
+from cast.infra.resources import Resources
 from cast.infra.trees import TreeEnsemble, load_tree_model
 from cast.rewrite.baselines import require_text
 from cast.rewrite.vocabulary import Importance, IndexVocabulary, load_tagger

@@ -17,10 +17,10 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import Field
 
-from cast.core.resources import Resources
 from cast.errors import ModelUnavailableError
 from cast.infra import jvm
 from cast.infra.models import load_spacy
+from cast.infra.resources import Resources
 
 # Below this many passages, ``importance: auto`` reads English word frequencies rather than the index's own.
 SMALL_COLLECTION = 100_000

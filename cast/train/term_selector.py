@@ -27,12 +27,12 @@ from cast.conversation.walker import Step, walk
 from cast.core.config import load_config
 from cast.core.records import Conversation, PreparedTurn, Rewrite, Turn
 from cast.core.registry import build_stage
-from cast.core.resources import Resources
 from cast.core.stages import FirstStage
 from cast.evaluate.retrieval import ranked_run
 from cast.formats.textfiles import TOPICS_BYTES, read_json
 from cast.formats.topics import load_topics, provenance_qrels
 from cast.infra.atomic import write_text_atomic
+from cast.infra.resources import Resources
 from cast.infra.trees import export
 from cast.rewrite.terms import FEATURES, TermFeaturizer, TermSelectorModel, chosen_terms, feature_rows
 

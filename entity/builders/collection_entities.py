@@ -57,7 +57,6 @@ from typing import Any, TypeVar
 import numpy as np
 
 from cast.core.records import Passage
-from cast.core.resources import Resources
 from cast.entity.builders import casing
 from cast.entity.builders.surfaces import (
     SurfaceMatcher,
@@ -75,6 +74,7 @@ from cast.formats.textfiles import decode_text, parse_json, read_bytes
 from cast.index.collections import read_passages
 from cast.index.record import build_record
 from cast.infra.cluster import RayOptions, map_in_order
+from cast.infra.resources import Resources
 
 FORMAT = 1
 

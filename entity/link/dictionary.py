@@ -10,7 +10,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from cast.core.resources import Resources
 from cast.entity.builders.collection_entities import (
     load_dictionary,
     load_postings,
@@ -29,6 +28,7 @@ from cast.entity.link.linkers import (
 )
 from cast.errors import CastError
 from cast.infra.models import load_spacy
+from cast.infra.resources import Resources
 
 # spaCy entity labels that are amounts, not things with an article.
 NUMERIC_LABELS = frozenset({"DATE", "TIME", "PERCENT", "MONEY", "QUANTITY", "ORDINAL", "CARDINAL"})

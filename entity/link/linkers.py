@@ -22,12 +22,12 @@ from urllib.parse import unquote
 from pydantic import Field
 
 from cast.core.records import EntityMention
-from cast.core.resources import Resources
 from cast.core.settings import Runtime
 from cast.core.stages import EntityLinker
 from cast.entity.link.helpers import HelperProcesses
 from cast.errors import CastError, ConfigError, ServiceUnavailableError
 from cast.infra.http import Backoff, GiveUpAfter, JsonHttpClient, Retries, Timeout
+from cast.infra.resources import Resources
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,6 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
-from cast.core.resources import Resources
 from cast.entity.link.linkers import (
     LinkedSpan,
     NoEntitiesAnswer,
@@ -17,6 +16,7 @@ from cast.entity.link.linkers import (
 )
 from cast.errors import ServiceUnavailableError
 from cast.infra.http import RequestRejected
+from cast.infra.resources import Resources
 
 PUBLIC_ENDPOINT = "https://api.dbpedia-spotlight.org/{language}/annotate"
 # Spotlight's answer to some texts it found nothing in (its XML result cannot be rendered as JSON): HTTP 400.

@@ -38,7 +38,6 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import Field
 
-from cast.core.resources import Resources
 from cast.entity.builders.collection_entities import (
     DICTIONARY_FILE,
     OFFSETS_FILE,
@@ -60,6 +59,7 @@ from cast.entity.link.linkers import (
     is_spans,
 )
 from cast.infra.models import load_spacy
+from cast.infra.resources import Resources
 from cast.infra.trees import TreeEnsemble, load_tree_model
 
 MAX_WORDS = 5

@@ -37,10 +37,10 @@ from pydantic import Field
 
 from cast.core.records import EntityMention, Passage, ScoredPassage, Selection
 from cast.core.registry import shared_stage
-from cast.core.resources import Resources
 from cast.core.stages import KnowledgeBase, PassageSelector, SelectionInput
 from cast.entity.select import graph
 from cast.errors import CastError, ConfigError
+from cast.infra.resources import Resources
 from cast.infra.text import count_words, split_sentences
 from cast.rank.fusion import interpolate
 

@@ -3,8 +3,8 @@
 import pytest
 
 from cast.core.registry import build_stage
-from cast.core.resources import Resources
 from cast.errors import ModelUnavailableError
+from cast.infra.resources import Resources
 
 
 def test_a_model_not_in_the_cache_names_the_stage_s_allow_download_setting(monkeypatch):

@@ -99,9 +99,9 @@ def flipped_bits(index: Path) -> None:
 
 @pytest.mark.parametrize("damage", [garbage_segments, truncated_postings, flipped_bits])
 def test_a_damaged_index_is_one_line_naming_it_and_the_rebuild(core_index, tmp_path, damage, capsys):
-    from cast.core.resources import Resources
     from cast.errors import IndexUnavailableError
     from cast.infra import jvm
+    from cast.infra.resources import Resources
     from cast.rank.first_stage import LMDFirstStage
 
     index = damaged_copy(core_index, tmp_path, damage)
@@ -300,7 +300,7 @@ def test_every_per_turn_input_is_bounded_and_the_turn_says_so(core_index):
 
 def test_a_turns_reranking_scores_do_not_depend_on_its_batch(core_index, one_torch_thread):
     from cast.core.registry import build_stage
-    from cast.core.resources import Resources
+    from cast.infra.resources import Resources
     from cast.rank.first_stage import LMDFirstStage
 
     resources = Resources({"index": str(core_index)})

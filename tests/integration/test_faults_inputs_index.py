@@ -23,7 +23,7 @@ def test_a_grid_of_a_value_that_is_not_finite_is_refused_before_any_work(capsys,
 
 def test_a_stage_built_in_code_refuses_a_setting_that_is_not_finite(core_index):
     from cast.core.registry import build_stage
-    from cast.core.resources import Resources
+    from cast.infra.resources import Resources
 
     for kind, section in (("selector", {"name": "eg", "gamma": float("nan")}), ("first_stage", {"name": "lmd", "mu": float("inf")})):  # fmt: skip
         with pytest.raises(ConfigError, match=rf"{kind}\.\w+ must be a finite number, got (nan|inf)"):

@@ -269,7 +269,7 @@ def test_a_finished_run_whose_records_hold_line_separators_is_written_and_valid(
     ("record", "wrong"), [([1, 2], "all"), ({"documents": 6, "stemmer": "krovetz"}, "inputs"), ({"documents": "6", "inputs": []}, "documents")]
 )  # fmt: skip
 def test_a_damaged_build_record_is_one_line_with_the_rebuild(core_index, tmp_path, record, wrong):
-    from cast.core.resources import Resources
+    from cast.infra.resources import Resources
 
     index = Path(shutil.copytree(core_index, tmp_path / "index"))
     (index / "cast-build.json").write_text(json.dumps(record))
@@ -281,7 +281,7 @@ def test_a_cache_entry_of_the_wrong_shape_is_recomputed_with_one_warning(tmp_pat
     import sqlite3
 
     from cast.core.config import load_config
-    from cast.core.resources import Resources
+    from cast.infra.resources import Resources
 
     config = load_config(
         "offline", [f"cache_dir={tmp_path}", "encoder.backend=torch", "encoder.quantize=none", "device=cpu"]

@@ -11,9 +11,9 @@ import pytest
 
 from cast.commands import index as cli
 from cast.core.records import Passage
-from cast.core.resources import Resources
 from cast.errors import CastError, DataFormatError
 from cast.index.build import IndexSummary, build_index, index_stats
+from cast.infra.resources import Resources
 from cast.rank.first_stage import LMDFirstStage
 
 # The fixture's five non-empty passages hold 38 tokens after analysis (stop words removed, Krovetz stems);

@@ -15,7 +15,6 @@ import pytest
 from cast.cli import main as cast_main
 from cast.core.records import Passage, ScoredPassage
 from cast.core.registry import build_stage
-from cast.core.resources import Resources
 from cast.errors import CastError, ConfigError
 from cast.index.build import build_index
 from cast.index.collections import read_passages
@@ -26,6 +25,7 @@ from cast.index.embeddings import (
     store_for_reranker,
     store_path,
 )
+from cast.infra.resources import Resources
 from cast.infra.text import passage_text
 
 QUERY = "how do planets orbit the Sun?"

@@ -8,8 +8,8 @@ from test_index_sample import (
     conversation,  # noqa: F401  (fixtures)
 )
 
-from cast.core.resources import Resources
 from cast.index.build import build_index
+from cast.infra.resources import Resources
 from cast.rank.first_stage import LMDFirstStage
 
 # A passage answering each turn's manual rewrite (read from the sample).

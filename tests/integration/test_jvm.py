@@ -6,7 +6,7 @@ import sys
 CRASHED_BEFORE = """
 import numpy as np
 from cast.infra import jvm
-from cast.core.resources import Resources
+from cast.infra.resources import Resources
 from cast.rank.first_stage import LMDFirstStage
 
 LMDFirstStage(Resources({"index": sys.argv[1]})).search("glasgow")
@@ -28,7 +28,7 @@ def test_numpy_linear_algebra_survives_a_running_jvm(core_index):
 def test_searching_writes_no_java_warnings(core_index):
     # Java 23+ warned on stderr about Lucene's sun.misc.Unsafe use and its MMapDirectory on every command.
     code = (
-        "import sys\nfrom cast.core.resources import Resources\nfrom cast.rank.first_stage import LMDFirstStage\n"
+        "import sys\nfrom cast.infra.resources import Resources\nfrom cast.rank.first_stage import LMDFirstStage\n"
         "print(len(LMDFirstStage(Resources({'index': sys.argv[1]})).search('glasgow')))"
     )
     proc = subprocess.run(
@@ -66,7 +66,7 @@ def test_java_21_or_newer_is_used():
 def test_searching_loads_none_of_pyserinis_query_encoders(core_index):
     # pyserini.search.lucene imports them all (transformers, scikit-learn): seconds of every run's start-up.
     code = (
-        "import sys\nfrom cast.core.resources import Resources\nfrom cast.rank.first_stage import LMDFirstStage\n"
+        "import sys\nfrom cast.infra.resources import Resources\nfrom cast.rank.first_stage import LMDFirstStage\n"
         "hits = LMDFirstStage(Resources({'index': sys.argv[1]})).search('glasgow')\n"
         "print(len(hits), 'pyserini.encode' in sys.modules, 'transformers' in sys.modules)\n"
         "import pyserini.encode\n"  # still importable, for whoever needs it

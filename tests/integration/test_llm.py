@@ -12,10 +12,10 @@ from test_llm_without_server import HELLO
 
 from cast.core.records import AnswerSentence, Passage, PastTurn, ScoredPassage, Selection, Turn
 from cast.core.registry import stage_class
-from cast.core.resources import Resources
 from cast.errors import ServiceUnavailableError
 from cast.infra.cache import Cache
 from cast.infra.llm import ChatClient, ChatServer
+from cast.infra.resources import Resources
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,9 @@ from cast.conversation.walker import answer_conversations, prepare_conversations
 from cast.core.config import load_config
 from cast.core.pipeline import Pipeline
 from cast.core.registry import build_stage
-from cast.core.resources import Resources
 from cast.errors import ConfigError
 from cast.formats.topics import load_topics
+from cast.infra.resources import Resources
 
 
 def eg_config(index, core_entities, *overrides):

@@ -10,8 +10,8 @@ from tiny_index import tiny_index
 
 from cast.core.records import PastTurn, Turn
 from cast.core.registry import build_stage
-from cast.core.resources import Resources
 from cast.errors import ConfigError, ModelUnavailableError
+from cast.infra.resources import Resources
 
 # Document frequencies in the fixture (N = 20): throat 1, lung 1, treatable 2, symptoms 2, cancer 5, disease 10.
 FIXTURE_PASSAGES = [

@@ -10,8 +10,8 @@ import tiny_models
 
 from cast.core.records import Passage, PastTurn, Turn
 from cast.core.registry import build_stage
-from cast.core.resources import Resources
 from cast.errors import ConfigError, ModelUnavailableError
+from cast.infra.resources import Resources
 from cast.rewrite.t5 import ModelInput, build_input, keep_newest
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

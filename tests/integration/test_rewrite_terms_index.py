@@ -11,8 +11,8 @@ from tiny_index import tiny_index
 
 from cast.core.records import PastTurn, Turn
 from cast.core.registry import build_stage
-from cast.core.resources import Resources
 from cast.errors import EmptyUtteranceError
+from cast.infra.resources import Resources
 
 FIXTURE_PASSAGES = [
     "radboud university nijmegen",

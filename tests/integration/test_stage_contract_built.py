@@ -11,8 +11,8 @@ from cast.core.registry import stage_class
 
 def _built(kind: str, name: str):
     """The stage built from its defaults, where that needs no model, index file or service here."""
-    from cast.core.resources import Resources
     from cast.errors import CastError
+    from cast.infra.resources import Resources
 
     try:
         return stage_class(kind, name).from_config({}, Resources({}))
@@ -35,7 +35,7 @@ def resources_here(core_index, core_entities, tmp_path_factory):
     entity files, a link graph and tiny random models."""
     import tiny_models
 
-    from cast.core.resources import Resources
+    from cast.infra.resources import Resources
 
     folder = tmp_path_factory.mktemp("contract")
     entities = core_entities

@@ -5,7 +5,7 @@ from __future__ import annotations
 from test_summarize_extractive import content_stage, selection
 
 from cast.core.registry import build_stage
-from cast.core.resources import Resources
+from cast.infra.resources import Resources
 
 
 def test_dense_relevance_finds_the_answer_in_other_words(one_torch_thread, tmp_path):

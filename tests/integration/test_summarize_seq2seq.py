@@ -9,9 +9,9 @@ import tiny_models
 
 from cast.core.records import NO_ANSWER_TEXT, Passage, ScoredPassage, Selection
 from cast.core.registry import build_stage
-from cast.core.resources import Resources
 from cast.errors import ConfigError, ModelUnavailableError
 from cast.infra.decoding import BeamDecoder, row_max_length_processor
+from cast.infra.resources import Resources
 from cast.infra.text import count_words
 from cast.summarize.seq2seq import model_input
 

@@ -106,7 +106,7 @@ def test_bad_configs_are_named(name, overrides, message):
 
 def test_unknown_stage_and_setting_are_clear_errors():
     from cast.core.registry import build_stage
-    from cast.core.resources import Resources
+    from cast.infra.resources import Resources
 
     with pytest.raises(ConfigError, match="unknown reranker 'bert'; choose one of"):
         stage_class("reranker", "bert")

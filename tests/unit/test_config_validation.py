@@ -7,10 +7,10 @@ import pytest
 from cast.cli import main as cast_main
 from cast.core.config import CONFIG_DIR, load_config
 from cast.core.registry import STAGES, build_stage, stage_class
-from cast.core.resources import Resources
 from cast.core.settings import Setting, check_value
 from cast.errors import ConfigError, IndexUnavailableError
 from cast.infra.jvm import check_index
+from cast.infra.resources import Resources
 
 
 def cli_error(capsys, argv):

@@ -9,9 +9,9 @@ import json
 import pytest
 
 from cast.core.config import load_config
-from cast.core.resources import Resources
 from cast.errors import ConfigError, ModelUnavailableError
 from cast.infra.encoder import EncoderSettings, SentenceEncoder, export_folder, export_key
+from cast.infra.resources import Resources
 
 
 @pytest.fixture(autouse=True)

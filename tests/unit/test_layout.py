@@ -1,6 +1,7 @@
 """The package's import structure, read from the sources: no two modules import each other (directly or round a
-loop, type-checking imports included), and first-party modules are imported at module level, where a reader
-sees what a module depends on (third-party libraries may load lazily: torch, the JVM, spaCy, Ray...)."""
+loop, type-checking imports included), no module imports one of a layer above its own (:data:`LAYERS`), and
+first-party modules are imported at module level, where a reader sees what a module depends on (third-party
+libraries may load lazily: torch, the JVM, spaCy, Ray...)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,26 @@ REPO = Path(__file__).resolve().parents[2]
 # The repository's folders that are packages of cast (pyproject.toml's package-dir: index/ is cast.index).
 MAPPED = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
 PACKAGES = {"cast": REPO / "cast", **{package: REPO / folder for package, folder in MAPPED.items()}}
+
+# The layers, lowest first (docs/design.md draws them): a module may import its own layer's modules and those of
+# the layers below, never one above. A module is in the layer of the longest prefix naming it; the package's
+# root (``cast``, its version) names itself alone.
+LAYERS = (
+    # The ground: errors, and the readers of the project's own small files (an index's build record).
+    ("cast", "cast.errors", "cast.formats.textfiles", "cast.index.record"),
+    # The turn core: records, settings, stage contracts, the registry, the composition of a pipeline.
+    ("cast.core",),
+    # What the stages stand on: file formats, the JVM, caches, models, chat clients, the resources that start them.
+    ("cast.infra", "cast.formats"),
+    ("cast.index",),
+    # The stages.
+    ("cast.rank", "cast.rewrite", "cast.entity", "cast.summarize"),
+    # Conversations walked through a pipeline, and their evaluation.
+    ("cast.conversation", "cast.evaluate"),
+    # What runs pipelines for a purpose: sweeps, the explorer, PyTerrier, training, test helpers, the benchmarks.
+    ("cast.sweep", "cast.explore", "cast.pyterrier", "cast.train", "cast.testing", "cast.benchmark"),
+    ("cast.commands", "cast.cli"),
+)
 
 
 def modules() -> dict[str, ast.Module]:
@@ -112,6 +133,42 @@ def test_no_modules_import_each_other():
         parents = {".".join(name.split(".")[:end]) for end in range(1, name.count(".") + 1)}
         graph[name] = (imports(module, known) | (parents & known)) - {name}
     assert cycles(graph) == []
+
+
+def layer(module: str) -> int:
+    """The number of ``module``'s layer in :data:`LAYERS` (0: the ground)."""
+    named = [
+        (len(prefix), number)
+        for number, prefixes in enumerate(LAYERS)
+        for prefix in prefixes
+        if module == prefix or (prefix != "cast" and module.startswith(f"{prefix}."))
+    ]
+    assert named, f"{module}: in no layer (add it to LAYERS)"
+    return max(named)[1]
+
+
+def test_every_module_is_in_a_layer():
+    for module in modules():
+        layer(module)
+
+
+def test_no_module_imports_from_a_layer_above_its_own():
+    parsed = modules()
+    known = set(parsed)
+    upward = [
+        f"{name} (layer {layer(name)}) imports {target} (layer {layer(target)})"
+        for name, module in sorted(parsed.items())
+        for target in sorted(imports(module, known))
+        if layer(target) > layer(name)
+    ]
+    assert upward == []
+
+
+def test_the_layer_test_sees_an_import_running_up():
+    # A function-level import counts as much as a module-level one.
+    module = ast.parse("def f():\n    from cast.sweep import Sweep\n")
+    assert imports(module, set(modules())) == {"cast.sweep"}
+    assert layer("cast.sweep") > layer("cast.core.pipeline")
 
 
 def test_first_party_modules_are_imported_at_module_level():

@@ -6,9 +6,9 @@ import pytest
 
 from cast.core.records import Conversation, PastTurn, PTKBStatement, Rewrite, Turn
 from cast.core.registry import build_stage
-from cast.core.resources import Resources
 from cast.errors import ConfigError
 from cast.evaluate.ptkb import evaluate_ptkb, ptkb_qrels, ptkb_rankings
+from cast.infra.resources import Resources
 from cast.rewrite.ptkb import bm25_scores
 
 STATEMENTS = (

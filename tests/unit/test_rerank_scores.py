@@ -7,8 +7,8 @@ import pytest
 
 from cast.core.records import Passage, ScoredPassage
 from cast.core.registry import build_stage
-from cast.core.resources import Resources
 from cast.errors import ConfigError
+from cast.infra.resources import Resources
 from cast.infra.text import passage_text
 from cast.rank.rerank import rank_head, reorder
 

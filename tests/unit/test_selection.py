@@ -9,7 +9,6 @@ import pytest
 
 from cast.core.records import EntityMention, Passage, ScoredPassage, to_dict
 from cast.core.registry import build_stage
-from cast.core.resources import Resources
 from cast.core.stages import KnowledgeBase, SelectionInput
 from cast.entity.select.selection import (
     EntityGraphSelector,
@@ -19,6 +18,7 @@ from cast.entity.select.selection import (
     filter_sentences,
 )
 from cast.errors import CastError, ConfigError
+from cast.infra.resources import Resources
 
 
 class TableKnowledgeBase(KnowledgeBase):

@@ -11,9 +11,10 @@ from collections.abc import Sequence
 import pytest
 
 from cast.core.records import Passage, PastTurn, Rewrite, ScoredPassage, Selection, Turn
-from cast.core.registry import STAGES, stage_class
-from cast.core.stages import Rewriter, SelectionInput
+from cast.core.registry import STAGES, resources_for, stage_class
+from cast.core.stages import Rewriter, SelectionInput, StageResources
 from cast.errors import ConfigError
+from cast.infra.resources import Resources
 
 REGISTERED = [(kind, name) for kind, names in STAGES.items() for name in names]
 
@@ -30,6 +31,20 @@ def test_a_registered_stage_states_its_name_and_implements_its_method(kind, name
 def test_an_unknown_setting_is_refused_before_anything_is_built(kind, name):
     with pytest.raises(ConfigError, match="no_such_setting"):
         stage_class(kind, name).check_params({"no_such_setting": 1})
+
+
+def test_the_registry_names_the_resources_that_start_what_stages_share():
+    # The core names them without importing them (they start the JVM and the models): the name must resolve,
+    # and what it names must keep the contract the core builds stages with.
+    resources = resources_for({"device": "cpu"})
+    assert type(resources) is Resources
+    assert isinstance(resources, StageResources)
+    assert resources.shared("key", lambda: [1]) is resources.shared("key", lambda: [2])
+
+
+def test_resources_refuse_an_encoder_section_that_does_not_fit():
+    with pytest.raises(ConfigError, match="encoder.quantize: int8 applies to backend onnx"):
+        resources_for({"encoder": {"backend": "torch", "quantize": "int8"}}).check()
 
 
 def test_a_stage_without_its_method_cannot_be_built():
@@ -102,7 +117,7 @@ def test_a_setting_described_over_several_lines_keeps_the_whole_description():
 
 
 def test_the_values_a_stage_was_built_with_are_recorded_and_read_only():
-    from cast.core.resources import Resources
+    from cast.infra.resources import Resources
 
     selector = stage_class("selector", "eg").from_config({"gamma": 0.5, "alpha": 0.85}, Resources({}))
     assert selector.setting_values["gamma"] == 0.5 and selector.setting_values["alpha"] == 0.85

@@ -8,8 +8,8 @@ import pytest
 
 from cast.core.records import NO_ANSWER_TEXT, Passage, ScoredPassage, Selection
 from cast.core.registry import build_stage
-from cast.core.resources import Resources
 from cast.errors import ConfigError
+from cast.infra.resources import Resources
 from cast.infra.text import count_words, split_sentences
 from cast.summarize.entity_extractive import (
     content_terms,

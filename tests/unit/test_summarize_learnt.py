@@ -11,8 +11,8 @@ import pytest
 
 from cast.core.records import Passage, ScoredPassage, Selection
 from cast.core.registry import build_stage
-from cast.core.resources import Resources
 from cast.errors import DataFormatError
+from cast.infra.resources import Resources
 from cast.infra.text import count_words
 from cast.infra.trees import export
 from cast.summarize.entity_extractive import EntityExtractiveSummarizer

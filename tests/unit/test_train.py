@@ -10,7 +10,7 @@ from test_summarize_learnt import selection
 from cast.cli import main as cast_main
 from cast.core.records import to_dict
 from cast.core.registry import build_stage
-from cast.core.resources import Resources
+from cast.infra.resources import Resources
 
 BORN = "She was born in Warsaw in 1867."
 

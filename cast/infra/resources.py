@@ -1,5 +1,6 @@
 """Things stages share, created lazily: the index, the cache, the device, models, and stages that other stages use
-(built by :func:`cast.core.registry.shared_stage`)."""
+(built by :func:`cast.core.registry.shared_stage`). What starts them (the JVM, models, chat clients) lives here,
+above the turn core, which knows them only by the contract :class:`cast.core.stages.StageResources`."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from cast.infra import jvm
 from cast.infra.cache import Cache
 from cast.infra.encoder import EncoderSettings, SentenceEncoder
 from cast.infra.llm import ChatClient
-from cast.infra.models import resolve_device
+from cast.infra.models import check_device, resolve_device
 
 T = TypeVar("T")
 
@@ -71,11 +72,9 @@ class Resources:
         return "cuda" if torch.cuda.is_available() else "cpu"
 
     def searcher(self) -> Any:
-
         return jvm.searcher(str(self.index_dir), self.stemmer)
 
     def index_reader(self) -> Any:
-
         return jvm.index_reader(str(self.index_dir))
 
     def sentence_encoder(self, model: str | None, max_seq_length: int) -> Any:
@@ -102,6 +101,17 @@ class Resources:
             device = resolve_device(self.device) if server.local else "cpu"
             self._chat_clients[server] = ChatClient(server, self.cache, device, models)
         return self._chat_clients[server]
+
+    def check(self) -> None:
+        """A :class:`ConfigError` for resources no pipeline can start: an ``encoder`` section that does not fit
+        its declaration, or (where the config names an index) a stemmer that is not the index's."""
+        EncoderSettings.from_config(self.config.get("encoder"))
+        if self.config.get("index"):
+            self.stemmer  # noqa: B018  (checked against the index now, not at the first search)
+
+    def check_device(self) -> None:
+        """A :class:`ConfigError` for a ``device`` this machine lacks (before any model loads)."""
+        check_device(self.config.get("device"))
 
     def shared(self, key: Hashable, build: Callable[[], T]) -> T:
         """What ``build()`` makes, made once under ``key`` and shared by everything built from these resources
