@@ -30,7 +30,9 @@ Frames and their columns (PyTerrier's, plus the conversation's):
   ``response_ids``) and ``ptkb`` (the user's statements, ``(id, text)`` pairs). A qid is a row once (a CAsT 2022
   turn shared by several paths: with the history of the first path that reaches it, as ``cast run`` answers it).
 - :class:`Rewriter` sets ``query`` to the rewrite (the utterance moves to ``query_0``, as PyTerrier's rewriters
-  do), ``question`` (what the answer generator answers) and ``history_query`` (what later turns read of it).
+  do), ``question`` (what the answer generator answers), ``history_query`` (what later turns read of it) and
+  ``ptkb_selection`` (the :class:`~cast.core.records.PTKBSelection` its ``ptkb`` selector chose; ``None`` without
+  one), which the later stages carry to the answerer's frame (the iKAT 2025 file's PTKB provenance).
 - :class:`Retriever` gives a result frame: ``docno``, ``text``, ``title``, ``score`` (the model's: LMD's or BM25's),
   ``rank`` (from 0, by score), and ``first_stage_score`` and ``first_stage_rank``; :class:`ReRanker` re-scores the
   first ``depth`` passages of any result frame with ``text`` (a PyTerrier retriever's too): ``score`` is the
@@ -260,7 +262,7 @@ class Rewriter(_Step):
         pt.validate.query_frame(inp, ["query"])
         out = pt.model.push_queries(inp)
         if inp.empty:
-            return out.assign(query=[], question=[], history_query=[])
+            return out.assign(query=[], question=[], history_query=[], ptkb_selection=[])
         if self.answers_as_responses:
             raise CastError(
                 "history_responses: answers rewrites a turn after the earlier turns are answered, but a PyTerrier "
@@ -284,11 +286,12 @@ class Rewriter(_Step):
             progress=self.verbose,
             desc="rewriting",
         )
-        rewrites = {p.qid: p.rewrite for p in rewritten}
+        prepared = {p.qid: p for p in rewritten}
         return out.assign(
-            query=[rewrites[qid].query for qid in inp["qid"]],
-            question=[rewrites[qid].answer_question for qid in inp["qid"]],
-            history_query=[rewrites[qid].history_query for qid in inp["qid"]],
+            query=[prepared[qid].rewrite.query for qid in inp["qid"]],
+            question=[prepared[qid].rewrite.answer_question for qid in inp["qid"]],
+            history_query=[prepared[qid].rewrite.history_query for qid in inp["qid"]],
+            ptkb_selection=[prepared[qid].ptkb for qid in inp["qid"]],
         )
 
     def _check_top_passages(self, paths: Sequence[Conversation]) -> None:
@@ -645,7 +648,13 @@ def _scored(row: dict[str, Any]) -> ScoredPassage:
 def _query_columns(frame: pd.DataFrame) -> list[str]:
     """The columns of ``frame`` that belong to the query: PyTerrier's (``qid``, ``query``, ``query_0``...: names
     starting with q) and the conversation's; the others belong to a passage."""
-    query_level = {*pt.model.query_columns(frame), *CONTEXT_COLUMNS, "history_query", "question"}
+    query_level = {
+        *pt.model.query_columns(frame),
+        *CONTEXT_COLUMNS,
+        "history_query",
+        "question",
+        "ptkb_selection",
+    }
     return [c for c in frame.columns if c in query_level]
 
 

@@ -302,3 +302,15 @@ def test_an_answerers_frame_is_written_as_a_trec_rag24_file(answering, topics, t
     assert [line["topic_id"] for line in lines] == list(topics["qid"])
     assert [line["topic"] for line in lines] == list(topics["utterance"])
     assert lines[0]["references"] == list(ranking[ranking["qid"] == "1_1"].sort_values("rank")["docno"])
+
+
+def test_an_ikat_rewriters_ptkb_choice_reaches_the_answerers_frame(answering, shared, fixtures):
+    # What the iKAT 2025 answer file's PTKB provenance is written from (tests/unit/test_answer_frames.py).
+    topics = cpt.topics(str(fixtures / "ikat" / "2025_test_topics.json"))
+    personal = cpt.Rewriter("raw", ptkb={"name": "bm25", "k": 2}, **shared)
+    rewritten = personal(topics)
+    chosen = dict(zip(rewritten["qid"], rewritten["ptkb_selection"], strict=True))
+    assert all(0 < len(selection.statements) <= 2 for selection in chosen.values())
+    answers = answering[1:](rewritten)
+    assert not answers.empty  # the turns the six-passage index has passages for
+    assert all(row.ptkb_selection == chosen[row.qid] for row in answers.itertuples())
