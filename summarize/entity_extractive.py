@@ -42,6 +42,7 @@ from cast.infra.text import (
     SentenceSpan,
     count_words,
     entity_label,
+    repeats,
     sentences,
     split_sentences,
     word_tokens,
@@ -434,11 +435,16 @@ class SentenceExtractiveSummarizer(Summarizer):
         source_ids = tuple(p.id for p in selection.passages)
         picker = self.picker
         candidates = picker.candidates(selection)
-        said = [frozenset(content_terms(s)) for answer in earlier for s in sentences(answer)]
-        # Nothing an earlier answer said, unless that is all there is.
-        candidates = [c for c in candidates if not already_said(c, said)] or candidates
         if not candidates:
             return no_answer(self, source_ids)
+        said = [frozenset(content_terms(s)) for answer in earlier for s in sentences(answer)]
+        # Nothing an earlier answer said: neither its sentences' words nor most of its word pairs (the same
+        # page template on another page), which the reader would take for the same answer again.
+        candidates = [c for c in candidates if not already_said(c, said) and not repeats(c.text, earlier)]
+        if not candidates:
+            return no_answer(
+                self, source_ids, "every sentence of the selected passages was in an earlier answer"
+            )
         picked = picker.pick(
             candidates, entity_ranks(selection), self.relevance(query, selection, candidates)
         )

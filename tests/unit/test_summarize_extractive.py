@@ -249,9 +249,21 @@ def test_no_sentence_an_earlier_answer_gave():
         "obama president", selection(P1, P2), earlier=earlier
     )
     assert "44th president" not in answer.text
-    # Where every sentence was said before, the answer still says something.
+    # Where every sentence was said before, the answer says that nothing new was found rather than repeat it.
     alone = content_stage(words=12).summarize("obama", selection(earlier[0]), earlier=earlier)
-    assert alone.text == earlier[0]
+    assert alone.no_answer_reason == "every sentence of the selected passages was in an earlier answer"
+
+
+def test_no_sentence_that_repeats_most_word_pairs_of_an_earlier_answer():
+    # The same page template on another page: few content words differ, most word pairs are the same.
+    earlier = ["Featured hotels near the Vatican: see the latest prices and deals by choosing your dates."]
+    template = (
+        "Featured hotels near St Peter's Square: see the latest prices and deals by choosing your dates."
+    )
+    answer = content_stage(words=40).summarize(
+        "hotels in rome", selection(template + " " + P1), earlier=earlier
+    )
+    assert "latest prices" not in answer.text and answer.no_answer_reason is None
 
 
 def test_the_question_names_the_salient_entity_and_asks_for_a_kind_of_answer():
