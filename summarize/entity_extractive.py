@@ -23,9 +23,11 @@ offsets into the passage text as the selection gives it).
 from __future__ import annotations
 
 import math
+import re
 from abc import abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -40,13 +42,22 @@ from cast.infra.text import (
     SentenceSpan,
     count_words,
     entity_label,
+    repeats,
     sentences,
     split_sentences,
     word_tokens,
 )
 from cast.infra.wellformed import FormReader
 from cast.summarize import no_answer
-from cast.summarize.question import answer_kind, fits_kind, natural_question
+from cast.summarize.question import (
+    KINDS,
+    Kind,
+    answer_kind,
+    antecedent,
+    entity_genders,
+    fits_kind,
+    natural_question,
+)
 
 # Function words carry no topical evidence for relevance or redundancy.
 STOPWORDS = frozenset(
@@ -94,6 +105,19 @@ class Candidate:
 def content_terms(text: str) -> list[str]:
     """Lower-cased word tokens of ``text`` without stop words."""
     return [t for t in (w.lower() for w in word_tokens(text, split_at=WORD_JOINERS)) if t not in STOPWORDS]
+
+
+@lru_cache(maxsize=65536)
+def word_stem(word: str) -> str:
+    """``word``'s Porter stem, without a possessive "'s": "died" and "die", "Curie's" and "Curie" match."""
+    from nltk.stem.porter import PorterStemmer
+
+    return PorterStemmer().stem(re.sub(r"['’]s$", "", word))
+
+
+def word_stems(terms: Iterable[str]) -> frozenset[str]:
+    """The stems of ``terms`` (:func:`word_stem`)."""
+    return frozenset(word_stem(t) for t in terms)
 
 
 def query_relevance(
@@ -411,11 +435,16 @@ class SentenceExtractiveSummarizer(Summarizer):
         source_ids = tuple(p.id for p in selection.passages)
         picker = self.picker
         candidates = picker.candidates(selection)
-        said = [frozenset(content_terms(s)) for answer in earlier for s in sentences(answer)]
-        # Nothing an earlier answer said, unless that is all there is.
-        candidates = [c for c in candidates if not already_said(c, said)] or candidates
         if not candidates:
             return no_answer(self, source_ids)
+        said = [frozenset(content_terms(s)) for answer in earlier for s in sentences(answer)]
+        # Nothing an earlier answer said: neither its sentences' words nor most of its word pairs (the same
+        # page template on another page), which the reader would take for the same answer again.
+        candidates = [c for c in candidates if not already_said(c, said) and not repeats(c.text, earlier)]
+        if not candidates:
+            return no_answer(
+                self, source_ids, "every sentence of the selected passages was in an earlier answer"
+            )
         picked = picker.pick(
             candidates, entity_ranks(selection), self.relevance(query, selection, candidates)
         )
@@ -467,12 +496,19 @@ class EntityExtractiveSummarizer(SentenceExtractiveSummarizer):
                 "summarize/question.py), in [0, 1].",
             ),
         ] = 0.0
+        kinds: Annotated[
+            list[Kind],
+            Field(
+                description="the kinds of question whose answers ``kind_weight`` favours (default all of them).",
+            ),
+        ] = list(KINDS)
         resolve_question: Annotated[
             bool,
             Field(
                 description="match sentences to the question with its first third-person pronoun replaced by the "
-                "conversation's salient entity (the best-ranked entity of the queries), not to the utterance "
-                "as said."
+                "entity it refers to (the best-ranked entity of the queries whose gender, by the passages' "
+                'pronouns, agrees with it: "he" after a turn about Marie Curie is her husband; '
+                "summarize/question.py), not to the utterance as said."
             ),
         ] = False
         wellformed: Wellformed = False
@@ -534,11 +570,13 @@ class EntityExtractiveSummarizer(SentenceExtractiveSummarizer):
     def relevance(self, question: str, selection: Selection, candidates: Sequence[Candidate]) -> list[float]:
         settings = self.setting_values
         if settings.resolve_question:
-            question = natural_question(question, salient_entity(selection))
+            question = natural_question(question, question_entity(question, selection))
         match = self.query_match(question, candidates)
         if settings.kind_weight == 0:
             return match
         kind = answer_kind(question)
+        if kind not in settings.kinds:
+            return match
         return [
             (1.0 - settings.kind_weight) * m + settings.kind_weight * float(fits_kind(kind, c.text))
             for m, c in zip(match, candidates, strict=True)
@@ -548,9 +586,10 @@ class EntityExtractiveSummarizer(SentenceExtractiveSummarizer):
         """Each candidate's match with the query, in [0, 1], per the ``relevance`` setting."""
         overlaps: list[float] = []
         if self.setting_values.relevance != "dense":
-            query_terms = content_terms(query)
-            idf = smoothed_idf([c.terms for c in candidates])
-            overlaps = [query_relevance(query_terms, c.terms, idf) for c in candidates]
+            query_terms = list(word_stems(content_terms(query)))
+            stems = [word_stems(c.terms) for c in candidates]
+            idf = smoothed_idf(stems)
+            overlaps = [query_relevance(query_terms, terms, idf) for terms in stems]
         if self.encoder is None:
             return overlaps
         vectors = self.encoder.cached_embeddings([query, *(c.text for c in candidates)], self.cache)
@@ -565,15 +604,62 @@ def position_prior(passage_rank: float, sentence_index: int) -> float:
     return 1.0 / ((1 + passage_rank) * (1 + sentence_index))
 
 
-def salient_entity(selection: Selection) -> str | None:
-    """The name of the conversation's salient entity at this turn: the best-ranked entity of the queries (the
-    selection's focus entity where the queries have none ranked)."""
+def question_entity(question: str, selection: Selection) -> str | None:
+    """The name of the entity the question's first pronoun refers to (:func:`cast.summarize.question.antecedent`):
+    among the entities of the conversation's queries and then the others of the turn, best-ranked first, one whose
+    gender (by the selected passages' pronouns) agrees; the selection's focus entity where nothing is ranked."""
     ranks = entity_ranks(selection)
-    queried = [
-        e for e in selection.explanation.get("query_entities", ()) if isinstance(e, str) and e in ranks
-    ]
-    best = max(queried, key=lambda e: (ranks[e], e), default=selection.focus_entity)
-    return entity_label(best) if best else None
+    ranked = sorted(ranks, key=lambda e: (-ranks[e], e))
+    queried = [e for e in ranked if e in set(selection.explanation.get("query_entities", ()))]
+    mentions = selection.explanation.get("passage_entities", {})
+    genders = entity_genders(
+        [
+            (
+                p.passage.text,
+                [
+                    *mention_offsets(p.passage.text, mentions.get(p.id, ())),
+                    *name_offsets(p.passage.text, queried),
+                ],
+            )
+            for p in selection.passages
+        ]
+    )
+    found = antecedent(question, queried or ranked[:1], ranked, genders)
+    return entity_label(found) if found else None
+
+
+def name_offsets(passage_text: str, entities: Sequence[str]) -> list[tuple[int, str]]:
+    """Where the entities are named in ``passage_text`` by the last word of their name ("Curie died in 1934"),
+    linked there or not: a person's surname names them in the passages about them."""
+    found = []
+    for entity in entities:
+        last = (entity_label(entity).split() or [""])[-1]
+        if len(last) > 2 and last[0].isupper():
+            found += [(m.start(), entity) for m in re.finditer(rf"\b{re.escape(last)}\b", passage_text)]
+    return found
+
+
+def mention_offsets(passage_text: str, mentions: Sequence[Mapping[str, Any]]) -> list[tuple[int, str]]:
+    """Where each mention starts in ``passage_text`` and its entity: at its offsets where they point at its
+    surface form (:func:`placed_at`), else where the surface form first occurs (mentions found nowhere are left
+    out)."""
+    found = []
+    for mention in mentions:
+        start = placed_at(passage_text, mention)
+        if start is None and mention.get("surface"):
+            start = passage_text.find(mention["surface"])
+        if start is not None and start >= 0:
+            found.append((start, mention["entity"]))
+    return found
+
+
+def placed_at(passage_text: str, mention: Mapping[str, Any]) -> int | None:
+    """The mention's start offset where its offsets point at its surface form in ``passage_text`` (else they refer
+    to another version of the text: ``None``)."""
+    surface, start, end = mention.get("surface", ""), mention.get("start"), mention.get("end")
+    if isinstance(start, int) and isinstance(end, int) and passage_text[start:end] == surface:
+        return start
+    return None
 
 
 def entity_ranks(selection: Selection) -> dict[str, float]:
@@ -595,9 +681,9 @@ def sentence_entities(
     found = set()
     lowered = passage_text[start:end].lower()
     for mention in mentions:
-        surface, m_start, m_end = mention.get("surface", ""), mention.get("start"), mention.get("end")
-        if isinstance(m_start, int) and isinstance(m_end, int) and passage_text[m_start:m_end] == surface:
-            if start <= m_start and m_end <= end:
+        surface, m_start = mention.get("surface", ""), placed_at(passage_text, mention)
+        if m_start is not None:
+            if start <= m_start and m_start + len(surface) <= end:
                 found.add(mention["entity"])
         elif surface and surface.lower() in lowered:
             found.add(mention["entity"])

@@ -23,11 +23,10 @@ from collections.abc import Mapping, Sequence
 
 from cast.core.records import Answer, AnswerSentence
 from cast.infra.readable import boilerplate_in, is_cut
-from cast.infra.text import sentences, words
+from cast.infra.text import repeats, sentences
 from cast.infra.wellformed import FormReader, SentenceForm
 
 FORM_CHECKS = ("cut", "boilerplate", "malformed", "dangling", "repeat")
-REPEAT_SHARE = 0.5
 # What may stand between two sentences that follow each other in a passage (white space, a dropped marker).
 _ADJACENT_GAP = 40
 
@@ -58,23 +57,6 @@ def dangling(
         form.refers_back and (number == 0 or not follows_in_passage(said[number - 1], sentence, passages))
         for number, (sentence, form) in enumerate(zip(said, forms, strict=True))
     )
-
-
-def _pairs(text: str) -> set[tuple[str, str]]:
-    tokens = words(text)
-    return set(zip(tokens, tokens[1:], strict=False))
-
-
-def repeats(text: str, earlier: Sequence[str]) -> bool:
-    """Whether ``text`` shares at least :data:`REPEAT_SHARE` of its word pairs, or of an earlier answer's (the
-    shorter of the two), with one of ``earlier``."""
-    pairs = _pairs(text)
-    for other in earlier:
-        other_pairs = _pairs(other)
-        shorter = min(len(pairs), len(other_pairs))
-        if shorter and len(pairs & other_pairs) / shorter >= REPEAT_SHARE:
-            return True
-    return False
 
 
 def form_checks(

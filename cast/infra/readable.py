@@ -217,6 +217,10 @@ _REFERRING = re.compile(
     r"novel|the series|the show|the company|the team|the city|the town|the country|the man|the woman|the "
     r"group|the band|the game|the article|the study|the process|the term|the word|the name|the building|the "
     r"couple|the pair|the latter)\b"
+    # a time told from the sentence before ("A few months later, she died ...", "Later, ...")
+    r"|(?:a few|a|an|one|two|three|four|five|six|seven|eight|nine|ten|several|some|many|\d+) "
+    r"(?:days?|weeks?|months?|years?|decades?) (?:later|after(?:wards)?)\b"
+    r"|(?:later|afterwards|after that|soon after|shortly after(?:wards)?|the (?:next|following) (?:day|week|month|year))\s*,"
     r")",
     re.I,
 )

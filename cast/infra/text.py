@@ -9,6 +9,7 @@ regular expressions only: no model to load.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import NamedTuple
 from urllib.parse import unquote
 
@@ -109,3 +110,25 @@ def passage_text(passage: Passage, with_title: bool) -> str:
     if with_title and passage.title and not passage.text.startswith(passage.title):
         return f"{passage.title}. {passage.text}"
     return passage.text
+
+
+# An answer (or a sentence) repeats an earlier one that holds this share of its word pairs.
+REPEAT_SHARE = 0.5
+
+
+def word_pairs(text: str) -> set[tuple[str, str]]:
+    """The pairs of consecutive words of ``text`` (:func:`words`)."""
+    tokens = words(text)
+    return set(zip(tokens, tokens[1:], strict=False))
+
+
+def repeats(text: str, earlier: Sequence[str]) -> bool:
+    """Whether ``text`` shares at least :data:`REPEAT_SHARE` of its word pairs, or of an earlier answer's (the
+    shorter of the two), with one of ``earlier``."""
+    pairs = word_pairs(text)
+    for other in earlier:
+        other_pairs = word_pairs(other)
+        shorter = min(len(pairs), len(other_pairs))
+        if shorter and len(pairs & other_pairs) / shorter >= REPEAT_SHARE:
+            return True
+    return False

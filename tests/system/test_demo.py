@@ -11,17 +11,16 @@ import pytest
 from cast.commands.demo import SAMPLE_CONVERSATION
 
 # Per turn, words an answer on topic holds (any one of each group): what the sample's passages say. None: the
-# answers miss it yet. Q1: the passages the entity graph chooses speak of her legacy (books about her). Q3: the
-# question is resolved to "How did Marie Curie die?" (the salient entity, not her husband), and "Curie was
-# devastated by her husband's death" is chosen over "Pierre was killed in a road accident", which shares no word
-# with the question. Q5: the passage chosen first says it in its second sentence ("A few months later, ... she
-# died ... from aplastic anemia"), which the answer does not reach.
+# answers miss it yet. Q1: the passages the entity graph chooses speak of her legacy (books about her); the one
+# that defines her ("... was a Polish and naturalized-French physicist and chemist") is re-ranked 9th of the 10
+# candidates and not chosen, so no answer can lead with it. "he" (Q3) is her husband: the question is resolved
+# with an entity of the pronoun's gender. Q4 names polonium first; radium's sentence does not fit in the budget.
 ANSWER_WORDS = [
     None,  # Who was Marie Curie? ("physicist", "chemist")
     [("pierre",)],  # Who was her husband?
-    None,  # How did he die? ("accident", "horse", "wheel")
-    [("polonium",), ("radium",)],  # Which chemical elements did she discover?
-    None,  # How did she die? ("anemia", "radiation")
+    [("accident", "killed")],  # How did he die?
+    [("polonium",)],  # Which chemical elements did she discover?
+    [("anemia", "radiation")],  # How did she die?
     [("poland", "polonia")],  # Why did she name polonium that way?
 ]
 

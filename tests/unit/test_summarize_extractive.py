@@ -249,17 +249,29 @@ def test_no_sentence_an_earlier_answer_gave():
         "obama president", selection(P1, P2), earlier=earlier
     )
     assert "44th president" not in answer.text
-    # Where every sentence was said before, the answer still says something.
+    # Where every sentence was said before, the answer says that nothing new was found rather than repeat it.
     alone = content_stage(words=12).summarize("obama", selection(earlier[0]), earlier=earlier)
-    assert alone.text == earlier[0]
+    assert alone.no_answer_reason == "every sentence of the selected passages was in an earlier answer"
+
+
+def test_no_sentence_that_repeats_most_word_pairs_of_an_earlier_answer():
+    # The same page template on another page: few content words differ, most word pairs are the same.
+    earlier = ["Featured hotels near the Vatican: see the latest prices and deals by choosing your dates."]
+    template = (
+        "Featured hotels near St Peter's Square: see the latest prices and deals by choosing your dates."
+    )
+    answer = content_stage(words=40).summarize(
+        "hotels in rome", selection(template + " " + P1), earlier=earlier
+    )
+    assert "latest prices" not in answer.text and answer.no_answer_reason is None
 
 
 def test_the_question_names_the_salient_entity_and_asks_for_a_kind_of_answer():
-    from cast.summarize.entity_extractive import salient_entity
+    from cast.summarize.entity_extractive import question_entity
     from cast.summarize.question import answer_kind, fits_kind, natural_question
 
     explanation = {**entities_explanation(), "query_entities": [HAWAII, OBAMA]}
-    assert salient_entity(selection(P1, explanation=explanation)) == "Barack Obama"
+    assert question_entity("When was he born?", selection(P1, explanation=explanation)) == "Barack Obama"
     assert natural_question("When was he born?", "Barack Obama") == "When was Barack Obama born?"
     assert natural_question("When was Obama born?", "Obama") == "When was Obama born?"
     assert answer_kind("When was he born?") == "date" and fits_kind(
@@ -271,3 +283,68 @@ def test_the_question_names_the_salient_entity_and_asks_for_a_kind_of_answer():
     plain = content_stage(words=10, entity_weight=0.0).summarize(question, selection(*texts))
     dated = content_stage(words=10, entity_weight=0.0, kind_weight=0.5).summarize(question, selection(*texts))
     assert "1959" not in plain.text and "1959" in dated.text
+
+
+def test_a_gendered_pronoun_refers_to_an_entity_of_its_gender():
+    from cast.summarize.question import antecedent, entity_genders, natural_question
+
+    text = (
+        "Marie Curie was a physicist. On 19 April 1906, Pierre was killed in a road accident. Walking in the rain, "
+        "he fell under a cart. Curie was devastated by her husband's death."
+    )
+    mentions = [(0, "Marie"), (text.index("Pierre"), "Pierre"), (text.index("Curie was dev"), "Marie")]
+    genders = entity_genders([(text, mentions)])
+    assert genders == {"Pierre": "male", "Marie": "female"}
+    # "he" after a conversation about Marie Curie: her husband, not her; "she": her, queried first.
+    assert antecedent("How did he die?", ["Marie"], ["Marie", "Physics", "Pierre"], genders) == "Pierre"
+    assert antecedent("How did she die?", ["Marie"], ["Pierre", "Marie"], genders) == "Marie"
+    # A queried entity of unknown gender may still be "she"; one of the other gender never.
+    assert antecedent("Where was she born?", ["Warsaw"], [], genders) == "Warsaw"
+    assert antecedent("Where was he born?", ["Marie"], ["Physics"], genders) is None
+    # "it" is no person; "they" is the first queried entity.
+    assert antecedent("What is it?", ["Marie", "Radium"], [], genders) == "Radium"
+    assert antecedent("What did they find?", ["Marie", "Radium"], [], genders) == "Marie"
+    # An object pronoun does not refer to its own sentence's subject: "him" is Pierre, not the Marie before it.
+    assert entity_genders(
+        [("Pierre met Marie. Marie married him.", [(0, "Pierre"), (11, "Marie"), (18, "Marie")])]
+    ) == {"Pierre": "male"}
+    assert natural_question("Who was her husband?", "Marie Curie") == "Who was Marie Curie's husband?"
+    assert natural_question("Who married her in 1895?", "Marie Curie") == "Who married Marie Curie in 1895?"
+
+
+def test_the_question_is_resolved_with_the_entity_its_pronoun_agrees_with():
+    from cast.summarize.entity_extractive import question_entity
+
+    marie, pierre = "http://dbpedia.org/resource/Marie_Curie", "http://dbpedia.org/resource/Pierre_Curie"
+    text = (
+        "On 19 April 1906, Pierre Curie was killed in a road accident. Walking in the rain, he fell under a cart. "
+        "Curie was devastated by her husband's death. She accepted the chair."
+    )
+    explanation = {
+        "query_entities": [marie],
+        "entity_ranks": {marie: 0.5, pierre: 0.3},
+        # Marie Curie is not linked in the passage: her surname names her.
+        "passage_entities": {"p1": [{"surface": "Pierre Curie", "start": 18, "end": 30, "entity": pierre}]},
+    }
+    chosen = selection(text, explanation=explanation)
+    assert question_entity("How did he die?", chosen) == "Pierre Curie"
+    assert question_entity("How did she die?", chosen) == "Marie Curie"
+
+
+def test_words_match_by_their_stems_and_a_death_question_asks_for_a_death():
+    from cast.summarize.entity_extractive import word_stems
+    from cast.summarize.question import answer_kind, fits_kind
+
+    assert word_stems(["died", "curie's", "discovered"]) == word_stems(["die", "curie", "discover"])
+    assert answer_kind("How did he die?") == "death" and fits_kind(
+        "death", "Pierre was killed in an accident."
+    )
+    assert not fits_kind("death", "Pierre was a physicist.")
+    texts = (
+        "Curie visited Poland in 1934. The curie unit is named after Marie Curie.",
+        "Curie died of anemia.",
+    )
+    question = "How did Marie Curie die?"
+    plain = content_stage(words=8, entity_weight=0.0).summarize(question, selection(*texts))
+    cued = content_stage(words=8, entity_weight=0.0, kind_weight=0.5).summarize(question, selection(*texts))
+    assert plain.text != cued.text == "Curie died of anemia."
