@@ -13,8 +13,8 @@ from cast.core.config import load_config
 from cast.core.pipeline import rewrite_turns
 from cast.core.records import Conversation, PreparedTurn, Rewrite
 from cast.core.registry import build_stage
-from cast.infra.resources import Resources
 from cast.formats.topics import load_topics
+from cast.infra.resources import Resources
 
 
 def study_resources(
