@@ -53,7 +53,8 @@ def server(core_index, fixtures, tmp_path_factory):
             "selector.name=eg",
             "selector.gamma=0.25",
             "summarizer.name=entity_extractive",
-            "summarizer.words=40",
+            # 12 words: one sentence a turn, so that each turn of the six-passage fixture has one not said before.
+            "summarizer.words=12",
             "verifier.name=claims",  # marks, never drops: the answers stay the generator's
             "verifier.unsupported=mark",
         ],
