@@ -42,9 +42,10 @@ from cast.infra.text import (
     SentenceSpan,
     count_words,
     entity_label,
-    repeats,
+    repeats_pairs,
     sentences,
     split_sentences,
+    word_pairs,
     word_tokens,
 )
 from cast.infra.wellformed import FormReader
@@ -440,7 +441,12 @@ class SentenceExtractiveSummarizer(Summarizer):
         said = [frozenset(content_terms(s)) for answer in earlier for s in sentences(answer)]
         # Nothing an earlier answer said: neither its sentences' words nor most of its word pairs (the same
         # page template on another page), which the reader would take for the same answer again.
-        candidates = [c for c in candidates if not already_said(c, said) and not repeats(c.text, earlier)]
+        earlier_pairs = [word_pairs(answer) for answer in earlier]
+        candidates = [
+            c
+            for c in candidates
+            if not already_said(c, said) and not repeats_pairs(word_pairs(c.text), earlier_pairs)
+        ]
         if not candidates:
             return no_answer(
                 self, source_ids, "every sentence of the selected passages was in an earlier answer"

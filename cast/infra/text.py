@@ -125,9 +125,13 @@ def word_pairs(text: str) -> set[tuple[str, str]]:
 def repeats(text: str, earlier: Sequence[str]) -> bool:
     """Whether ``text`` shares at least :data:`REPEAT_SHARE` of its word pairs, or of an earlier answer's (the
     shorter of the two), with one of ``earlier``."""
-    pairs = word_pairs(text)
-    for other in earlier:
-        other_pairs = word_pairs(other)
+    return repeats_pairs(word_pairs(text), [word_pairs(other) for other in earlier])
+
+
+def repeats_pairs(pairs: set[tuple[str, str]], earlier: Sequence[set[tuple[str, str]]]) -> bool:
+    """:func:`repeats` on word pairs already taken (:func:`word_pairs`), for many texts against the same earlier
+    ones."""
+    for other_pairs in earlier:
         shorter = min(len(pairs), len(other_pairs))
         if shorter and len(pairs & other_pairs) / shorter >= REPEAT_SHARE:
             return True
