@@ -28,7 +28,7 @@ from abc import abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import Field
 
@@ -58,6 +58,7 @@ from cast.summarize.question import (
     entity_genders,
     fits_kind,
     natural_question,
+    opening_gender,
 )
 
 # Function words carry no topical evidence for relevance or redundancy.
@@ -432,6 +433,13 @@ class SentenceExtractiveSummarizer(Summarizer):
         """The sentences of the selected passages an answer is made of (:meth:`SentencePicker.candidates`)."""
         return self.picker.candidates(selection)
 
+    def read_in_context(
+        self, question: str, selection: Selection, candidates: Sequence[Candidate]
+    ) -> list[Candidate]:
+        """``candidates`` as they read in answer to ``question``: as they are, unless the generator resolves the
+        question in its conversation."""
+        return list(candidates)
+
     def summarize(self, query: str, selection: Selection, earlier: Sequence[str] = ()) -> Answer:
         source_ids = tuple(p.id for p in selection.passages)
         picker = self.picker
@@ -451,6 +459,7 @@ class SentenceExtractiveSummarizer(Summarizer):
             return no_answer(
                 self, source_ids, "every sentence of the selected passages was in an earlier answer"
             )
+        candidates = self.read_in_context(query, selection, candidates)
         picked = picker.pick(
             candidates, entity_ranks(selection), self.relevance(query, selection, candidates)
         )
@@ -514,7 +523,9 @@ class EntityExtractiveSummarizer(SentenceExtractiveSummarizer):
                 description="match sentences to the question with its first third-person pronoun replaced by the "
                 "entity it refers to (the best-ranked entity of the queries whose gender, by the passages' "
                 'pronouns, agrees with it: "he" after a turn about Marie Curie is her husband; '
-                "summarize/question.py), not to the utterance as said."
+                "summarize/question.py), not to the utterance as said; and a sentence that opens on a pronoun of "
+                "that entity, in a passage that names no other of its gender, reads on its own (\"She named ...\" "
+                "answers \"Which elements did she discover?\")."
             ),
         ] = False
         wellformed: Wellformed = False
@@ -588,6 +599,13 @@ class EntityExtractiveSummarizer(SentenceExtractiveSummarizer):
             for m, c in zip(match, candidates, strict=True)
         ]
 
+    def read_in_context(
+        self, question: str, selection: Selection, candidates: Sequence[Candidate]
+    ) -> list[Candidate]:
+        if not self.setting_values.resolve_question:
+            return list(candidates)
+        return read_for_referent(question, selection, candidates)
+
     def query_match(self, query: str, candidates: Sequence[Candidate]) -> list[float]:
         """Each candidate's match with the query, in [0, 1], per the ``relevance`` setting."""
         overlaps: list[float] = []
@@ -610,28 +628,69 @@ def position_prior(passage_rank: float, sentence_index: int) -> float:
     return 1.0 / ((1 + passage_rank) * (1 + sentence_index))
 
 
-def question_entity(question: str, selection: Selection) -> str | None:
-    """The name of the entity the question's first pronoun refers to (:func:`cast.summarize.question.antecedent`):
-    among the entities of the conversation's queries and then the others of the turn, best-ranked first, one whose
-    gender (by the selected passages' pronouns) agrees; the selection's focus entity where nothing is ranked."""
+class Referent(NamedTuple):
+    """What the question's first pronoun refers to, as the selected passages tell it.
+
+    Attributes:
+        entity: the entity the pronoun refers to, or ``None``.
+        genders: the gender the passages' pronouns give each entity (:func:`cast.summarize.question.entity_genders`).
+        offsets: each selected passage's entities with where they start in its text.
+    """
+
+    entity: str | None
+    genders: dict[str, str]
+    offsets: dict[str, list[tuple[int, str]]]
+
+
+def question_referent(question: str, selection: Selection) -> Referent:
+    """What the question's first pronoun refers to (:func:`cast.summarize.question.antecedent`): among the entities
+    of the conversation's queries and then the others of the turn, best-ranked first, one whose gender (by the
+    selected passages' pronouns) agrees; the selection's focus entity where nothing is ranked. A passage's entities
+    are its linked mentions and where the queried entities' names occur in it."""
     ranks = entity_ranks(selection)
     ranked = sorted(ranks, key=lambda e: (-ranks[e], e))
     queried = [e for e in ranked if e in set(selection.explanation.get("query_entities", ()))]
     mentions = selection.explanation.get("passage_entities", {})
-    genders = entity_genders(
-        [
-            (
-                p.passage.text,
-                [
-                    *mention_offsets(p.passage.text, mentions.get(p.id, ())),
-                    *name_offsets(p.passage.text, queried),
-                ],
-            )
-            for p in selection.passages
-        ]
-    )
-    found = antecedent(question, queried or ranked[:1], ranked, genders)
+    offsets = {
+        p.id: [*mention_offsets(p.passage.text, mentions.get(p.id, ())), *name_offsets(p.passage.text, queried)]
+        for p in selection.passages
+    }
+    genders = entity_genders([(p.passage.text, offsets[p.id]) for p in selection.passages])
+    return Referent(antecedent(question, queried or ranked[:1], ranked, genders), genders, offsets)
+
+
+def question_entity(question: str, selection: Selection) -> str | None:
+    """The name of the entity the question's first pronoun refers to (:func:`question_referent`)."""
+    found = question_referent(question, selection).entity
     return entity_label(found) if found else None
+
+
+def read_for_referent(question: str, selection: Selection, candidates: Sequence[Candidate]) -> list[Candidate]:
+    """``candidates`` with those that open on a pronoun of the question's referent marked as reading on their own:
+    in answer to "Which elements did she discover?", "She named the first element she discovered polonium ..."
+    has its antecedent in the question. Only where the sentence's passage names the referent and no other name
+    among the conversation's queried entities of its gender, so that the pronoun is not read as someone else."""
+    referent = question_referent(question, selection)
+    gender = referent.genders.get(referent.entity) if referent.entity else None
+    if gender is None:
+        return list(candidates)
+    # Only a name can be "she": a concept the pronoun rule of thumb gave a gender ("Chemical element") rivals none.
+    rivals = {
+        e
+        for e in selection.explanation.get("query_entities", ())
+        if referent.genders.get(e) == gender and all(w[:1].isupper() for w in entity_label(e).split())
+    } - {referent.entity}
+    about_referent = {
+        passage_id
+        for passage_id, found in referent.offsets.items()
+        if referent.entity in {e for _, e in found} and not rivals & {e for _, e in found}
+    }
+    return [
+        replace(c, refers_back=False)
+        if c.refers_back and c.passage_id in about_referent and opening_gender(c.text) == gender
+        else c
+        for c in candidates
+    ]
 
 
 def name_offsets(passage_text: str, entities: Sequence[str]) -> list[tuple[int, str]]:

@@ -24,6 +24,7 @@ CAUSE = re.compile(
     r"\b(?:because|due to|caused|causes|cause|result of|as a result|leads? to|since|therefore)\b"
 )
 DEFINITION = re.compile(r"^[^,;]{0,80}?\b(?:is|are|was|were|refers to|means)\s+(?:a|an|the|one)\b", re.I)
+PARENTHESES = re.compile(r"\s*\([^()]*\)")
 LIST = re.compile(r"(?:,.*){2,}|\b(?:including|such as|include)\b")
 _NUMBER_WORDS = re.compile(
     r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|dozen|hundred|thousand|million|billion|percent|"
@@ -116,7 +117,8 @@ def fits_kind(kind: str | None, sentence: str) -> bool:
     if kind == "death":
         return bool(_DEATH_SENTENCE.search(sentence))
     if kind == "definition":
-        return bool(DEFINITION.search(sentence))
+        # "Marie Skłodowska-Curie (; 7 November 1867 – 4 July 1934) was a Polish ...": the dates define nothing.
+        return bool(DEFINITION.search(PARENTHESES.sub("", sentence)))
     if kind == "cause":
         return bool(CAUSE.search(sentence.lower()))
     if kind == "procedure":
@@ -193,6 +195,22 @@ def entity_genders(passages: Sequence[tuple[str, Sequence[tuple[int, str]]]]) ->
         for gender, other in (("male", "female"), ("female", "male"))
         if tally[gender] > 2 * tally[other]
     }
+
+
+_OPENING_PRONOUN = re.compile(r"^[\"'(‘“]?(he|she|his|her)\b", re.I)
+
+
+def opening_gender(sentence: str) -> str | None:
+    """The gender of the personal pronoun ``sentence`` opens on ("She named ...": "female"), or ``None``.
+
+    Example:
+        >>> opening_gender("She named the element polonium."), opening_gender("His wife survived him.")
+        ('female', 'male')
+        >>> opening_gender("It was named after Poland.") is None
+        True
+    """
+    opener = _OPENING_PRONOUN.match(sentence.strip())
+    return GENDERED[opener.group(1).lower()] if opener else None
 
 
 def antecedent(

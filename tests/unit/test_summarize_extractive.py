@@ -348,3 +348,45 @@ def test_words_match_by_their_stems_and_a_death_question_asks_for_a_death():
     plain = content_stage(words=8, entity_weight=0.0).summarize(question, selection(*texts))
     cued = content_stage(words=8, entity_weight=0.0, kind_weight=0.5).summarize(question, selection(*texts))
     assert plain.text != cued.text == "Curie died of anemia."
+
+
+def test_a_sentence_opening_on_the_questions_referent_answers_on_its_own():
+    marie, pierre = "http://dbpedia.org/resource/Marie_Curie", "http://dbpedia.org/resource/Pierre_Curie"
+    element = "http://dbpedia.org/resource/Chemical_element"
+    text = (
+        "While a French citizen, Marie Curie never lost her sense of Polish identity. She taught her daughters "
+        "the Polish language. She named the first chemical element that she discovered polonium, after her "
+        "native country."
+    )
+    explanation = {
+        # A concept the pronoun rule of thumb may give a gender rivals no person.
+        "query_entities": [marie, element],
+        "entity_ranks": {marie: 0.5, element: 0.3},
+        "passage_entities": {"p1": [{"surface": "Marie Curie", "start": 24, "end": 35, "entity": marie}]},
+    }
+    question = "Which chemical elements did she discover?"
+    resolving = content_stage(words=25, lead_sentences=3, resolve_question=True)
+    as_said = content_stage(words=25, lead_sentences=3)
+    answer = resolving.summarize(question, selection(text, explanation=explanation))
+    assert answer.text.startswith("She named the first chemical element")
+    # Unresolved, "She named ..." needs the sentences before it, back to the one naming her.
+    assert as_said.summarize(question, selection(text, explanation=explanation)).text.startswith("While")
+    # Where the passage names another woman of the conversation, "She" may be her: read after its antecedent.
+    rival = "http://dbpedia.org/resource/Irene_Joliot-Curie"
+    other = text.replace("She taught", "Irene Joliot-Curie taught her daughters. She taught")
+    mentions = [
+        {"surface": "Marie Curie", "start": 24, "end": 35, "entity": marie},
+        {"surface": "Irene Joliot-Curie", "start": other.index("Irene"), "end": other.index("Irene") + 18,
+         "entity": rival},
+    ]
+    crowded = {**explanation, "query_entities": [marie, rival], "passage_entities": {"p1": mentions}}
+    crowded["entity_ranks"] = {marie: 0.5, rival: 0.4}
+    answer = resolving.summarize(question, selection(other, explanation=crowded))
+    assert not answer.text.startswith("She named")
+
+
+def test_a_definition_is_told_by_its_verb_past_the_dates_in_parentheses():
+    from cast.summarize.question import fits_kind
+
+    assert fits_kind("definition", "Marie Curie (7 November 1867 – 4 July 1934) was a Polish physicist.")
+    assert not fits_kind("definition", "Marie Curie, who moved to Paris, married Pierre in 1895.")
