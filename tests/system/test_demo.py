@@ -9,19 +9,23 @@ import sys
 import pytest
 
 from cast.commands.demo import SAMPLE_CONVERSATION
+from cast.infra.text import split_sentences
 
-# Per turn, words an answer on topic holds (any one of each group): what the sample's passages say. None: the
-# answers miss it yet. Q1: the passages the entity graph chooses speak of her legacy (books about her); the one
-# that defines her ("... was a Polish and naturalized-French physicist and chemist") is re-ranked 9th of the 10
-# candidates and not chosen, so no answer can lead with it. "he" (Q3) is her husband: the question is resolved
-# with an entity of the pronoun's gender. Q4 names polonium first; radium's sentence does not fit in the budget.
+# Per turn, words an answer holds in its first two sentences, where a reader looks for the answer (any one of each
+# group): what the sample's passages say. None: the answers miss it yet. Q1: the passages the entity graph chooses
+# speak of her legacy (books about her); the one that defines her ("... was a Polish and naturalized-French physicist
+# and chemist") is re-ranked 9th of the 10 candidates and not chosen, so no answer can lead with it. "he" (Q3) is her
+# husband: the question is resolved with an entity of the pronoun's gender; "She named ... polonium" (Q4) answers
+# "Which chemical elements did she discover?" on its own. Q6: the sentence that says polonium was named after Poland
+# was Q4's third, and no answer repeats an earlier one; the one that says why ("It was Curie's hope that naming the
+# element after her native land would publicize ...") scores below the curie unit's naming.
 ANSWER_WORDS = [
     None,  # Who was Marie Curie? ("physicist", "chemist")
     [("pierre",)],  # Who was her husband?
     [("accident", "killed")],  # How did he die?
-    [("polonium",)],  # Which chemical elements did she discover?
+    [("polonium",), ("radium",)],  # Which chemical elements did she discover?
     [("anemia", "radiation")],  # How did she die?
-    [("poland", "polonia")],  # Why did she name polonium that way?
+    None,  # Why did she name polonium that way? ("hope", "poland")
 ]
 
 
@@ -67,7 +71,7 @@ def test_demo_builds_once_and_answers_every_turn_on_topic_with_its_own_rewrites(
     ):
         assert f"Q{number}: {turn['utterance']}" in first.stdout
         assert shown["rewrite"].endswith(turn["utterance"]) and "manual" not in shown
-        answer = shown["answer"].lower()
+        answer = " ".join(s.text for s in split_sentences(shown["answer"])[:2]).lower()
         for group in groups or ():
             assert any(word in answer for word in group), (number, group, shown["answer"])
     # "she", "her" and "he" resolved from the earlier utterances.
