@@ -524,8 +524,8 @@ class EntityExtractiveSummarizer(SentenceExtractiveSummarizer):
                 "entity it refers to (the best-ranked entity of the queries whose gender, by the passages' "
                 'pronouns, agrees with it: "he" after a turn about Marie Curie is her husband; '
                 "summarize/question.py), not to the utterance as said; and a sentence that opens on a pronoun of "
-                "that entity, in a passage that names no other of its gender, reads on its own (\"She named ...\" "
-                "answers \"Which elements did she discover?\")."
+                'that entity, in a passage that names no other of its gender, reads on its own ("She named ..." '
+                'answers "Which elements did she discover?").'
             ),
         ] = False
         wellformed: Wellformed = False
@@ -652,7 +652,10 @@ def question_referent(question: str, selection: Selection) -> Referent:
     queried = [e for e in ranked if e in set(selection.explanation.get("query_entities", ()))]
     mentions = selection.explanation.get("passage_entities", {})
     offsets = {
-        p.id: [*mention_offsets(p.passage.text, mentions.get(p.id, ())), *name_offsets(p.passage.text, queried)]
+        p.id: [
+            *mention_offsets(p.passage.text, mentions.get(p.id, ())),
+            *name_offsets(p.passage.text, queried),
+        ]
         for p in selection.passages
     }
     genders = entity_genders([(p.passage.text, offsets[p.id]) for p in selection.passages])
@@ -665,7 +668,9 @@ def question_entity(question: str, selection: Selection) -> str | None:
     return entity_label(found) if found else None
 
 
-def read_for_referent(question: str, selection: Selection, candidates: Sequence[Candidate]) -> list[Candidate]:
+def read_for_referent(
+    question: str, selection: Selection, candidates: Sequence[Candidate]
+) -> list[Candidate]:
     """``candidates`` with those that open on a pronoun of the question's referent marked as reading on their own:
     in answer to "Which elements did she discover?", "She named the first element she discovered polonium ..."
     has its antecedent in the question. Only where the sentence's passage names the referent and no other name

@@ -25,6 +25,9 @@ CAUSE = re.compile(
 )
 DEFINITION = re.compile(r"^[^,;]{0,80}?\b(?:is|are|was|were|refers to|means)\s+(?:a|an|the|one)\b", re.I)
 PARENTHESES = re.compile(r"\s*\([^()]*\)")
+APPOSITIVE_NAME = re.compile(
+    r",\s*(?:also |commonly |sometimes |often )?(?:known|called|referred to) as [^,]*,"
+)
 LIST = re.compile(r"(?:,.*){2,}|\b(?:including|such as|include)\b")
 _NUMBER_WORDS = re.compile(
     r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|dozen|hundred|thousand|million|billion|percent|"
@@ -117,8 +120,11 @@ def fits_kind(kind: str | None, sentence: str) -> bool:
     if kind == "death":
         return bool(_DEATH_SENTENCE.search(sentence))
     if kind == "definition":
-        # "Marie Skłodowska-Curie (; 7 November 1867 – 4 July 1934) was a Polish ...": the dates define nothing.
-        return bool(DEFINITION.search(PARENTHESES.sub("", sentence)))
+        # "Marie Skłodowska-Curie (7 November 1867 – 4 July 1934) was a Polish ...", "Lyme disease, also known as
+        # Lyme borreliosis, is an infectious disease ...": the dates and the other names define nothing. A question
+        # ("What Is a Vegan Keto Diet?") defines nothing either.
+        plain = APPOSITIVE_NAME.sub("", PARENTHESES.sub("", sentence))
+        return not sentence.rstrip().endswith("?") and bool(DEFINITION.search(plain))
     if kind == "cause":
         return bool(CAUSE.search(sentence.lower()))
     if kind == "procedure":

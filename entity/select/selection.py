@@ -28,6 +28,7 @@ density (**ED**, ``density_filter``). Every :class:`~cast.core.records.Selection
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
@@ -41,8 +42,9 @@ from cast.core.stages import KnowledgeBase, PassageSelector, SelectionInput
 from cast.entity.select import graph
 from cast.errors import CastError, ConfigError
 from cast.infra.resources import Resources
-from cast.infra.text import count_words, split_sentences
+from cast.infra.text import count_words, entity_label, split_sentences
 from cast.rank.fusion import interpolate
+from cast.summarize.question import fits_kind
 
 # PageRank damping for ranking entities where the method itself ranks none (O with EP needs a focus entity).
 FOCUS_ALPHA = 0.99
@@ -132,6 +134,15 @@ class _SelectorBase(PassageSelector):
             bool,
             Field(description="count the entities of earlier queries of the conversation as query entities."),
         ] = True
+        definitions: Annotated[
+            bool,
+            Field(
+                description='for a question that asks who or what a named entity is ("Who was Marie Curie?"), '
+                "hand on first the best candidate that defines it (its first sentence says what the entity is: "
+                '"Marie Skłodowska-Curie (1867-1934) was a Polish physicist ..."), in place of the last one '
+                "chosen, where the scores did not choose it."
+            ),
+        ] = False
         passage_order: Annotated[
             Literal["score", "relevance"],
             Field(
@@ -179,6 +190,12 @@ class _SelectorBase(PassageSelector):
         picked = order[: self.setting_values.n]
         if self.setting_values.passage_order == "relevance":
             picked = sorted(picked, key=lambda k: (-relevance[k], k))
+        if self.setting_values.definitions:
+            defined = asked_definition(inputs.query, inputs.query_entities)
+            defining = defining_passage(turn.candidates, turn.mentions, defined) if defined else None
+            if defining is not None:
+                picked = [defining, *(k for k in picked if k != defining)][: self.setting_values.n]
+                explanation["definition"] = {"entity": defined, "passage": turn.candidates[defining].id}
         chosen = [turn.candidates[k] for k in picked]
         chosen_mentions = {turn.candidates[k].id: turn.mentions[k] for k in picked}
         if self.setting_values.density_filter:
@@ -434,6 +451,43 @@ def filter_sentences(
         pieces.append(sentence.text)
         offset += len(sentence.text)
     return " ".join(pieces), tuple(shifted), len(pieces), dropped
+
+
+# "Who was Marie Curie?", "what is radium": the question words right before the entity's mention, nothing after it.
+_ASKS_WHAT_IS = re.compile(r"\b(?:who|what)(?:'s| is| are| was| were) (?:(?:a|an|the) )?$", re.I)
+
+
+def asked_definition(query: str, mentions: Sequence[EntityMention]) -> str | None:
+    """The entity ``query`` asks to be defined ("Who was Marie Curie?", "Curie Marie what is radium"), where a
+    mention of it ends the question; else ``None``.
+
+    Example:
+        >>> curie = EntityMention("Marie Curie", 8, 19, "Marie_Curie", 0.9, "wikipedia")
+        >>> asked_definition("Who was Marie Curie?", [curie]), asked_definition("Who was her husband?", [])
+        ('Marie_Curie', None)
+    """
+    for mention in mentions:
+        if _ASKS_WHAT_IS.search(query[: mention.start]) and not query[mention.end :].strip(" ?.!"):
+            return mention.entity
+    return None
+
+
+def defining_passage(
+    candidates: Sequence[ScoredPassage], mentions: Sequence[Sequence[EntityMention]], entity: str
+) -> int | None:
+    """The index of the first of ``candidates`` whose first sentence defines ``entity`` (names it, by a linked
+    mention or as the passage's title, and says what it is: :func:`cast.summarize.question.fits_kind`); ``None``
+    where none does."""
+    for k, candidate in enumerate(candidates):
+        first = next(iter(split_sentences(candidate.passage.text)), None)
+        if first is None or not fits_kind("definition", first.text):
+            continue
+        named = candidate.passage.title == entity_label(entity) or any(
+            m.entity == entity and m.start < first.end for m in mentions[k]
+        )
+        if named:
+            return k
+    return None
 
 
 def _mention_dict(mention: EntityMention) -> dict[str, Any]:

@@ -12,15 +12,14 @@ from cast.commands.demo import SAMPLE_CONVERSATION
 from cast.infra.text import split_sentences
 
 # Per turn, words an answer holds in its first two sentences, where a reader looks for the answer (any one of each
-# group): what the sample's passages say. None: the answers miss it yet. Q1: the passages the entity graph chooses
-# speak of her legacy (books about her); the one that defines her ("... was a Polish and naturalized-French physicist
-# and chemist") is re-ranked 9th of the 10 candidates and not chosen, so no answer can lead with it. "he" (Q3) is her
-# husband: the question is resolved with an entity of the pronoun's gender; "She named ... polonium" (Q4) answers
-# "Which chemical elements did she discover?" on its own. Q6: the sentence that says polonium was named after Poland
-# was Q4's third, and no answer repeats an earlier one; the one that says why ("It was Curie's hope that naming the
-# element after her native land would publicize ...") scores below the curie unit's naming.
+# group): what the sample's passages say. None: the answers miss it yet. Q1 reads first the passage that defines her
+# (re-ranked 9th of the 10 candidates: the selector's `definitions`); "he" (Q3) is her husband: the question is
+# resolved with an entity of the pronoun's gender; "She named ... polonium" (Q4) answers "Which chemical elements did
+# she discover?" on its own. Q6: the sentence that says polonium was named after Poland was Q4's third, and no answer
+# repeats an earlier one; the one that says why ("It was Curie's hope that naming the element after her native land
+# would publicize ...") scores below the curie unit's naming.
 ANSWER_WORDS = [
-    None,  # Who was Marie Curie? ("physicist", "chemist")
+    [("physicist", "chemist")],  # Who was Marie Curie?
     [("pierre",)],  # Who was her husband?
     [("accident", "killed")],  # How did he die?
     [("polonium",), ("radium",)],  # Which chemical elements did she discover?

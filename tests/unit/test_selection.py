@@ -14,6 +14,7 @@ from cast.entity.select.selection import (
     EntityGraphSelector,
     EntityRelatednessSelector,
     OriginalOrderSelector,
+    asked_definition,
     combine_scores,
     filter_sentences,
 )
@@ -337,3 +338,43 @@ def test_selection_is_json_serialisable():
     inputs = turn([["a", "c"], ["c"], []], query=["a", "b"], focus="c")
     selection = EntityGraphSelector(path_bonus=0.5, density_filter=True).select(inputs)
     assert json.loads(json.dumps(to_dict(selection)))["explanation"]["path"]["focus"] == "c"
+
+
+def test_a_question_asking_who_an_entity_is_reads_the_passage_that_defines_it():
+    curie = "http://dbpedia.org/resource/Marie_Curie"
+    mention = EntityMention("Marie Curie", 8, 19, curie, 0.9, "test")
+    assert asked_definition("Who was Marie Curie?", [mention]) == curie
+    assert (
+        asked_definition(
+            "Curie Marie who is Marie Curie", [EntityMention("Marie Curie", 19, 30, curie, 0.9, "test")]
+        )
+        == curie
+    )
+    # Her husband, her work: not what she is.
+    assert asked_definition("Who was Marie Curie's husband?", [mention]) is None
+    assert (
+        asked_definition(
+            "When did Marie Curie die?", [EntityMention("Marie Curie", 9, 20, curie, 0.9, "test")]
+        )
+        is None
+    )
+    texts = (
+        "If Marie Curie's work helped overturn established ideas, it had an effect on society.",
+        "A number of biographies are devoted to her.",
+        "Marie Skłodowska-Curie (7 November 1867 – 4 July 1934) was a Polish physicist. She won twice.",
+    )
+    candidates = tuple(
+        ScoredPassage(Passage(f"p{k}", text, title="Marie Curie"), 1.0 - k / 10)
+        for k, text in enumerate(texts)
+    )
+    inputs = SelectionInput(query="Who was Marie Curie?", candidates=candidates, query_entities=(mention,))
+    plain = OriginalOrderSelector(n=2).select(inputs)
+    defining = OriginalOrderSelector(n=2, definitions=True).select(inputs)
+    assert [p.id for p in plain.passages] == ["p0", "p1"]
+    assert [p.id for p in defining.passages] == ["p2", "p0"]
+    assert defining.explanation["definition"] == {"entity": curie, "passage": "p2"}
+    # Another question: the scores' choice.
+    other = OriginalOrderSelector(n=2, definitions=True).select(
+        SelectionInput(query="Who was her husband?", candidates=candidates)
+    )
+    assert [p.id for p in other.passages] == ["p0", "p1"]

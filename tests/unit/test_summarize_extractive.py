@@ -351,7 +351,7 @@ def test_words_match_by_their_stems_and_a_death_question_asks_for_a_death():
 
 
 def test_a_sentence_opening_on_the_questions_referent_answers_on_its_own():
-    marie, pierre = "http://dbpedia.org/resource/Marie_Curie", "http://dbpedia.org/resource/Pierre_Curie"
+    marie = "http://dbpedia.org/resource/Marie_Curie"
     element = "http://dbpedia.org/resource/Chemical_element"
     text = (
         "While a French citizen, Marie Curie never lost her sense of Polish identity. She taught her daughters "
@@ -376,8 +376,12 @@ def test_a_sentence_opening_on_the_questions_referent_answers_on_its_own():
     other = text.replace("She taught", "Irene Joliot-Curie taught her daughters. She taught")
     mentions = [
         {"surface": "Marie Curie", "start": 24, "end": 35, "entity": marie},
-        {"surface": "Irene Joliot-Curie", "start": other.index("Irene"), "end": other.index("Irene") + 18,
-         "entity": rival},
+        {
+            "surface": "Irene Joliot-Curie",
+            "start": other.index("Irene"),
+            "end": other.index("Irene") + 18,
+            "entity": rival,
+        },
     ]
     crowded = {**explanation, "query_entities": [marie, rival], "passage_entities": {"p1": mentions}}
     crowded["entity_ranks"] = {marie: 0.5, rival: 0.4}
@@ -389,4 +393,6 @@ def test_a_definition_is_told_by_its_verb_past_the_dates_in_parentheses():
     from cast.summarize.question import fits_kind
 
     assert fits_kind("definition", "Marie Curie (7 November 1867 – 4 July 1934) was a Polish physicist.")
+    assert fits_kind("definition", "Lyme disease, also known as Lyme borreliosis, is an infectious disease.")
     assert not fits_kind("definition", "Marie Curie, who moved to Paris, married Pierre in 1895.")
+    assert not fits_kind("definition", "What Is a Vegan Keto Diet?")
