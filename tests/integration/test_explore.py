@@ -1,9 +1,12 @@
 """The Conversation Explorer's API on the six-passage fixture index, with the baseline stages."""
 
+from dataclasses import replace
+
 import pytest
 from fastapi.testclient import TestClient
 from test_explore_without_index import answer, explorer_config
 
+from cast.core.records import PTKBStatement
 from cast.explore.api import create_app
 from cast.explore.engine import Choice, Explorer, stage_sections
 from cast.formats.topics import load_topics
@@ -280,3 +283,22 @@ def test_a_configured_verifier_shows_each_claims_support(core_index, fixtures, t
     assert [c["text"] for c in claims] == [s["text"] for s in view["answer"]["sentences"]]
     assert all(c["supported"] and c["support"] >= 0.75 for c in claims)
     assert "verify" in view["timings"]
+
+
+def test_a_configured_ptkb_selector_personalises_each_rewrite(core_index, fixtures, tmp_path):
+    config = explorer_config(core_index, tmp_path, "ptkb.name=all")
+    statement = PTKBStatement("1", "I am planning a trip to Scotland.")
+    conversations = [
+        replace(c, ptkb=(statement,)) for c in load_topics(fixtures / "core" / "conversations.json")
+    ]
+    explorer = Explorer(config, conversations)
+    try:
+        with TestClient(create_app(explorer), base_url="http://127.0.0.1") as client:
+            response = answer(client, turn=1)
+    finally:
+        explorer.close()
+    assert response.status_code == 200, response.text
+    view = response.json()["result"]
+    # As cast run: the config's PTKB selector chose the statement, and the query carries it.
+    assert view["rewrite"]["query"].endswith(statement.text) and view["rewrite"]["inputs"]["ptkb"] == ["1"]
+    assert "ptkb" in view["timings"]

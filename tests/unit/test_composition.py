@@ -14,6 +14,7 @@ from cast.core.pipeline import (
     STOP_POINTS,
     Pipeline,
     Slot,
+    SlotStage,
     kinds_after,
     slots_after,
     useful_stop,
@@ -81,7 +82,7 @@ def test_a_pipeline_holds_a_stage_for_each_slot_in_order(config):
 
 
 def test_each_typed_stage_attribute_is_a_slot():
-    attributes = [name for name, value in vars(Pipeline).items() if type(value).__name__ == "SlotStage"]
+    attributes = [name for name, value in vars(Pipeline).items() if isinstance(value, SlotStage)]
     assert attributes == [slot.kind for slot in COMPOSITION]
 
 
