@@ -74,6 +74,7 @@ from cast.core import stages as kinds  # noqa: E402
 from cast.core.config_keys import ConfigKeys  # noqa: E402
 from cast.core.limits import bounded_ranking  # noqa: E402
 from cast.core.pipeline import (  # noqa: E402
+    COMPOSITION,
     Pipeline,
     answer_selections,
     merge_head,
@@ -200,6 +201,8 @@ class _Step(_Searchable):
     built before) built with ``settings``, its own and the :data:`SHARED_SETTINGS`."""
 
     kind: ClassVar[str]
+    # The slots whose stages it runs beside its own, each given by its kind's keyword (the rewriter's ``ptkb``).
+    carries: ClassVar[tuple[str, ...]] = ()
     stage: kinds.Stage
 
     def __init__(self, name: str | kinds.Stage | Mapping[str, Any], **settings: Any):
@@ -240,6 +243,7 @@ class Rewriter(_Step):
     """
 
     kind = "rewriter"
+    carries = ("ptkb",)
     stage: kinds.Rewriter
 
     def __init__(
@@ -353,6 +357,7 @@ class Selector(_Step):
     Its frame holds every earlier turn of each conversation, with its ranking."""
 
     kind = "selector"
+    carries = ("linker",)
     stage: kinds.PassageSelector
 
     def __init__(
@@ -445,6 +450,7 @@ class Answerer(_Step):
     all the frame's passages of the query, best first (cut a ranking with PyTerrier's ``% k``)."""
 
     kind = "summarizer"
+    carries = ("verifier",)
     stage: kinds.Summarizer
 
     def __init__(
@@ -494,9 +500,19 @@ class Verifier(_Step):
         return _with_answers(inp, [answer for answer, _ in checked], [v for _, v in checked])
 
 
+# A transformer for each slot of the pipeline's composition that no other transformer carries, in its order.
+_CARRIED = {kind for step in _Step.__subclasses__() for kind in step.carries}
+STEPS: tuple[type[_Step], ...] = tuple(
+    step
+    for slot in COMPOSITION
+    for step in _Step.__subclasses__()
+    if step.kind == slot.kind and slot.kind not in _CARRIED
+)
+
+
 class Stages(NamedTuple):
-    """A pipeline's stages as PyTerrier transformers, in the order they compose (the answerer checks its
-    answers with the pipeline's verifier, if any)."""
+    """A pipeline's stages as PyTerrier transformers, in the order they compose (:data:`STEPS`; the answerer
+    checks its answers with the pipeline's verifier, if any)."""
 
     rewriter: Rewriter
     retriever: Retriever
@@ -508,18 +524,25 @@ class Stages(NamedTuple):
 def transformers(pipeline: Pipeline, *, verbose: bool = False) -> Stages:
     """The stages of ``pipeline`` (a config's: ``Pipeline.from_config``) as transformers, sharing its stages
     (``verbose``: progress bars over turns)."""
-    return Stages(
-        Rewriter(
-            pipeline.rewriter,
-            ptkb=pipeline.ptkb,
-            history_responses="answers" if pipeline.answers_as_responses else "topics",
-            verbose=verbose,
-        ),
-        Retriever(pipeline.first_stage),
-        ReRanker(pipeline.reranker),
-        Selector(pipeline.selector, linker=pipeline.linker, verbose=verbose),
-        Answerer(pipeline.summarizer, verifier=pipeline.verifier),
+    # What a transformer takes besides the pipeline's stages: the walks over turns, and the response rule.
+    options: dict[type[_Step], dict[str, Any]] = {
+        Rewriter: {
+            "history_responses": "answers" if pipeline.answers_as_responses else "topics",
+            "verbose": verbose,
+        },
+        Selector: {"verbose": verbose},
+    }
+    # A step's own slot is one every pipeline fills.
+    filled = {kind: stage for kind, stage in pipeline.stages.items() if stage is not None}
+    steps = (
+        step(
+            filled[step.kind],
+            **{k: pipeline.stages[k] for k in step.carries},
+            **options.get(step, {}),
+        )
+        for step in STEPS
     )
+    return Stages._make(steps)
 
 
 def topics_frame(conversations: Iterable[Conversation]) -> pd.DataFrame:

@@ -1,7 +1,8 @@
 """The per-turn pipeline: (choose PTKB statements ->) rewrite -> first stage -> re-rank -> link entities -> select passages -> answer.
 
-A :class:`Pipeline` holds the stages of one configuration and takes batches of turns of independent
-conversations through them, each turn given the history before it: :meth:`~Pipeline.rewrite_batch`,
+A :class:`Pipeline` holds the stages of one configuration, one per slot of :data:`COMPOSITION` (the order, declared
+once: what it builds, describes and replaces), and takes batches of turns of independent conversations through
+them, each turn given the history before it: :meth:`~Pipeline.rewrite_batch`,
 :meth:`~Pipeline.prepare_batch` (as far as re-ranking, or linking), :meth:`~Pipeline.link_batch`,
 :meth:`~Pipeline.finish_batch` (the later stages) and :meth:`~Pipeline.answer_batch` (all of them). Walking
 conversations turn by turn, so that each turn gets its history, is :mod:`cast.conversation.walker`'s.
@@ -12,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar, Generic, TypeVar, overload
 
 from tqdm import tqdm
 
@@ -81,7 +82,6 @@ COMPOSITION = (
     Slot("summarizer", "summarize", Summarizer),
     Slot("verifier", "verify", Verifier, optional=True),
 )
-SLOTS = {slot.kind: slot for slot in COMPOSITION}
 # The kinds every config names, in pipeline order.
 STAGE_KINDS = tuple(slot.kind for slot in COMPOSITION if not slot.optional)
 # Where a prepared pass may stop, in pipeline order.
@@ -129,43 +129,77 @@ def useful_stop(needs_entities: bool, stop_after: str = STOP_POINTS[-1]) -> str:
 Items = Sequence[tuple[Sequence[PastTurn], Turn]]
 
 
+S = TypeVar("S")
+
+
+class SlotStage(Generic[S]):
+    """The stage a pipeline holds in the slot of this attribute's name (``pipeline.selector``), typed by its
+    contract; read only: :meth:`Pipeline.with_stages` replaces stages."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.kind = name
+
+    @overload
+    def __get__(self, pipeline: None, owner: type | None = None) -> SlotStage[S]: ...
+    @overload
+    def __get__(self, pipeline: Pipeline, owner: type | None = None) -> S: ...
+    def __get__(self, pipeline: Pipeline | None, owner: type | None = None) -> S | SlotStage[S]:
+        return self if pipeline is None else pipeline.stages[self.kind]  # type: ignore[return-value]
+
+    def __set__(self, pipeline: Pipeline, stage: S) -> None:
+        raise AttributeError(f"a pipeline's stages are replaced by with_stages({self.kind}=...), not set")
+
+
 class Pipeline:
-    """The stages of one configuration, applied to batches of turns.
+    """The stages of one configuration, one per slot of its :attr:`composition`, applied to batches of turns.
 
     Args:
         config: the resolved config the stages were built from (its ``history_responses``, ``index`` and
             ``knowledge_base`` are read here).
-        ptkb: chooses each turn's PTKB statements (iKAT topics); ``None``, or the ``none`` selector: no such step.
-        verifier: checks each answer's claims; ``None``: answers go out unchecked.
         on_stage: told each stage's kind (``rewriter``, ``first_stage``...) just before the stage runs, e.g. to
             show progress or to stop at a stage boundary (by raising).
+        stages: a stage for each slot, by kind (``rewriter=...``); an optional slot's may be left out or
+            ``None`` (``ptkb``: no PTKB step, as with the ``none`` selector; ``verifier``: answers go out
+            unchecked).
 
     Example:
         >>> pipe = Pipeline.from_config(load_config("offline", ["index=~/indexes/wiki"]))  # doctest: +SKIP
         >>> [result] = pipe.answer_batch([([], Turn("1_1", "1", "1", "Who was Marie Curie?"))])  # doctest: +SKIP
     """
 
+    # The slots it holds, in order: what it builds, describes and replaces.
+    composition: ClassVar[tuple[Slot, ...]] = COMPOSITION
+
+    # The stages the turns' batches run, typed by their slots' contracts (held in ``stages``).
+    ptkb: SlotStage[PTKBSelector | None] = SlotStage()
+    rewriter: SlotStage[Rewriter] = SlotStage()
+    first_stage: SlotStage[FirstStage] = SlotStage()
+    reranker: SlotStage[Reranker] = SlotStage()
+    linker: SlotStage[EntityLinker] = SlotStage()
+    selector: SlotStage[PassageSelector] = SlotStage()
+    summarizer: SlotStage[Summarizer] = SlotStage()
+    verifier: SlotStage[Verifier | None] = SlotStage()
+
     def __init__(
         self,
-        rewriter: Rewriter,
-        first_stage: FirstStage,
-        reranker: Reranker,
-        linker: EntityLinker,
-        selector: PassageSelector,
-        summarizer: Summarizer,
+        *,
         config: dict[str, Any] | None = None,
-        ptkb: PTKBSelector | None = None,
-        verifier: Verifier | None = None,
         on_stage: Callable[[str], object] | None = None,
+        **stages: Stage | None,
     ):
-        self.rewriter = rewriter
-        self.first_stage = first_stage
-        self.reranker = reranker
-        self.linker = linker
-        self.selector = selector
-        self.summarizer = summarizer
-        self.ptkb = ptkb if ptkb is not None and ptkb.selects else None
-        self.verifier = verifier
+        kinds = [slot.kind for slot in self.composition]
+        unknown = sorted(set(stages) - set(kinds))
+        if unknown:
+            raise ConfigError(f"no stage kind(s) {', '.join(unknown)}; kinds: {', '.join(kinds)}")
+        missing = [
+            slot.kind for slot in self.composition if not slot.optional and stages.get(slot.kind) is None
+        ]
+        if missing:
+            raise ConfigError(f"a pipeline needs a stage of each kind: {', '.join(missing)} missing")
+        self.stages = {kind: stages.get(kind) for kind in kinds}
+        ptkb = self.stages.get("ptkb")
+        if isinstance(ptkb, PTKBSelector) and not ptkb.selects:
+            self.stages["ptkb"] = None  # the ``none`` selector: no PTKB step
         self.on_stage = on_stage
         self.config = config or {}
         history_responses = self.config.get("history_responses", "topics")
@@ -183,13 +217,10 @@ class Pipeline:
         resources = resources or resources_for(config)
         check_config(config, resources)
         resources.check_device()
-        kinds = tqdm(
-            STAGE_KINDS, desc="loading the pipeline", unit=" stages", disable=not progress, leave=False
-        )
-        stages = {kind: shared_stage(kind, resources) for kind in kinds}
-        # Optional: only iKAT topics carry a PTKB.
-        ptkb = shared_stage("ptkb", resources) if "ptkb" in config else None
-        pipeline = cls(**stages, config=config, ptkb=ptkb, verifier=configured_verifier(config, resources))
+        # An optional slot the config leaves empty (no PTKB but on iKAT topics, no verifier) has no stage.
+        filled = [slot for slot in cls.composition if active_section(config, slot) is not None]
+        slots = tqdm(filled, desc="loading the pipeline", unit=" stages", disable=not progress, leave=False)
+        pipeline = cls(config=config, **{slot.kind: shared_stage(slot.kind, resources) for slot in slots})
         if pipeline.selector.needs_entities:
             # Its helpers load (seconds) on the other core while this process loads the rest and runs the first
             # stages, not when the first turn's passages wait for them.
@@ -202,17 +233,22 @@ class Pipeline:
         return self.selector.candidates
 
     def describe(self) -> dict[str, Any]:
-        stages = {kind: getattr(self, kind).describe() for kind in STAGE_KINDS}
-        # The knowledge base is built by the selector that needs it; its settings change ER's scores.
-        if self.config.get("knowledge_base") is not None:
-            stages["knowledge_base"] = self.config["knowledge_base"]
-        if self.ptkb is not None:
-            stages["ptkb"] = self.ptkb.describe()
-        if self.verifier is not None:
-            stages["verifier"] = self.verifier.describe()
-        if self.config.get("index"):  # the collection searched: outputs of another one must not be mixed in
-            stages["index"] = index_identity(self.config["index"])
-        return {**stages, "history_responses": "answers" if self.answers_as_responses else "topics"}
+        """Each stage's settings by kind, the sections they build from (the knowledge base: its settings change
+        ER's scores), the index searched (outputs of another collection must not be mixed in) and the response
+        rule. The optional stages come after what the stages build from, so that records keep their order."""
+        held = [(slot, self.stages[slot.kind]) for slot in self.composition]
+        described: dict[str, Any] = {
+            slot.kind: stage.describe() for slot, stage in held if stage is not None and not slot.optional
+        }
+        for kind in (kind for slot in self.composition for kind in slot.uses):
+            if self.config.get(kind) is not None:
+                described[kind] = self.config[kind]
+        described.update(
+            {slot.kind: stage.describe() for slot, stage in held if stage is not None and slot.optional}
+        )
+        if self.config.get("index"):
+            described["index"] = index_identity(self.config["index"])
+        return {**described, "history_responses": "answers" if self.answers_as_responses else "topics"}
 
     def early_description(self, stop_after: str) -> dict[str, Any]:
         """What decides the turns a pass stopping after ``stop_after`` prepares: the early stages' ``describe()``,
@@ -352,23 +388,9 @@ class Pipeline:
         return answer_selections(self.summarizer, self.verifier, items, timed, earlier)
 
     def with_stages(self, config: dict[str, Any], **stages: Stage | None) -> Pipeline:
-        """This pipeline with some stages replaced (the others shared, not rebuilt), under ``config``
+        """This pipeline with some stages replaced, by kind (the others shared, not rebuilt), under ``config``
         (``ptkb=None``: no PTKB step; ``verifier=None``: answers unchecked)."""
-        ptkb = stages.pop("ptkb", self.ptkb)
-        verifier = stages.pop("verifier", self.verifier)
-        kinds = {kind: getattr(self, kind) for kind in STAGE_KINDS}
-        unknown = set(stages) - set(kinds)
-        if unknown:
-            raise ConfigError(
-                f"no stage kind(s) {', '.join(sorted(unknown))}; kinds: {', '.join(STAGE_KINDS)}"
-            )
-        return Pipeline(
-            **{**kinds, **stages},  # type: ignore[arg-type]
-            config=config,
-            ptkb=ptkb,  # type: ignore[arg-type]
-            verifier=verifier,  # type: ignore[arg-type]
-            on_stage=self.on_stage,
-        )
+        return type(self)(config=config, on_stage=self.on_stage, **{**self.stages, **stages})
 
 
 def rewrite_turns(
@@ -556,21 +578,11 @@ def active_section(config: dict[str, Any], slot: Slot) -> dict[str, Any] | None:
     return section
 
 
-def active_verifier(config: dict[str, Any]) -> dict[str, Any] | None:
-    """The config's ``verifier`` section; ``None`` where it has none or names ``none`` (answers go out unchecked)."""
-    return active_section(config, SLOTS["verifier"])
-
-
 def configured_stage(slot: Slot, config: dict[str, Any], resources: StageResources) -> Stage | None:
     """The stage ``config`` names for ``slot``, built from its section with ``resources``; ``None`` where the
     slot is optional and the config leaves it empty (:func:`active_section`)."""
     section = active_section(config, slot)
     return None if section is None else build_stage(slot.kind, section, resources)
-
-
-def configured_verifier(config: dict[str, Any], resources: StageResources) -> Verifier | None:
-    """The verifier ``config`` names, built from its section (with ``resources`` for its encoder and cache)."""
-    return configured_stage(SLOTS["verifier"], config, resources)  # type: ignore[return-value]
 
 
 def check_config(config: dict[str, Any], resources: StageResources) -> None:

@@ -31,7 +31,7 @@ from cast.core.pipeline import (
     EARLY_STAGES,
     STAGE_KINDS,
     Pipeline,
-    active_verifier,
+    active_section,
     check_config,
     useful_stop,
 )
@@ -474,20 +474,23 @@ class Explorer:
     def _run(self, job: Job, conversation: Conversation, keys: Sequence[str]) -> None:
         job.status = "running"
         try:
-            stages = {kind: self.stage(kind, job.sections[kind], job) for kind in STAGE_KINDS}
-            # The config's answer verifier, if any, checks every answer (not a live control).
-            checking = active_verifier(self.config)
-            verifier = self.stage("verifier", checking, job) if checking else None
+            # The page's choices over the config's sections: the optional stages the config fills (a PTKB
+            # selector, an answer verifier) run as configured, not live controls.
+            configured = {slot.kind: active_section(self.config, slot) for slot in Pipeline.composition}
+            sections = {**configured, **job.sections}
+            stages = {
+                kind: self.stage(kind, section, job)
+                for kind, section in sections.items()
+                if section is not None
+            }
             # Each stage reports itself to the job (and stops it past its time limit) as it starts.
-            pipeline = Pipeline(
-                **stages, config={**self.config, **job.sections}, verifier=verifier, on_stage=job.enter
-            )
+            pipeline = Pipeline(config={**self.config, **job.sections}, on_stage=job.enter, **stages)
             # A typed conversation has no topics' responses: what the user read is the response.
             typed = self.conversations.editable(job.conversation_id)
             rule = True if typed else pipeline.answers_as_responses
             # Prepared turns are kept, so that changing only the selector or the generator re-runs neither
             # Lucene nor the neural models.
-            stop_after = useful_stop(stages["selector"].needs_entities)
+            stop_after = useful_stop(pipeline.selector.needs_entities)
             turns = replace(conversation, turns=conversation.turns[: len(keys)])
             numbers = {turn.qid: number for number, turn in enumerate(turns.turns, start=1)}
             cached = {qid: self.results.get(keys[number - 1]) for qid, number in numbers.items()}
@@ -511,7 +514,7 @@ class Explorer:
                 view = turn_view(
                     result,
                     number=number,
-                    reranked_depth=int(stages["reranker"].depth),
+                    reranked_depth=int(pipeline.reranker.depth),
                     qrels=self.qrels,
                     text_scorer=self._text_scorer,
                 )

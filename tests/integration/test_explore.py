@@ -1,9 +1,12 @@
 """The Conversation Explorer's API on the six-passage fixture index, with the baseline stages."""
 
+from dataclasses import replace
+
 import pytest
 from fastapi.testclient import TestClient
 from test_explore_without_index import answer, explorer_config
 
+from cast.core.records import PTKBStatement
 from cast.explore.api import create_app
 from cast.explore.engine import Choice, Explorer, stage_sections
 from cast.formats.topics import load_topics
@@ -263,16 +266,21 @@ def test_changing_only_the_generator_reuses_retrieval(client, explorer):
     assert calls == [(["Where is Edinburgh?"],)]  # only the query not searched before
 
 
-def test_a_configured_verifier_shows_each_claims_support(core_index, fixtures, tmp_path):
-    config = explorer_config(core_index, tmp_path, "verifier.name=claims", "verifier.unsupported=mark")
-    explorer = Explorer(config, load_topics(fixtures / "core" / "conversations.json"))
+def answered_view(config, conversations, turn):
+    """The page's view of turn ``turn`` of conversation 1, answered by an explorer of ``config``."""
+    explorer = Explorer(config, conversations)
     try:
         with TestClient(create_app(explorer), base_url="http://127.0.0.1") as client:
-            response = answer(client, turn=3)
+            response = answer(client, turn=turn)
     finally:
         explorer.close()
     assert response.status_code == 200, response.text
-    view = response.json()["result"]
+    return response.json()["result"]
+
+
+def test_a_configured_verifier_shows_each_claims_support(core_index, fixtures, tmp_path):
+    config = explorer_config(core_index, tmp_path, "verifier.name=claims", "verifier.unsupported=mark")
+    view = answered_view(config, load_topics(fixtures / "core" / "conversations.json"), turn=3)
     verification = view["verification"]
     assert verification["verifier"] == "claims" and not verification["abstained"]
     # The top-k trim answer is the passages' own words: every claim is supported by the passage it came from.
@@ -280,3 +288,15 @@ def test_a_configured_verifier_shows_each_claims_support(core_index, fixtures, t
     assert [c["text"] for c in claims] == [s["text"] for s in view["answer"]["sentences"]]
     assert all(c["supported"] and c["support"] >= 0.75 for c in claims)
     assert "verify" in view["timings"]
+
+
+def test_a_configured_ptkb_selector_personalises_each_rewrite(core_index, fixtures, tmp_path):
+    config = explorer_config(core_index, tmp_path, "ptkb.name=all")
+    statement = PTKBStatement("1", "I am planning a trip to Scotland.")
+    conversations = [
+        replace(c, ptkb=(statement,)) for c in load_topics(fixtures / "core" / "conversations.json")
+    ]
+    view = answered_view(config, conversations, turn=1)
+    # As cast run: the config's PTKB selector chose the statement, and the query carries it.
+    assert view["rewrite"]["query"].endswith(statement.text) and view["rewrite"]["inputs"]["ptkb"] == ["1"]
+    assert "ptkb" in view["timings"]

@@ -8,7 +8,7 @@ import pytest
 from test_pipeline_without_index import baseline_config, conversations
 
 from cast.conversation.walker import answer_conversations
-from cast.core.pipeline import STAGE_KINDS, Pipeline
+from cast.core.pipeline import Pipeline
 from cast.core.records import Conversation, Rewrite, Turn
 from cast.core.stages import Rewriter, Summarizer
 from cast.errors import ConfigError, EmptyUtteranceError
@@ -91,7 +91,7 @@ def test_earlier_responses_are_the_topics_or_the_pipelines_own_answers(pipeline,
     first, *later = convs[0].turns
     convs[0] = replace(convs[0], turns=(replace(first, response="The canonical response."), *later))
     recording = HistoryRecordingRewriter()
-    stages = {kind: getattr(pipeline, kind) for kind in STAGE_KINDS}
+    stages = dict(pipeline.stages)
     own = Pipeline(**{**stages, "rewriter": recording}, config={"history_responses": history_responses})
     results = {r.qid: r for r in answer_conversations(own, convs)}
     expected = "The canonical response." if history_responses == "topics" else results["1_1"].answer.text
@@ -124,7 +124,7 @@ def test_the_answer_generator_answers_the_rewrites_question_and_retrieval_uses_i
             return self.inner.summarize(query, selection, earlier)
 
     summarizer = RecordingSummarizer(pipeline.summarizer)
-    stages = {kind: getattr(pipeline, kind) for kind in STAGE_KINDS}
+    stages = dict(pipeline.stages)
     own = Pipeline(**{**stages, "rewriter": KeywordsAndQuestion(), "summarizer": summarizer})
     turn = conversations()[0].turns[1]
     reranked_with = []
@@ -144,7 +144,7 @@ def test_the_answer_generator_answers_the_rewrites_question_and_retrieval_uses_i
 
 
 def test_history_responses_must_be_topics_or_answers(pipeline):
-    stages = {kind: getattr(pipeline, kind) for kind in STAGE_KINDS}
+    stages = dict(pipeline.stages)
     with pytest.raises(ConfigError, match="history_responses must be one of topics, answers, got 'own'"):
         Pipeline(**stages, config={"history_responses": "own"})
 
@@ -201,7 +201,7 @@ def test_run_file_format(pipeline, tmp_path):
 
 
 def test_the_knowledge_base_settings_are_part_of_the_run_description(pipeline):
-    stages = {kind: getattr(pipeline, kind) for kind in STAGE_KINDS}
+    stages = dict(pipeline.stages)
     described = [
         Pipeline(**stages, config={"knowledge_base": {"name": "collection", **extra}}).describe()[
             "knowledge_base"
@@ -219,7 +219,7 @@ def test_a_session_turn_by_turn_sees_the_history_a_run_sees(pipeline, history_re
     conversation = conversations()[0]
     first, *later = conversation.turns
     conversation = replace(conversation, turns=(replace(first, response="The canonical response."), *later))
-    stages = {kind: getattr(pipeline, kind) for kind in STAGE_KINDS}
+    stages = dict(pipeline.stages)
     by_run, by_session = HistoryRecordingRewriter(), HistoryRecordingRewriter()
     config = {"history_responses": history_responses}
     run = answer_conversations(Pipeline(**{**stages, "rewriter": by_run}, config=config), [conversation])

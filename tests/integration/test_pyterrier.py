@@ -16,7 +16,7 @@ from ir_measures import RR, nDCG
 from cast import pyterrier as cpt
 from cast.cli import main as cast_main
 from cast.core.config import load_config
-from cast.core.pipeline import Pipeline
+from cast.core.pipeline import COMPOSITION, Pipeline
 from cast.errors import CastError, ConfigError
 from cast.evaluate.experiment import evaluate_runs
 from cast.formats.answer_frames import write_answer_file
@@ -90,6 +90,20 @@ def test_the_topics_frame_carries_each_turns_conversation(topics):
         ("1_1", "Tell me about Glasgow.", "Tell me about Glasgow."),
         ("1_2", "Which river flows through it?", "Which river flows through Glasgow?"),
     ]
+
+
+def test_the_transformers_follow_the_pipelines_composition(stages):
+    assert [step.kind for step in cpt.STEPS] == [
+        "rewriter",
+        "first_stage",
+        "reranker",
+        "selector",
+        "summarizer",
+    ]
+    # Each slot is a transformer's own or carried by one (the rewriter's PTKB selector), once.
+    held = [kind for step in cpt.STEPS for kind in (step.kind, *step.carries)]
+    assert sorted(held) == sorted(slot.kind for slot in COMPOSITION)
+    assert [type(step) for step in stages] == list(cpt.STEPS)
 
 
 def test_a_pyterrier_pipeline_equals_cast_run(stages, topics, cast_run):
