@@ -37,6 +37,7 @@ def test_changing_stages_keeps_the_settings_they_take():
         "threshold": 0.1,
         "combine": "interpolate",
         "weight": 0.5,
+        "definitions": True,
     }
     assert sections["reranker"] == {"name": "none"}
     assert ignored == []
