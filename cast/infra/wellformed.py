@@ -60,7 +60,9 @@ _NAME_LIKE = frozenset(("May", "Will", "No", "Do", "Us"))
 _WORD = re.compile(r"^[\w'’]+$")
 _LABEL = re.compile(r"^(?P<label>(?:[\w'’&-]+ ){0,6}[\w'’&-]+):\s+\S")
 _LIST_HEADING = re.compile(r"^\d+ [A-Z]\w+ (?:of|to|for|that|you)\b")
-_DOUBLED = re.compile(r"\b([A-Z][a-z]+) \1\b")
+_DOUBLED = re.compile(r"\b([A-Z][a-z]+) (\1)\b")
+# A list's number after the last word of an item ("... in the Atkins diet 3."), the next item's.
+_LIST_NUMBER_END = re.compile(r"\b(?P<word>[A-Za-z]+)(?P<number>\s+\d{1,2}\.)$")
 _QUOTED_HEADING = re.compile(r"^[“\"][^”\"]{3,}[”\"]\s+[A-Z]")
 _PULL_QUOTE = re.compile(r"^[“\"][^”\"]+[”\"]$")
 _PAGE_TEXT = re.compile(
@@ -95,10 +97,11 @@ class SentenceForm:
     refers_back: bool
 
 
-def glued_heading(tokens: Sequence[Token], text: str) -> bool:
-    """Whether a heading is glued in front of the sentence or inside it: a closed-class word or a finite verb
-    capitalised right after a word (no stop between, no quotation open), a label before a colon, a heading's
-    words said twice, or a list's heading ("4 Advantages of ...")."""
+def glue_points(tokens: Sequence[Token], text: str) -> list[int]:
+    """The offsets in ``text`` where a sentence starts after a heading or a label glued in front of it: a
+    closed-class word or a finite verb capitalised right after a word (no stop between, no quotation open), the
+    end of a label before a colon, a heading's words said again (the second saying)."""
+    points = []
     for i in range(1, len(tokens)):
         word, before = tokens[i], tokens[i - 1]
         after = tokens[i + 1].text if i + 1 < len(tokens) else ""
@@ -112,16 +115,39 @@ def glued_heading(tokens: Sequence[Token], text: str) -> bool:
             and before.text.lower() not in JOINING
             and quotes_closed(text[: word.idx])
         ):
-            return True
+            points.append(word.idx)
     label = _LABEL.match(text)
     if label and all(w[:1].isupper() or w.lower() in JOINING for w in label["label"].split()):
-        return True
-    words = [re.sub(r"['’]s$", "", w.lower().rstrip(":,")) for w in text.split()]
-    return bool(
-        _DOUBLED.search(text)
-        or _LIST_HEADING.match(text)
-        or any(len(words) > 2 * k and words[:k] == words[k : 2 * k] for k in (1, 2, 3))
-    )
+        points.append(label.end() - 1)
+    points.extend(doubled.start(2) for doubled in _DOUBLED.finditer(text))
+    spans = list(re.finditer(r"\S+", text))
+    words = [re.sub(r"['’]s$", "", w.group().lower().rstrip(":,")) for w in spans]
+    points.extend(spans[k].start() for k in (1, 2, 3) if len(words) > 2 * k and words[:k] == words[k : 2 * k])
+    return sorted(set(points))
+
+
+def glued_heading(tokens: Sequence[Token], text: str) -> bool:
+    """Whether a heading is glued in front of the sentence or inside it (:func:`glue_points`), or a list's heading
+    ("4 Advantages of ...")."""
+    return bool(glue_points(tokens, text) or _LIST_HEADING.match(text))
+
+
+def sentence_part(tokens: Sequence[Token], text: str) -> tuple[int, int]:
+    """The span (start, end) of ``text`` (tagged as ``tokens``) left once what is glued in front of its sentence
+    is cut off: what follows the last of :func:`glue_points` (what comes before it ends on no stop: a heading, a
+    label, a heading's words), without a list's number left at its end ("... in the Atkins diet 3." -> "... in
+    the Atkins diet").
+
+    Example:
+        ``"Subsidiary bodies A subsidiary body is a committee."`` -> the span of ``"A subsidiary body is a
+        committee."``
+    """
+    start = max(glue_points(tokens, text), default=0)
+    end = len(text.rstrip())
+    number = _LIST_NUMBER_END.search(text, start, end)
+    if number and number["word"].lower() not in _CLOSED:
+        end = number.start("number")
+    return start, end
 
 
 def sentence_fault(tokens: Sequence[Token], text: str) -> str | None:
@@ -189,3 +215,23 @@ class FormReader:
             SentenceForm(sentence_fault(list(doc), text), refers_back(list(doc), text))
             for text, doc in zip(sentences, self._tagger.pipe(sentences), strict=True)
         ]
+
+    def repair(self, sentences: Sequence[str]) -> list[tuple[int, int, SentenceForm] | None]:
+        """Each of ``sentences`` cut down to what reads as a sentence (:func:`sentence_part`), as (start, end,
+        form) with offsets into the sentence, or ``None`` where that does not read as one either."""
+        found: list[tuple[int, int, SentenceForm] | None] = []
+        cut: dict[int, tuple[int, int]] = {}  # the sentences cut down, to read again
+        for number, (text, doc) in enumerate(zip(sentences, self._tagger.pipe(sentences), strict=True)):
+            tokens = list(doc)
+            start, end = sentence_part(tokens, text)
+            if (start, end) == (0, len(text)):
+                form = SentenceForm(sentence_fault(tokens, text), refers_back(tokens, text))
+                found.append((0, end, form) if form.fault is None else None)
+            else:
+                found.append(None)
+                cut[number] = (start, end)
+        forms = self.read([sentences[number][start:end] for number, (start, end) in cut.items()])
+        for (number, (start, end)), form in zip(cut.items(), forms, strict=True):
+            if form.fault is None:
+                found[number] = (start, end, form)
+        return found

@@ -1,11 +1,12 @@
-"""What a reader would not call a sentence, and sentences leaning on what came before, on hand-tagged words (the
-tagger itself: tests/integration/test_wellformed_reader.py)."""
+"""What a reader would not call a sentence, what is left of one once the heading glued to it is cut off, and
+sentences leaning on what came before, on hand-tagged words (the tagger itself:
+tests/integration/test_wellformed_reader.py)."""
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-from cast.infra.wellformed import refers_back, sentence_fault
+from cast.infra.wellformed import refers_back, sentence_fault, sentence_part
 
 
 class Word(NamedTuple):
@@ -79,3 +80,61 @@ def test_what_leans_on_what_came_before():
     assert not refers_back(
         *tagged("Take/VB", "a/DT", "look/NN", "at/IN", "these/DT", "key/JJ", "things/NNS", "./.")
     )
+
+
+def kept(words: list[Word], text: str) -> str:
+    """What :func:`sentence_part` keeps of ``text``."""
+    start, end = sentence_part(words, text)
+    return text[start:end]
+
+
+def test_a_heading_or_a_label_glued_in_front_is_cut_off():
+    subsidiary = tagged(
+        "Subsidiary/JJ", "bodies/NNS", "A/DT", "subsidiary/JJ", "body/NN", "is/VBZ", "a/DT", "committee./NN"
+    )
+    assert kept(*subsidiary) == "A subsidiary body is a committee."
+    label = tagged("Avoid/VB", "Criticism:/NN", "Try/VB", "and/CC", "avoid/VB", "it./PRP")
+    assert kept(*label) == "Try and avoid it."
+    said_twice = tagged("Content/NNP", "Marketing/NNP", "Content/NNP", "marketing/NN", "is/VBZ", "great./JJ")
+    assert kept(*said_twice) == "Content marketing is great."
+
+
+def test_the_sentence_after_the_last_glue_point_is_kept():
+    # "Natural" said twice inside: what comes before it ends on no stop (a caption, then a heading)
+    inside = tagged(
+        "Can/MD",
+        "feel/VB",
+        "sticky/JJ",
+        "at/IN",
+        "first/RB",
+        "Natural/NNP",
+        "Natural/NNP",
+        "deodorants/NNS",
+        "use/VBP",
+        "oils./NNS",
+    )
+    assert kept(*inside) == "Natural deodorants use oils."
+    # a label, then a heading ("Approximately 700 calories per hour"), then the sentence
+    between = tagged(
+        "Kickboxing:/NN",
+        "Approximately/RB",
+        "700/CD",
+        "calories/NNS",
+        "per/IN",
+        "hour/NN",
+        "Other/JJ",
+        "arts/NNS",
+        "fit/VBP",
+        "too./RB",
+    )
+    assert kept(*between) == "Other arts fit too."
+
+
+def test_a_list_number_at_the_end_is_dropped_and_a_whole_sentence_stays_whole():
+    listed = tagged("Meatloaf/NN", "is/VBZ", "on/IN", "the/DT", "menu/NN", "3./CD")
+    assert kept(*listed) == "Meatloaf is on the menu"
+    # a number that the sentence says stays
+    aged = tagged("He/PRP", "retired/VBD", "at/IN", "the/DT", "age/NN", "of/IN", "12./CD")
+    assert kept(*aged) == "He retired at the age of 12."
+    name = tagged("She/PRP", "met/VBD", "Will/NNP", "Benteen/NNP", "in/IN", "The/DT", "Hague./NNP")
+    assert kept(*name) == "She met Will Benteen in The Hague."
