@@ -74,6 +74,9 @@ _CONNECTIVE = re.compile(
     r"^[A-Z][^,]{0,40}, (?:though|however|therefore|thus|instead|in turn)\b"
     r"|^(?:Which|Plus|Lastly|Bonus|Again|As such|As mentioned|As noted|Here)\b"
 )
+# Capitalised after a heading's word, these carry the heading on ("Key Ingredients In Jollof Rice Jollof rice is
+# ...", "Should Buy iPhone or Android Most phones ...") rather than open the sentence.
+_HEADING_OPENER_TAGS = frozenset(("IN", "VBZ", "VBD", "VBP", "MD"))
 _NOUN_TAGS = frozenset(("NN", "NNS", "NNP", "NNPS"))
 _MODIFIER_TAGS = frozenset(("JJ", "JJR", "JJS", "VBN", "RBS"))
 _FINITE_TAGS = frozenset(("VBZ", "VBD", "VBP", "MD"))
@@ -132,22 +135,47 @@ def glued_heading(tokens: Sequence[Token], text: str) -> bool:
     return bool(glue_points(tokens, text) or _LIST_HEADING.match(text))
 
 
-def sentence_part(tokens: Sequence[Token], text: str) -> tuple[int, int]:
+def sentence_part(tokens: Sequence[Token], text: str) -> tuple[int, int] | None:
     """The span (start, end) of ``text`` (tagged as ``tokens``) left once what is glued in front of its sentence
-    is cut off: what follows the last of :func:`glue_points` (what comes before it ends on no stop: a heading, a
-    label, a heading's words), without a list's number left at its end ("... in the Atkins diet 3." -> "... in
-    the Atkins diet").
+    is cut off, or ``None`` where nothing is left to read.
+
+    The sentence starts at the last of :func:`glue_points` (what comes before it ends on no stop: a heading, a
+    label, a heading's words), or, where a preposition or a verb capitalised there opens the rest of a title-case
+    heading ("... Climate Change Is Bad for Our Health Climate change impacts ..."), at the first capitalised word
+    followed by one in lower case (:func:`title_end`). A list's number left at its end is dropped ("... in the
+    Atkins diet 3." -> "... in the Atkins diet").
 
     Example:
         ``"Subsidiary bodies A subsidiary body is a committee."`` -> the span of ``"A subsidiary body is a
         committee."``
     """
-    start = max(glue_points(tokens, text), default=0)
+    start: int | None = max(glue_points(tokens, text), default=0)
+    opener = next((t for t in tokens if t.idx == start), None)
+    if start and opener is not None and opener.tag_ in _HEADING_OPENER_TAGS:
+        start = title_end(text, start)
+    if start is None:
+        return None
     end = len(text.rstrip())
     number = _LIST_NUMBER_END.search(text, start, end)
-    if number and number["word"].lower() not in _CLOSED:
+    if number and number["word"].islower() and number["word"] not in _CLOSED:
         end = number.start("number")
     return start, end
+
+
+def title_end(text: str, start: int) -> int | None:
+    """Where the sentence starts in ``text`` after the title-case words from ``start`` on: ``start`` itself
+    where the next word is in lower case or no word ("In 2003, ..."), otherwise the first capitalised word
+    followed by one in lower case ("Is Bad for Our Health Climate change ..." -> "Climate"); ``None`` where the
+    title-case words run into anything else."""
+    words = [(start + w.start(), w.group()) for w in re.finditer(r"\S+", text[start:])]
+    if len(words) < 2 or not words[1][1][:1].isupper():
+        return start
+    for (at, word), (_, after) in zip(words[1:], words[2:], strict=False):
+        if not _WORD.match(word) or (word.islower() and word not in JOINING):
+            return None
+        if word[:1].isupper() and after.islower() and after.strip(",;:") not in JOINING:
+            return at
+    return None
 
 
 def sentence_fault(tokens: Sequence[Token], text: str) -> str | None:
@@ -223,13 +251,15 @@ class FormReader:
         cut: dict[int, tuple[int, int]] = {}  # the sentences cut down, to read again
         for number, (text, doc) in enumerate(zip(sentences, self._tagger.pipe(sentences), strict=True)):
             tokens = list(doc)
-            start, end = sentence_part(tokens, text)
-            if (start, end) == (0, len(text)):
+            part = sentence_part(tokens, text)
+            if part is None:
+                found.append(None)
+            elif part == (0, len(text)):
                 form = SentenceForm(sentence_fault(tokens, text), refers_back(tokens, text))
-                found.append((0, end, form) if form.fault is None else None)
+                found.append((0, len(text), form) if form.fault is None else None)
             else:
                 found.append(None)
-                cut[number] = (start, end)
+                cut[number] = part
         forms = self.read([sentences[number][start:end] for number, (start, end) in cut.items()])
         for (number, (start, end)), form in zip(cut.items(), forms, strict=True):
             if form.fault is None:

@@ -92,6 +92,19 @@ REPAIRED = [
         "Meatloaf is still on the menu in the Atkins diet 3.",
         "Meatloaf is still on the menu in the Atkins diet",
     ),
+    (
+        "Here are just a few ways that climate change impacts our everyday lives: Climate Change Is Bad for Our "
+        "Health Climate change impacts human health in countless ways.",
+        "Climate change impacts human health in countless ways.",
+    ),
+    (
+        "What Should I Buy Android or iPhone Five Points to Decide What You Should Buy iPhone or Android 1.",
+        None,
+    ),
+    (
+        "At the Worldwide Developers Conference (WWDC) on June 7, 2010, Apple announced the redesigned iPhone 4.",
+        "At the Worldwide Developers Conference (WWDC) on June 7, 2010, Apple announced the redesigned iPhone 4.",
+    ),
     # what is left has no verb the tagger sees ("fit" read as an adjective): nothing reads as a sentence
     (
         "Kickboxing: Approximately 700 calories per hour Other types of martial arts, like Muay Thai, fit into this "
