@@ -199,8 +199,9 @@ AddShare = Annotated[
 Wellformed = Annotated[
     bool,
     Field(
-        description="leave out sentences a reader would not call sentences (a heading glued on, a quotation that is "
-        "none, no verb: cast/infra/wellformed.py, a spaCy tagger), and read those that lean on what came before "
+        description="cut a heading or a label glued to a sentence off, leave out what a reader would still not call "
+        "a sentence (a quotation that is none, no verb: cast/infra/wellformed.py, a spaCy tagger), and read the "
+        "sentences that lean on what came before "
         'them ("The hotel ...", "In my mind, though, ...") only right after it.',
     ),
 ]
@@ -223,8 +224,9 @@ class SentencePicker:
             around the best sentence (0: no lead; every sentence in passage order).
         add_share: after the lead, a sentence is added only where its relevance reaches this share of the lead
             sentence's.
-        reader: where given, tells the sentences a reader would not call sentences (left out) and those that lean
-            on what came before them (:mod:`cast.infra.wellformed`); otherwise a referring opener says so.
+        reader: where given, tells the headings and labels glued to sentences (cut off), what a reader would not
+            call sentences (left out) and the sentences that lean on what came before them
+            (:mod:`cast.infra.wellformed`); otherwise a referring opener says so.
     """
 
     words: int
@@ -239,28 +241,52 @@ class SentencePicker:
 
     def candidates(self, selection: Selection) -> list[Candidate]:
         """The distinct sentences of the selected passages that read as sentences and are not questions (whole, without page boilerplate: :func:`statements`;
-        with a ``reader``, none it finds at fault), with their terms and entities.
+        with a ``reader``, cut down to the parts it reads as sentences), with their terms and entities.
 
         Sentences shorter than ``min_sentence_words`` are left out, unless there is nothing else; where nothing
         reads as a sentence, the passages' sentences as they are.
         """
         for min_words in (self.min_sentence_words, 1):
-            found = self._read(_sentences(selection, min_words))
+            found = self._read(selection, _sentences(selection, min_words), min_words)
             if found:
                 return found
         return _sentences(selection, 1, keep=lambda sentence: sentence)
 
-    def _read(self, candidates: list[Candidate]) -> list[Candidate]:
-        """``candidates`` as the reader reads them: none at fault, each marked where it leans on what came
-        before it."""
+    def _read(self, selection: Selection, candidates: list[Candidate], min_words: int) -> list[Candidate]:
+        """``candidates`` as the reader reads them: each cut down to what reads as a sentence (a heading or a
+        label glued in front cut off, :meth:`FormReader.repair`; none left under ``min_words`` words), each
+        marked where it leans on what came before it."""
         if self.reader is None or not candidates:
             return candidates
-        forms = self.reader.read([c.text for c in candidates])
-        return [
-            replace(c, refers_back=form.refers_back)
-            for c, form in zip(candidates, forms, strict=True)
-            if form.fault is None
-        ]
+        passages = {scored.id: scored.passage.text for scored in selection.passages}
+        mentions = selection.explanation.get("passage_entities", {})
+        read: dict[str, Candidate] = {}
+        kept_to_end = False  # the candidate before was kept to its end (so that the next one may follow it)
+        for candidate, part in zip(candidates, self.reader.repair([c.text for c in candidates]), strict=True):
+            text = candidate.text[part[0] : part[1]] if part else ""
+            key, words = " ".join(text.lower().split()), count_words(text)
+            if part is None or key in read or words < min_words:
+                kept_to_end = False
+                continue
+            entities = candidate.entities
+            if text != candidate.text:
+                passage = passages[candidate.passage_id]
+                at = passage.find(text)
+                entities = sentence_entities(
+                    passage, at, at + len(text), mentions.get(candidate.passage_id, ())
+                )
+            read[key] = replace(
+                candidate,
+                text=text,
+                terms=frozenset(content_terms(text)),
+                entities=entities,
+                words=words,
+                # nothing cut between it and the candidate before
+                follows=candidate.follows and kept_to_end and part[0] == 0,
+                refers_back=part[2].refers_back,
+            )
+            kept_to_end = part[1] == len(candidate.text)
+        return list(read.values())
 
     def pick(
         self,

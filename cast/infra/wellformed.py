@@ -60,7 +60,9 @@ _NAME_LIKE = frozenset(("May", "Will", "No", "Do", "Us"))
 _WORD = re.compile(r"^[\w'’]+$")
 _LABEL = re.compile(r"^(?P<label>(?:[\w'’&-]+ ){0,6}[\w'’&-]+):\s+\S")
 _LIST_HEADING = re.compile(r"^\d+ [A-Z]\w+ (?:of|to|for|that|you)\b")
-_DOUBLED = re.compile(r"\b([A-Z][a-z]+) \1\b")
+_DOUBLED = re.compile(r"\b([A-Z][a-z]+) (\1)\b")
+# A list's number after the last word of an item ("... in the Atkins diet 3."), the next item's.
+_LIST_NUMBER_END = re.compile(r"\b(?P<word>[A-Za-z]+)(?P<number>\s+\d{1,2}\.)$")
 _QUOTED_HEADING = re.compile(r"^[“\"][^”\"]{3,}[”\"]\s+[A-Z]")
 _PULL_QUOTE = re.compile(r"^[“\"][^”\"]+[”\"]$")
 _PAGE_TEXT = re.compile(
@@ -72,6 +74,9 @@ _CONNECTIVE = re.compile(
     r"^[A-Z][^,]{0,40}, (?:though|however|therefore|thus|instead|in turn)\b"
     r"|^(?:Which|Plus|Lastly|Bonus|Again|As such|As mentioned|As noted|Here)\b"
 )
+# Capitalised after a heading's word, these carry the heading on ("Key Ingredients In Jollof Rice Jollof rice is
+# ...", "Should Buy iPhone or Android Most phones ...") rather than open the sentence.
+_HEADING_OPENER_TAGS = frozenset(("IN", "VBZ", "VBD", "VBP", "MD"))
 _NOUN_TAGS = frozenset(("NN", "NNS", "NNP", "NNPS"))
 _MODIFIER_TAGS = frozenset(("JJ", "JJR", "JJS", "VBN", "RBS"))
 _FINITE_TAGS = frozenset(("VBZ", "VBD", "VBP", "MD"))
@@ -95,10 +100,11 @@ class SentenceForm:
     refers_back: bool
 
 
-def glued_heading(tokens: Sequence[Token], text: str) -> bool:
-    """Whether a heading is glued in front of the sentence or inside it: a closed-class word or a finite verb
-    capitalised right after a word (no stop between, no quotation open), a label before a colon, a heading's
-    words said twice, or a list's heading ("4 Advantages of ...")."""
+def glue_points(tokens: Sequence[Token], text: str) -> list[int]:
+    """The offsets in ``text`` where a sentence starts after a heading or a label glued in front of it: a
+    closed-class word or a finite verb capitalised right after a word (no stop between, no quotation open), the
+    end of a label before a colon, a heading's words said again (the second saying)."""
+    points = []
     for i in range(1, len(tokens)):
         word, before = tokens[i], tokens[i - 1]
         after = tokens[i + 1].text if i + 1 < len(tokens) else ""
@@ -112,16 +118,64 @@ def glued_heading(tokens: Sequence[Token], text: str) -> bool:
             and before.text.lower() not in JOINING
             and quotes_closed(text[: word.idx])
         ):
-            return True
+            points.append(word.idx)
     label = _LABEL.match(text)
     if label and all(w[:1].isupper() or w.lower() in JOINING for w in label["label"].split()):
-        return True
-    words = [re.sub(r"['’]s$", "", w.lower().rstrip(":,")) for w in text.split()]
-    return bool(
-        _DOUBLED.search(text)
-        or _LIST_HEADING.match(text)
-        or any(len(words) > 2 * k and words[:k] == words[k : 2 * k] for k in (1, 2, 3))
-    )
+        points.append(label.end() - 1)
+    points.extend(doubled.start(2) for doubled in _DOUBLED.finditer(text))
+    spans = list(re.finditer(r"\S+", text))
+    words = [re.sub(r"['’]s$", "", w.group().lower().rstrip(":,")) for w in spans]
+    points.extend(spans[k].start() for k in (1, 2, 3) if len(words) > 2 * k and words[:k] == words[k : 2 * k])
+    return sorted(set(points))
+
+
+def glued_heading(tokens: Sequence[Token], text: str) -> bool:
+    """Whether a heading is glued in front of the sentence or inside it (:func:`glue_points`), or a list's heading
+    ("4 Advantages of ...")."""
+    return bool(glue_points(tokens, text) or _LIST_HEADING.match(text))
+
+
+def sentence_part(tokens: Sequence[Token], text: str) -> tuple[int, int] | None:
+    """The span (start, end) of ``text`` (tagged as ``tokens``) left once what is glued in front of its sentence
+    is cut off, or ``None`` where nothing is left to read.
+
+    The sentence starts at the last of :func:`glue_points` (what comes before it ends on no stop: a heading, a
+    label, a heading's words), or, where a preposition or a verb capitalised there opens the rest of a title-case
+    heading ("... Climate Change Is Bad for Our Health Climate change impacts ..."), at the first capitalised word
+    followed by one in lower case (:func:`title_end`). A list's number left at its end is dropped ("... in the
+    Atkins diet 3." -> "... in the Atkins diet").
+
+    Example:
+        ``"Subsidiary bodies A subsidiary body is a committee."`` -> the span of ``"A subsidiary body is a
+        committee."``
+    """
+    start: int | None = max(glue_points(tokens, text), default=0)
+    opener = next((t for t in tokens if t.idx == start), None)
+    if start and opener is not None and opener.tag_ in _HEADING_OPENER_TAGS:
+        start = title_end(text, start)
+    if start is None:
+        return None
+    end = len(text.rstrip())
+    number = _LIST_NUMBER_END.search(text, start, end)
+    if number and number["word"].islower() and number["word"] not in _CLOSED:
+        end = number.start("number")
+    return start, end
+
+
+def title_end(text: str, start: int) -> int | None:
+    """Where the sentence starts in ``text`` after the title-case words from ``start`` on: ``start`` itself
+    where the next word is in lower case or no word ("In 2003, ..."), otherwise the first capitalised word
+    followed by one in lower case ("Is Bad for Our Health Climate change ..." -> "Climate"); ``None`` where the
+    title-case words run into anything else."""
+    words = [(start + w.start(), w.group()) for w in re.finditer(r"\S+", text[start:])]
+    if len(words) < 2 or not words[1][1][:1].isupper():
+        return start
+    for (at, word), (_, after) in zip(words[1:], words[2:], strict=False):
+        if not _WORD.match(word) or (word.islower() and word not in JOINING):
+            return None
+        if word[:1].isupper() and after.islower() and after.strip(",;:") not in JOINING:
+            return at
+    return None
 
 
 def sentence_fault(tokens: Sequence[Token], text: str) -> str | None:
@@ -189,3 +243,25 @@ class FormReader:
             SentenceForm(sentence_fault(list(doc), text), refers_back(list(doc), text))
             for text, doc in zip(sentences, self._tagger.pipe(sentences), strict=True)
         ]
+
+    def repair(self, sentences: Sequence[str]) -> list[tuple[int, int, SentenceForm] | None]:
+        """Each of ``sentences`` cut down to what reads as a sentence (:func:`sentence_part`), as (start, end,
+        form) with offsets into the sentence, or ``None`` where that does not read as one either."""
+        found: list[tuple[int, int, SentenceForm] | None] = []
+        cut: dict[int, tuple[int, int]] = {}  # the sentences cut down, to read again
+        for number, (text, doc) in enumerate(zip(sentences, self._tagger.pipe(sentences), strict=True)):
+            tokens = list(doc)
+            part = sentence_part(tokens, text)
+            if part is None:
+                found.append(None)
+            elif part == (0, len(text)):
+                form = SentenceForm(sentence_fault(tokens, text), refers_back(tokens, text))
+                found.append((0, len(text), form) if form.fault is None else None)
+            else:
+                found.append(None)
+                cut[number] = part
+        forms = self.read([sentences[number][start:end] for number, (start, end) in cut.items()])
+        for (number, (start, end)), form in zip(cut.items(), forms, strict=True):
+            if form.fault is None:
+                found[number] = (start, end, form)
+        return found

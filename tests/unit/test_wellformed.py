@@ -1,11 +1,12 @@
-"""What a reader would not call a sentence, and sentences leaning on what came before, on hand-tagged words (the
-tagger itself: tests/integration/test_wellformed_reader.py)."""
+"""What a reader would not call a sentence, what is left of one once the heading glued to it is cut off, and
+sentences leaning on what came before, on hand-tagged words (the tagger itself:
+tests/integration/test_wellformed_reader.py)."""
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-from cast.infra.wellformed import refers_back, sentence_fault
+from cast.infra.wellformed import refers_back, sentence_fault, sentence_part, title_end
 
 
 class Word(NamedTuple):
@@ -79,3 +80,75 @@ def test_what_leans_on_what_came_before():
     assert not refers_back(
         *tagged("Take/VB", "a/DT", "look/NN", "at/IN", "these/DT", "key/JJ", "things/NNS", "./.")
     )
+
+
+def kept(words: list[Word], text: str) -> str | None:
+    """What :func:`sentence_part` keeps of ``text``."""
+    part = sentence_part(words, text)
+    return None if part is None else text[part[0] : part[1]]
+
+
+def test_a_heading_or_a_label_glued_in_front_is_cut_off():
+    subsidiary = tagged(
+        "Subsidiary/JJ", "bodies/NNS", "A/DT", "subsidiary/JJ", "body/NN", "is/VBZ", "a/DT", "committee./NN"
+    )
+    assert kept(*subsidiary) == "A subsidiary body is a committee."
+    label = tagged("Avoid/VB", "Criticism:/NN", "Try/VB", "and/CC", "avoid/VB", "it./PRP")
+    assert kept(*label) == "Try and avoid it."
+    said_twice = tagged("Content/NNP", "Marketing/NNP", "Content/NNP", "marketing/NN", "is/VBZ", "great./JJ")
+    assert kept(*said_twice) == "Content marketing is great."
+
+
+def test_the_sentence_after_the_last_glue_point_is_kept():
+    # "Natural" said twice inside: what comes before it ends on no stop (a caption, then a heading)
+    inside = tagged(
+        *"Can/MD feel/VB sticky/JJ at/IN first/RB Natural/NNP Natural/NNP deodorants/NNS use/VBP oils./NNS".split()
+    )
+    assert kept(*inside) == "Natural deodorants use oils."
+    # a label, then a heading ("Approximately 700 calories per hour"), then the sentence
+    between = tagged(
+        *"Kickboxing:/NN Approximately/RB 700/CD calories/NNS per/IN hour/NN Other/JJ arts/NNS fit/VBP too./RB".split()
+    )
+    assert kept(*between) == "Other arts fit too."
+
+
+def test_a_title_case_heading_carried_on_by_a_preposition_or_a_verb_is_cut_off_whole():
+    jollof = tagged(
+        *"Key/JJ Ingredients/NNS In/IN Jollof/NNP Rice/NNP Jollof/NNP rice/NN is/VBZ made/VBN with/IN rice./NN".split()
+    )
+    assert kept(*jollof) == "Jollof rice is made with rice."
+    health = tagged(
+        *"Climate/NNP Change/NNP Is/VBZ Bad/JJ for/IN Our/PRP$ Health/NNP Climate/NN change/NN impacts/VBZ health./NN".split()
+    )
+    assert kept(*health) == "Climate change impacts health."
+    # a preposition opening the sentence after the heading stays
+    argument = tagged(
+        "The/DT", "simulation/NN", "argument/NN", "In/IN", "2003,/CD", "Bostrom/NNP", "wrote./VBD"
+    )
+    assert kept(*argument) == "In 2003, Bostrom wrote."
+    # the heading runs into what is no sentence's start: nothing is left to read
+    museums = tagged(
+        *"Relive/VB The/DT History/NN Of/IN Doha/NNP Museums/NNPS in/IN Doha/NNP One/CD of/IN the/DT finest/JJS places./NNS".split()
+    )
+    assert kept(*museums) is None
+
+
+def test_where_title_case_words_end():
+    assert title_end("x Should Buy iPhone or Android Most phones last", 2) == len(
+        "x Should Buy iPhone or Android "
+    )
+    assert title_end("x At the Worldwide Conference (WWDC) Apple spoke", 2) == 2
+    assert title_end("x In Nigeria, eating out is common", 2) is None
+    assert title_end("x Is", 2) == 2
+
+
+def test_a_list_number_at_the_end_is_dropped_and_a_whole_sentence_stays_whole():
+    listed = tagged("Meatloaf/NN", "is/VBZ", "on/IN", "the/DT", "menu/NN", "3./CD")
+    assert kept(*listed) == "Meatloaf is on the menu"
+    named = tagged("Apple/NNP", "announced/VBD", "the/DT", "iPhone/NNP", "4./CD")
+    assert kept(*named) == "Apple announced the iPhone 4."
+    # a number that the sentence says stays
+    aged = tagged("He/PRP", "retired/VBD", "at/IN", "the/DT", "age/NN", "of/IN", "12./CD")
+    assert kept(*aged) == "He retired at the age of 12."
+    name = tagged("She/PRP", "met/VBD", "Will/NNP", "Benteen/NNP", "in/IN", "The/DT", "Hague./NNP")
+    assert kept(*name) == "She met Will Benteen in The Hague."
