@@ -199,10 +199,10 @@ AddShare = Annotated[
 Wellformed = Annotated[
     bool,
     Field(
-        description="cut a heading or a label glued to a sentence off, leave out what a reader would still not call "
-        "a sentence (a quotation that is none, no verb: cast/infra/wellformed.py, a spaCy tagger), and read the "
-        "sentences that lean on what came before "
-        'them ("The hotel ...", "In my mind, though, ...") only right after it.',
+        description="cut a heading or a label glued to a sentence off and leave out what a reader would still not "
+        "call a sentence (a quotation that is none, no verb: cast/infra/wellformed.py, a spaCy tagger). Which "
+        "sentences lean on what came before them stays the opener rule's (cast/infra/readable.py): the tagger's "
+        "wider reading of it cost answers their answering sentence (judged: bench/results-history.md).",
     ),
 ]
 # A sentence whose content words overlap this much with a sentence of an earlier answer repeats it.
@@ -255,7 +255,7 @@ class SentencePicker:
     def _read(self, selection: Selection, candidates: list[Candidate], min_words: int) -> list[Candidate]:
         """``candidates`` as the reader reads them: each cut down to what reads as a sentence (a heading or a
         label glued in front cut off, :meth:`FormReader.repair`; none left under ``min_words`` words), each
-        marked where it leans on what came before it."""
+        marked where it opens on a reference to what came before it (:func:`opens_with_reference`)."""
         if self.reader is None or not candidates:
             return candidates
         passages = {scored.id: scored.passage.text for scored in selection.passages}
@@ -283,7 +283,7 @@ class SentencePicker:
                 words=words,
                 # nothing cut between it and the candidate before
                 follows=candidate.follows and kept_to_end and part[0] == 0,
-                refers_back=part[2].refers_back,
+                refers_back=opens_with_reference(text),
             )
             kept_to_end = part[1] == len(candidate.text)
         return list(read.values())

@@ -61,8 +61,6 @@ _WORD = re.compile(r"^[\w'’]+$")
 _LABEL = re.compile(r"^(?P<label>(?:[\w'’&-]+ ){0,6}[\w'’&-]+):\s+\S")
 _LIST_HEADING = re.compile(r"^\d+ [A-Z]\w+ (?:of|to|for|that|you)\b")
 _DOUBLED = re.compile(r"\b([A-Z][a-z]+) (\1)\b")
-# A list's number after the last word of an item ("... in the Atkins diet 3."), the next item's.
-_LIST_NUMBER_END = re.compile(r"\b(?P<word>[A-Za-z]+)(?P<number>\s+\d{1,2}\.)$")
 _QUOTED_HEADING = re.compile(r"^[“\"][^”\"]{3,}[”\"]\s+[A-Z]")
 _PULL_QUOTE = re.compile(r"^[“\"][^”\"]+[”\"]$")
 _PAGE_TEXT = re.compile(
@@ -142,8 +140,8 @@ def sentence_part(tokens: Sequence[Token], text: str) -> tuple[int, int] | None:
     The sentence starts at the last of :func:`glue_points` (what comes before it ends on no stop: a heading, a
     label, a heading's words), or, where a preposition or a verb capitalised there opens the rest of a title-case
     heading ("... Climate Change Is Bad for Our Health Climate change impacts ..."), at the first capitalised word
-    followed by one in lower case (:func:`title_end`). A list's number left at its end is dropped ("... in the
-    Atkins diet 3." -> "... in the Atkins diet").
+    followed by one in lower case (:func:`title_end`). A list's number at its end ("... in the Atkins diet 3.") is
+    kept: without it the sentence would end on no stop and read as cut off.
 
     Example:
         ``"Subsidiary bodies A subsidiary body is a committee."`` -> the span of ``"A subsidiary body is a
@@ -155,11 +153,7 @@ def sentence_part(tokens: Sequence[Token], text: str) -> tuple[int, int] | None:
         start = title_end(text, start)
     if start is None:
         return None
-    end = len(text.rstrip())
-    number = _LIST_NUMBER_END.search(text, start, end)
-    if number and number["word"].islower() and number["word"] not in _CLOSED:
-        end = number.start("number")
-    return start, end
+    return start, len(text.rstrip())
 
 
 def title_end(text: str, start: int) -> int | None:

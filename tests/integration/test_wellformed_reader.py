@@ -90,7 +90,7 @@ REPAIRED = [
     ),
     (
         "Meatloaf is still on the menu in the Atkins diet 3.",
-        "Meatloaf is still on the menu in the Atkins diet",
+        "Meatloaf is still on the menu in the Atkins diet 3.",
     ),
     (
         "Here are just a few ways that climate change impacts our everyday lives: Climate Change Is Bad for Our "

@@ -142,12 +142,12 @@ def test_where_title_case_words_end():
     assert title_end("x Is", 2) == 2
 
 
-def test_a_list_number_at_the_end_is_dropped_and_a_whole_sentence_stays_whole():
+def test_a_number_at_the_end_stays():
+    # a list's next number is kept: without it the sentence would end on no stop, read as cut off
     listed = tagged("Meatloaf/NN", "is/VBZ", "on/IN", "the/DT", "menu/NN", "3./CD")
-    assert kept(*listed) == "Meatloaf is on the menu"
+    assert kept(*listed) == "Meatloaf is on the menu 3."
     named = tagged("Apple/NNP", "announced/VBD", "the/DT", "iPhone/NNP", "4./CD")
     assert kept(*named) == "Apple announced the iPhone 4."
-    # a number that the sentence says stays
     aged = tagged("He/PRP", "retired/VBD", "at/IN", "the/DT", "age/NN", "of/IN", "12./CD")
     assert kept(*aged) == "He retired at the age of 12."
     name = tagged("She/PRP", "met/VBD", "Will/NNP", "Benteen/NNP", "in/IN", "The/DT", "Hague./NNP")
