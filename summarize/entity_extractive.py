@@ -459,12 +459,12 @@ class SentenceExtractiveSummarizer(Summarizer):
         """The sentences of the selected passages an answer is made of (:meth:`SentencePicker.candidates`)."""
         return self.picker.candidates(selection)
 
-    def read_in_context(
+    def in_context(
         self, question: str, selection: Selection, candidates: Sequence[Candidate]
-    ) -> list[Candidate]:
-        """``candidates`` as they read in answer to ``question``: as they are, unless the generator resolves the
-        question in its conversation."""
-        return list(candidates)
+    ) -> tuple[str, list[Candidate]]:
+        """The question the candidates are matched to, and the candidates as they read in answer to it: both as
+        they are, unless the generator resolves the question in its conversation."""
+        return question, list(candidates)
 
     def summarize(self, query: str, selection: Selection, earlier: Sequence[str] = ()) -> Answer:
         source_ids = tuple(p.id for p in selection.passages)
@@ -485,9 +485,9 @@ class SentenceExtractiveSummarizer(Summarizer):
             return no_answer(
                 self, source_ids, "every sentence of the selected passages was in an earlier answer"
             )
-        candidates = self.read_in_context(query, selection, candidates)
+        question, candidates = self.in_context(query, selection, candidates)
         picked = picker.pick(
-            candidates, entity_ranks(selection), self.relevance(query, selection, candidates)
+            candidates, entity_ranks(selection), self.relevance(question, selection, candidates)
         )
         answer_sentences = tuple(AnswerSentence(c.text, c.passage_id) for c in picked)
         return Answer(
@@ -612,8 +612,6 @@ class EntityExtractiveSummarizer(SentenceExtractiveSummarizer):
 
     def relevance(self, question: str, selection: Selection, candidates: Sequence[Candidate]) -> list[float]:
         settings = self.setting_values
-        if settings.resolve_question:
-            question = natural_question(question, question_entity(question, selection))
         match = self.query_match(question, candidates)
         if settings.kind_weight == 0:
             return match
@@ -625,12 +623,14 @@ class EntityExtractiveSummarizer(SentenceExtractiveSummarizer):
             for m, c in zip(match, candidates, strict=True)
         ]
 
-    def read_in_context(
+    def in_context(
         self, question: str, selection: Selection, candidates: Sequence[Candidate]
-    ) -> list[Candidate]:
+    ) -> tuple[str, list[Candidate]]:
         if not self.setting_values.resolve_question:
-            return list(candidates)
-        return read_for_referent(question, selection, candidates)
+            return question, list(candidates)
+        referent = question_referent(question, selection)
+        named = entity_label(referent.entity) if referent.entity else None
+        return natural_question(question, named), read_for_referent(referent, selection, candidates)
 
     def query_match(self, query: str, candidates: Sequence[Candidate]) -> list[float]:
         """Each candidate's match with the query, in [0, 1], per the ``relevance`` setting."""
@@ -688,20 +688,13 @@ def question_referent(question: str, selection: Selection) -> Referent:
     return Referent(antecedent(question, queried or ranked[:1], ranked, genders), genders, offsets)
 
 
-def question_entity(question: str, selection: Selection) -> str | None:
-    """The name of the entity the question's first pronoun refers to (:func:`question_referent`)."""
-    found = question_referent(question, selection).entity
-    return entity_label(found) if found else None
-
-
 def read_for_referent(
-    question: str, selection: Selection, candidates: Sequence[Candidate]
+    referent: Referent, selection: Selection, candidates: Sequence[Candidate]
 ) -> list[Candidate]:
     """``candidates`` with those that open on a pronoun of the question's referent marked as reading on their own:
     in answer to "Which elements did she discover?", "She named the first element she discovered polonium ..."
     has its antecedent in the question. Only where the sentence's passage names the referent and no other name
     among the conversation's queried entities of its gender, so that the pronoun is not read as someone else."""
-    referent = question_referent(question, selection)
     gender = referent.genders.get(referent.entity) if referent.entity else None
     if gender is None:
         return list(candidates)
@@ -711,10 +704,11 @@ def read_for_referent(
         for e in selection.explanation.get("query_entities", ())
         if referent.genders.get(e) == gender and all(w[:1].isupper() for w in entity_label(e).split())
     } - {referent.entity}
+    named = {passage_id: {e for _, e in found} for passage_id, found in referent.offsets.items()}
     about_referent = {
         passage_id
-        for passage_id, found in referent.offsets.items()
-        if referent.entity in {e for _, e in found} and not rivals & {e for _, e in found}
+        for passage_id, entities in named.items()
+        if referent.entity in entities and not rivals & entities
     }
     return [
         replace(c, refers_back=False)

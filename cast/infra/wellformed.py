@@ -238,24 +238,22 @@ class FormReader:
             for text, doc in zip(sentences, self._tagger.pipe(sentences), strict=True)
         ]
 
-    def repair(self, sentences: Sequence[str]) -> list[tuple[int, int, SentenceForm] | None]:
-        """Each of ``sentences`` cut down to what reads as a sentence (:func:`sentence_part`), as (start, end,
-        form) with offsets into the sentence, or ``None`` where that does not read as one either."""
-        found: list[tuple[int, int, SentenceForm] | None] = []
+    def repair(self, sentences: Sequence[str]) -> list[tuple[int, int] | None]:
+        """Each of ``sentences`` cut down to what reads as a sentence (:func:`sentence_part`), as (start, end)
+        offsets into the sentence, or ``None`` where that does not read as one either."""
+        found: list[tuple[int, int] | None] = []
         cut: dict[int, tuple[int, int]] = {}  # the sentences cut down, to read again
         for number, (text, doc) in enumerate(zip(sentences, self._tagger.pipe(sentences), strict=True)):
             tokens = list(doc)
             part = sentence_part(tokens, text)
-            if part is None:
-                found.append(None)
-            elif part == (0, len(text)):
-                form = SentenceForm(sentence_fault(tokens, text), refers_back(tokens, text))
-                found.append((0, len(text), form) if form.fault is None else None)
-            else:
-                found.append(None)
+            if part == (0, len(text)):
+                found.append(part if sentence_fault(tokens, text) is None else None)
+                continue
+            found.append(None)
+            if part is not None:
                 cut[number] = part
         forms = self.read([sentences[number][start:end] for number, (start, end) in cut.items()])
-        for (number, (start, end)), form in zip(cut.items(), forms, strict=True):
+        for (number, part), form in zip(cut.items(), forms, strict=True):
             if form.fault is None:
-                found[number] = (start, end, form)
+                found[number] = part
         return found

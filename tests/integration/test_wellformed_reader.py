@@ -160,8 +160,16 @@ def test_a_heading_glued_in_front_is_cut_off_and_what_is_left_read_again(reader)
         sentence[part[0] : part[1]] if part else None
         for (sentence, _), part in zip(REPAIRED, repaired, strict=True)
     ] == [kept for _, kept in REPAIRED]
-    assert all(part is None or part[2].fault is None for part in repaired)
-    assert [part[2].refers_back for part in reader.repair(LEANING) if part] == [True] * len(LEANING)
+    kept = [
+        sentence[part[0] : part[1]] for (sentence, _), part in zip(REPAIRED, repaired, strict=True) if part
+    ]
+    assert all(form.fault is None for form in reader.read(kept))
+    leaning = [
+        sentence[part[0] : part[1]]
+        for sentence, part in zip(LEANING, reader.repair(LEANING), strict=True)
+        if part
+    ]
+    assert [form.refers_back for form in reader.read(leaning)] == [True] * len(LEANING)
 
 
 def test_the_answers_sentences_are_cut_down_to_what_reads_with_their_own_entities(reader):

@@ -267,11 +267,11 @@ def test_no_sentence_that_repeats_most_word_pairs_of_an_earlier_answer():
 
 
 def test_the_question_names_the_salient_entity_and_asks_for_a_kind_of_answer():
-    from cast.summarize.entity_extractive import question_entity
+    from cast.summarize.entity_extractive import question_referent
     from cast.summarize.question import answer_kind, fits_kind, natural_question
 
     explanation = {**entities_explanation(), "query_entities": [HAWAII, OBAMA]}
-    assert question_entity("When was he born?", selection(P1, explanation=explanation)) == "Barack Obama"
+    assert question_referent("When was he born?", selection(P1, explanation=explanation)).entity == OBAMA
     assert natural_question("When was he born?", "Barack Obama") == "When was Barack Obama born?"
     assert natural_question("When was Obama born?", "Obama") == "When was Obama born?"
     assert answer_kind("When was he born?") == "date" and fits_kind(
@@ -313,7 +313,7 @@ def test_a_gendered_pronoun_refers_to_an_entity_of_its_gender():
 
 
 def test_the_question_is_resolved_with_the_entity_its_pronoun_agrees_with():
-    from cast.summarize.entity_extractive import question_entity
+    from cast.summarize.entity_extractive import question_referent
 
     marie, pierre = "http://dbpedia.org/resource/Marie_Curie", "http://dbpedia.org/resource/Pierre_Curie"
     text = (
@@ -327,8 +327,8 @@ def test_the_question_is_resolved_with_the_entity_its_pronoun_agrees_with():
         "passage_entities": {"p1": [{"surface": "Pierre Curie", "start": 18, "end": 30, "entity": pierre}]},
     }
     chosen = selection(text, explanation=explanation)
-    assert question_entity("How did he die?", chosen) == "Pierre Curie"
-    assert question_entity("How did she die?", chosen) == "Marie Curie"
+    assert question_referent("How did he die?", chosen).entity == pierre
+    assert question_referent("How did she die?", chosen).entity == marie
 
 
 def test_words_match_by_their_stems_and_a_death_question_asks_for_a_death():
