@@ -35,7 +35,7 @@ from pydantic import Field
 from cast.core.records import Answer, AnswerSentence, Selection
 from cast.core.stages import Summarizer
 from cast.errors import ConfigError
-from cast.infra.readable import opens_with_reference, readable_sentence
+from cast.infra.readable import announces_what_follows, opens_with_reference, readable_sentence
 from cast.infra.resources import Resources
 from cast.infra.text import (
     WORD_JOINERS,
@@ -92,6 +92,8 @@ class Candidate:
             that a sentence opening on a reference to that one reads after it).
         refers_back: it leans on what came before it in its passage ("She ...", "The book ..."): it reads only
             right after that sentence.
+        announces: it announces what the sentence after it in its passage says ("Here are some tips ..."): it
+            reads only right before that sentence.
     """
 
     text: str
@@ -102,6 +104,7 @@ class Candidate:
     words: int
     follows: bool = False
     refers_back: bool = False
+    announces: bool = False
 
 
 def content_terms(text: str) -> list[str]:
@@ -284,6 +287,7 @@ class SentencePicker:
                 # nothing cut between it and the candidate before
                 follows=candidate.follows and kept_to_end and part[0] == 0,
                 refers_back=opens_with_reference(text),
+                announces=announces_what_follows(text),
             )
             kept_to_end = part[1] == len(candidate.text)
         return list(read.values())
@@ -324,7 +328,10 @@ class SentencePicker:
             return position.get((rank, index - 1)) if candidates[i].follows else None
 
         def reads_here(i: int) -> bool:
-            # A sentence that leans on what came before reads only after the sentence before it in its passage.
+            # A sentence that announces what follows it opens a lead or nothing; one that leans on what came before
+            # reads only after the sentence before it in its passage.
+            if candidates[i].announces:
+                return False
             if not candidates[i].refers_back:
                 return True
             previous = before(i)
@@ -366,19 +373,31 @@ class SentencePicker:
         position: Mapping[tuple[float, int], int],
     ) -> list[int]:
         """The featured snippet that opens the answer: indices of consecutive sentences of one passage, the first
-        of which opens on no reference."""
+        of which opens on no reference and the last of which announces nothing."""
+        longest = max(self.lead_sentences, 2)
 
-        def back_to_start(i: int) -> list[int] | None:
-            # The sentence with the sentences before it that it refers to, back to one that refers to none.
+        def after(i: int) -> int | None:
+            rank, index = candidates[i].order
+            following = position.get((rank, index + 1))
+            return following if following is not None and candidates[following].follows else None
+
+        def reading_span(i: int) -> list[int] | None:
+            # The sentence with the sentences before it that it refers to, back to one that refers to none, and
+            # the sentences after it that say what it announces.
             span = [i]
             while candidates[span[0]].refers_back:
                 previous = before(span[0])
-                if previous is None or len(span) >= max(self.lead_sentences, 2):
+                if previous is None or len(span) >= longest:
                     return None
                 span.insert(0, previous)
+            while candidates[span[-1]].announces:
+                following = after(span[-1])
+                if following is None or len(span) >= longest:
+                    return None
+                span.append(following)
             return span if sum(candidates[k].words for k in span) <= self.words else None
 
-        starts = {i: back_to_start(i) for i in range(len(candidates))}
+        starts = {i: reading_span(i) for i in range(len(candidates))}
         usable = [i for i, span in starts.items() if span is not None]
         # The sentence that answers best, by its relevance alone: the position prior and the entities' coverage
         # choose what follows it.
@@ -386,11 +405,10 @@ class SentencePicker:
         span = starts[best] or [best]
         words = sum(candidates[i].words for i in span)
         while len(span) < self.lead_sentences:
-            rank, index = candidates[span[-1]].order
-            following = position.get((rank, index + 1))
+            following = after(span[-1])
             if (
                 following is None
-                or not candidates[following].follows
+                or candidates[following].announces
                 or words + candidates[following].words > self.words
                 or relevance[following] < self.add_share * relevance[best]
             ):
@@ -828,6 +846,7 @@ def _sentences(
                 # nothing dropped between: not a sentence before, nor the start of this one (a heading, a byline)
                 follows=number == last + 1 and span.start == sentence.start,
                 refers_back=opens_with_reference(span.text),
+                announces=announces_what_follows(span.text),
             )
             index, last = index + 1, number
     return list(found.values())

@@ -212,6 +212,8 @@ _REFERRING = re.compile(
     r"|also\b(?!,? (?:\w+ly )?(?:known|called|named|spelled|spelt|referred|termed|written|styled)\b)"
     r"|(?:or|and|but|however|therefore|thus|hence|moreover|furthermore|additionally|instead|otherwise|"
     r"nevertheless|nonetheless|besides|consequently|meanwhile|likewise|similarly|still|then|yet|so)\b"
+    # the next of a list's points ("Lastly, ...", "Secondly, ...")
+    r"|(?:lastly|finally|secondly|thirdly|next|to that end|in conclusion|in summary)\s*,"
     r"|(?:in addition|as a result|for example|for instance|in fact|in contrast|on the other hand|the latter|"
     r"the former|the other|another|both|the same|the two|the three|the book|the film|the song|the album|the "
     r"novel|the series|the show|the company|the team|the city|the town|the country|the man|the woman|the "
@@ -230,3 +232,24 @@ def opens_with_reference(sentence: str) -> bool:
     """Whether ``sentence`` opens on a reference to something before it ("She won...", "The book tells...",
     "Or..."): it reads as an answer only right after the sentence it refers to."""
     return bool(_REFERRING.match(sentence.strip()))
+
+
+# A sentence that announces what follows it ("Here are some tips ...", "Try this workout.", "... as follows: 1."):
+# without the sentence after it, it tells the reader nothing.
+_ANNOUNCING = re.compile(
+    r"^[\"'(‘“]?(?:here(?:'s|’s| is| are)\b|(?:try|read|see|avoid|follow|consider|check out) (?:this|these|the "
+    r"following)\b)|\b(?:the following|as follows)\b",
+    re.I,
+)
+# What a colon introduces where the sentence ends on it: nothing, or a list's first number.
+_OPEN_COLON = re.compile(r":(?:\s+\d{1,2}\s?[.)]?)?\s*$")
+
+
+def announces_what_follows(sentence: str) -> bool:
+    """Whether ``sentence`` announces what the sentences after it say ("Here are some tips that will help ...",
+    "Some advice for a first date: 1."), rather than saying it: it reads as an answer only followed by them. A
+    sentence that goes on after its colon ("Here are the basics: eat bread ...") says it."""
+    text = sentence.strip()
+    if _OPEN_COLON.search(text):
+        return True
+    return ":" not in text and bool(_ANNOUNCING.search(text))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from cast.infra.readable import (
+    announces_what_follows,
     boilerplate_in,
     glued_heading_end,
     is_cut,
@@ -121,6 +122,7 @@ def test_openers_that_refer_to_what_came_before():
         "Or a necklace.",
         "A few months later, on 4 July 1934, she died in Passy.",
         "Later, he moved to Paris.",
+        "Lastly, because the Galaxy A50 has an in-screen fingerprint scanner, the device looks more seamless.",
     ):
         assert opens_with_reference(sentence), sentence
     for sentence in (
@@ -128,8 +130,29 @@ def test_openers_that_refer_to_what_came_before():
         "There are three types of IBS.",
         "Thebes is a city.",
         "Later versions of the engine were lighter.",
+        "Finally completed in 1889, the tower was the tallest structure in the world.",
     ):
         assert not opens_with_reference(sentence), sentence
+
+
+def test_sentences_that_announce_what_follows():
+    # Real lines of the iKAT 2023 and CAsT 2022 passages: an announcement says nothing without what follows it.
+    for sentence in (
+        "Here are some tips that will help prevent you from feeling overwhelmed.",
+        "Here’s a checklist that should help you get started with planning for a home interior project.",
+        "Try this jump-rope interval workout to get started.",
+        "Avoid these foods and ingredients.",
+        "The following fact sheet contains interesting facts and information on the Watergate Scandal.",
+        "Some first date advice for combating the wrong kind of butterflies: 1.",
+    ):
+        assert announces_what_follows(sentence), sentence
+    for sentence in (
+        "Here are the basics: Eat bread, and extra virgin olive oil.",  # goes on after its colon
+        "Here, you will find both souvenirs for tourists and shopping for locals.",
+        "The ratio of water to rice is 3:1.",
+        "Try to eat more vegetables.",
+    ):
+        assert not announces_what_follows(sentence), sentence
 
 
 def test_sentences_are_split_as_the_toolkit_splits_them():

@@ -243,6 +243,21 @@ def test_the_featured_snippet_leads_with_the_best_sentence_and_what_it_needs():
     assert "Many tourists" not in answer.text
 
 
+def test_a_sentence_that_announces_what_follows_comes_only_with_it():
+    tips = "Here are some tips to sleep better. Keep the bedroom dark and cool. Sleep tips vary from person to person."
+    other = "Tips on sleep: a regular bedtime helps most people sleep better."
+    answer = content_stage(words=40, lead_sentences=1).summarize(
+        "tips to sleep better", selection(tips, other)
+    )
+    said = [s.text for s in answer.sentences]
+    assert said[:2] == ["Here are some tips to sleep better.", "Keep the bedroom dark and cool."]
+    # At the end of its passage, with nothing after it, it is left out.
+    alone = content_stage(words=40, lead_sentences=1).summarize(
+        "tips to sleep better", selection("Sleep is rest. Here are some tips to sleep better.", other)
+    )
+    assert "Here are" not in alone.text and alone.sentences
+
+
 def test_no_sentence_an_earlier_answer_gave():
     earlier = ["Barack Obama was the 44th president of the United States."]
     answer = content_stage(words=12, lead_sentences=2).summarize(
