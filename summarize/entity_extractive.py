@@ -272,11 +272,11 @@ class SentencePicker:
                 kept_to_end = False
                 continue
             entities = candidate.entities
-            if text != candidate.text:
-                passage = passages[candidate.passage_id]
-                at = passage.find(text)
+            at = passages[candidate.passage_id].find(text) if text != candidate.text else -1
+            # A part whose marks were dropped from it is not found verbatim: it keeps its sentence's entities.
+            if at >= 0:
                 entities = sentence_entities(
-                    passage, at, at + len(text), mentions.get(candidate.passage_id, ())
+                    passages[candidate.passage_id], at, at + len(text), mentions.get(candidate.passage_id, ())
                 )
             read[key] = replace(
                 candidate,

@@ -80,6 +80,10 @@ _FURNITURE = re.compile(
 _REFERENCE_MARK = re.compile(
     r"\s?\[\s?\d+\s?\]|(?:^|\s)\d{1,3}\](?=\s|$)|\s?\((?:[Tt]able|[Ff]ig\.?|[Ff]igure) \d+\)"
 )
+# What the Wikipedia dump left where it removed a template (a pronunciation, a native name): empty parentheses
+# ("Abuja () is ..."), separators at a parenthesis' start ("Marie Skłodowska-Curie (; ]; 7 November 1867 – ..."), an
+# empty title between commas ("in his bestseller, "", attempts ..."). Dropped from the text, as reference marks are.
+_TEMPLATE_RESIDUE = re.compile(r"\s?\(\s*[;,]*\s*\)|(?<=\()[\s;,\]]+(?=[^\s;,\]])|,\s*\"\"\s*(?=,)")
 _LONE_NUMBER = re.compile(r"\d{1,2}\s?[.)]")
 _LIST_NUMBER = re.compile(r"^(?:\d{1,2}|[a-z])\s?[.)]\s+(?=\S)")
 # Words that open a sentence, seen capitalised after a lower-case word with no stop between: a heading glued to the
@@ -154,7 +158,7 @@ def readable_sentence(span: SentenceSpan) -> SentenceSpan | None:
     title, a menu, a fragment, a sentence cut at the passage's end or on "...").
 
     The offsets are those of the kept part in the passage (the span is trimmed at its start; reference marks such
-    as "[ 1]" are dropped from its text).
+    as "[ 1]" and what the Wikipedia dump left of a removed template, such as "()", are dropped from its text).
 
     Example:
         >>> readable_sentence(SentenceSpan("Section::::Religion.", 0, 20)) is None
@@ -163,7 +167,7 @@ def readable_sentence(span: SentenceSpan) -> SentenceSpan | None:
         'Dress for the weather you expect.'
     """
     start = span.start
-    text = _REFERENCE_MARK.sub("", span.text)
+    text = _TEMPLATE_RESIDUE.sub("", _REFERENCE_MARK.sub("", span.text))
     while True:
         cut = 0
         for furniture in _FURNITURE.finditer(text):
@@ -195,6 +199,7 @@ def boilerplate_in(text: str) -> bool:
     return any(
         _FURNITURE.search(sentence.text)
         or _REFERENCE_MARK.search(sentence.text)
+        or _TEMPLATE_RESIDUE.search(sentence.text)
         or _LIST_NUMBER.match(sentence.text)
         or _LONE_NUMBER.fullmatch(sentence.text)
         or glued_heading_end(sentence.text) is not None

@@ -107,6 +107,28 @@ def test_a_heading_glued_to_a_sentence_ends_where_the_sentence_starts():
     assert glued_heading_end("The museum shows works by the band The Beatles and others.") is None
 
 
+def test_what_the_wikipedia_dump_left_of_a_removed_template_is_dropped():
+    # Real lines of the Wikipedia passages: a pronunciation or a native name removed, its brackets left.
+    for line, kept in (
+        (
+            "Marie Skłodowska-Curie (; ]; 7 November 1867 – 4 July 1934) was a Polish and naturalized-French physicist.",
+            "Marie Skłodowska-Curie (7 November 1867 – 4 July 1934) was a Polish and naturalized-French physicist.",
+        ),
+        ("Abuja () is the capital city of Nigeria.", "Abuja is the capital city of Nigeria."),
+        (
+            'Oxford philosopher Nick Bostrom in his "New York Times" bestseller, "", attempts to instill the value.',
+            'Oxford philosopher Nick Bostrom in his "New York Times" bestseller, attempts to instill the value.',
+        ),
+        (
+            'Polonium was named after Poland (Latin: "Polonia").',
+            'Polonium was named after Poland (Latin: "Polonia").',
+        ),
+    ):
+        sentence = readable_sentence(SentenceSpan(line, 0, len(line)))
+        assert sentence is not None and sentence.text == kept
+        assert boilerplate_in(line) == (line != kept)
+
+
 def test_boilerplate_in_an_answer():
     assert boilerplate_in("Section::::History. Curie was born in Warsaw.")
     assert boilerplate_in("Doha attractions | Lonely Planet Home > Qatar > Doha.")
