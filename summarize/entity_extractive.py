@@ -52,6 +52,7 @@ from cast.infra.wellformed import FormReader
 from cast.summarize import no_answer
 from cast.summarize.question import (
     KINDS,
+    PARENTHESES,
     Kind,
     answer_kind,
     antecedent,
@@ -572,6 +573,14 @@ class EntityExtractiveSummarizer(SentenceExtractiveSummarizer):
                 'answers "Which elements did she discover?").'
             ),
         ] = False
+        title_words: Annotated[
+            bool,
+            Field(
+                description="a sentence holds the words of its page's topic, for the word overlap with the question: "
+                'an encyclopedia page\'s sentences are about its title ("the element" in the page "Polonium" is '
+                "polonium); a web page's headline names no topic (:func:`page_topic`)."
+            ),
+        ] = False
         wellformed: Wellformed = False
         relevance: Annotated[
             Literal["overlap", "dense", "hybrid"],
@@ -630,7 +639,10 @@ class EntityExtractiveSummarizer(SentenceExtractiveSummarizer):
 
     def relevance(self, question: str, selection: Selection, candidates: Sequence[Candidate]) -> list[float]:
         settings = self.setting_values
-        match = self.query_match(question, candidates)
+        titles = (
+            {p.id: page_topic(p.passage.title) for p in selection.passages} if settings.title_words else {}
+        )
+        match = self.query_match(question, candidates, titles)
         if settings.kind_weight == 0:
             return match
         kind = answer_kind(question)
@@ -650,12 +662,16 @@ class EntityExtractiveSummarizer(SentenceExtractiveSummarizer):
         named = entity_label(referent.entity) if referent.entity else None
         return natural_question(question, named), read_for_referent(referent, selection, candidates)
 
-    def query_match(self, query: str, candidates: Sequence[Candidate]) -> list[float]:
-        """Each candidate's match with the query, in [0, 1], per the ``relevance`` setting."""
+    def query_match(
+        self, query: str, candidates: Sequence[Candidate], titles: Mapping[str, str] | None = None
+    ) -> list[float]:
+        """Each candidate's match with the query, in [0, 1], per the ``relevance`` setting; ``titles``: the title
+        of each candidate's passage (by id), whose words count as the candidate's for the word overlap."""
         overlaps: list[float] = []
         if self.setting_values.relevance != "dense":
             query_terms = list(word_stems(content_terms(query)))
-            stems = [word_stems(c.terms) for c in candidates]
+            titles = titles or {}
+            stems = [word_stems([*c.terms, *content_terms(titles.get(c.passage_id, ""))]) for c in candidates]
             idf = smoothed_idf(stems)
             overlaps = [query_relevance(query_terms, terms, idf) for terms in stems]
         if self.encoder is None:
@@ -665,6 +681,17 @@ class EntityExtractiveSummarizer(SentenceExtractiveSummarizer):
         if not overlaps:
             return cosines
         return [(a + b) / 2 for a, b in zip(overlaps, cosines, strict=True)]
+
+
+# A page's headline ("The Best Strength Exercises for Runners | Strength Running", "What is COP26? - CBBC"), not a topic.
+_HEADLINE = re.compile(r"[|:?!]| [-–—] ")
+
+
+def page_topic(title: str | None) -> str:
+    """What a page is about, as its title names it: an encyclopedia's title without its disambiguation ("Paul Kelly
+    (Australian musician)" -> "Paul Kelly"); nothing for a web page's headline or a title of more than five words."""
+    topic = PARENTHESES.sub("", title or "").strip()
+    return "" if _HEADLINE.search(topic) or len(topic.split()) > 5 else topic
 
 
 def position_prior(passage_rank: float, sentence_index: int) -> float:

@@ -217,6 +217,8 @@ _REFERRING = re.compile(
     r"|also\b(?!,? (?:\w+ly )?(?:known|called|named|spelled|spelt|referred|termed|written|styled)\b)"
     r"|(?:or|and|but|however|therefore|thus|hence|moreover|furthermore|additionally|instead|otherwise|"
     r"nevertheless|nonetheless|besides|consequently|meanwhile|likewise|similarly|still|then|yet|so)\b"
+    # a part of what was just named ("Some of those island states ...", "Most of them ...")
+    r"|(?:some|many|most|all|none|one|each|either|neither|few|several|much|part|any) of (?:those|these|them|this|that|it)\b"
     # the next of a list's points ("Lastly, ...", "Secondly, ...")
     r"|(?:lastly|finally|secondly|thirdly|next|to that end|in conclusion|in summary)\s*,"
     r"|(?:in addition|as a result|for example|for instance|in fact|in contrast|on the other hand|the latter|"

@@ -12,19 +12,18 @@ from cast.commands.demo import SAMPLE_CONVERSATION
 from cast.infra.text import split_sentences
 
 # Per turn, words an answer holds in its first two sentences, where a reader looks for the answer (any one of each
-# group): what the sample's passages say. None: the answers miss it yet. Q1 reads first the passage that defines her
-# (re-ranked 9th of the 10 candidates: the selector's `definitions`); "he" (Q3) is her husband: the question is
-# resolved with an entity of the pronoun's gender; "She named ... polonium" (Q4) answers "Which chemical elements did
-# she discover?" on its own. Q6: the sentence that says polonium was named after Poland was Q4's third, and no answer
-# repeats an earlier one; the one that says why ("It was Curie's hope that naming the element after her native land
-# would publicize ...") scores below the curie unit's naming.
+# group): what the sample's passages say. Q1 reads first the passage that defines her (re-ranked 9th of the 10
+# candidates: the selector's `definitions`); "he" (Q3) is her husband: the question is resolved with an entity of the
+# pronoun's gender; "She named ... polonium" (Q4) answers "Which chemical elements did she discover?" on its own; Q6
+# is answered by the page "Polonium" ("It was Curie's hope that naming the element after her native land would
+# publicize its lack of independence"): its sentences hold their page title's word "polonium".
 ANSWER_WORDS = [
     [("physicist", "chemist")],  # Who was Marie Curie?
     [("pierre",)],  # Who was her husband?
     [("accident", "killed")],  # How did he die?
     [("polonium",), ("radium",)],  # Which chemical elements did she discover?
     [("anemia", "radiation")],  # How did she die?
-    None,  # Why did she name polonium that way? ("hope", "poland")
+    [("hope", "independen")],  # Why did she name polonium that way?
 ]
 
 
@@ -71,7 +70,7 @@ def test_demo_builds_once_and_answers_every_turn_on_topic_with_its_own_rewrites(
         assert f"Q{number}: {turn['utterance']}" in first.stdout
         assert shown["rewrite"].endswith(turn["utterance"]) and "manual" not in shown
         answer = " ".join(s.text for s in split_sentences(shown["answer"])[:2]).lower()
-        for group in groups or ():
+        for group in groups:
             assert any(word in answer for word in group), (number, group, shown["answer"])
     # "she", "her" and "he" resolved from the earlier utterances.
     assert "Curie" in turns[1]["rewrite"] and "husband" in turns[2]["rewrite"]

@@ -258,6 +258,34 @@ def test_a_sentence_that_announces_what_follows_comes_only_with_it():
     assert "Here are" not in alone.text and alone.sentences
 
 
+def test_a_sentence_holds_its_page_titles_words():
+    # "The element" in the page "Polonium" is polonium: with the title's words, its sentence answers the question.
+    pages = (
+        Passage("p1", "The curie unit is named in honour of Marie Curie.", title="Curie (unit)"),
+        Passage("p2", "Curie hoped the name of the element would publicize Poland.", title="Polonium"),
+        Passage("p3", "Marie Curie was born in Warsaw in 1867.", title="Marie Curie"),
+    )
+    chosen = Selection(tuple(ScoredPassage(p, 1.0) for p in pages), "eg")
+    question = "Why did Marie Curie name polonium that way?"
+    plain = content_stage(words=12, entity_weight=0.0).summarize(question, chosen)
+    titled = content_stage(words=12, entity_weight=0.0, title_words=True).summarize(question, chosen)
+    assert plain.text.startswith("The curie unit") and titled.text.startswith("Curie hoped")
+
+
+def test_a_page_topic_is_an_encyclopedia_title_not_a_headline():
+    from cast.summarize.entity_extractive import page_topic
+
+    assert page_topic("Paul Kelly (Australian musician)") == "Paul Kelly"
+    assert page_topic("Polonium") == "Polonium"
+    for headline in (
+        "The Best Strength Exercises for Runners | Strength Running",
+        "Climate Change: What is COP26, and why is it happening in Glasgow in 2021? - CBBC Newsround",
+        "How to Make Mother's Day Gift Baskets and Other Homemade Gifts",
+        None,
+    ):
+        assert page_topic(headline) == ""
+
+
 def test_no_sentence_an_earlier_answer_gave():
     earlier = ["Barack Obama was the 44th president of the United States."]
     answer = content_stage(words=12, lead_sentences=2).summarize(
