@@ -301,12 +301,13 @@ class SentencePicker:
     ) -> list[Candidate]:
         """The answer's sentences in reading order (never none), given each candidate's relevance to the question.
 
-        With ``lead_sentences``, the answer opens with a featured snippet: the most relevant sentence, with the sentences
-        before it in its passage it refers to ("She ...", "The book ..."), and the
-        sentences after it that are relevant too, up to ``lead_sentences`` in all. Then sentences of any passage
-        are added greedily (maximal marginal relevance) while they fit, are relevant enough (``add_share``) and
-        read where they stand: a sentence that opens on a reference comes only right after the sentence before it
-        in its passage. Without a lead, sentences are picked greedily and read in passage order.
+        With ``lead_sentences``, the answer opens with a featured snippet: the most relevant sentence, with the
+        sentences before it in its passage it refers to ("She ...", "The book ..."), the sentence after it where it
+        announces that one ("Here are some tips ..."), and the sentences after it that are relevant too, up to
+        ``lead_sentences`` in all. Then sentences of any passage are added greedily (maximal marginal relevance)
+        while they fit, are relevant enough (``add_share``) and read where they stand: a sentence that opens on a
+        reference comes only right after the sentence before it in its passage, and one that announces what follows
+        it not at all. Without a lead, sentences are picked greedily and read in passage order.
 
         Whole sentences are taken while they fit: the budget is a ceiling (where no sentence fits, the best one is
         the answer, whole). With ``fill``, the best remaining sentence, cut to the words left and marked "…",
@@ -639,10 +640,10 @@ class EntityExtractiveSummarizer(SentenceExtractiveSummarizer):
 
     def relevance(self, question: str, selection: Selection, candidates: Sequence[Candidate]) -> list[float]:
         settings = self.setting_values
-        titles = (
+        topics = (
             {p.id: page_topic(p.passage.title) for p in selection.passages} if settings.title_words else {}
         )
-        match = self.query_match(question, candidates, titles)
+        match = self.query_match(question, candidates, topics)
         if settings.kind_weight == 0:
             return match
         kind = answer_kind(question)
@@ -663,15 +664,16 @@ class EntityExtractiveSummarizer(SentenceExtractiveSummarizer):
         return natural_question(question, named), read_for_referent(referent, selection, candidates)
 
     def query_match(
-        self, query: str, candidates: Sequence[Candidate], titles: Mapping[str, str] | None = None
+        self, query: str, candidates: Sequence[Candidate], topics: Mapping[str, str] | None = None
     ) -> list[float]:
-        """Each candidate's match with the query, in [0, 1], per the ``relevance`` setting; ``titles``: the title
-        of each candidate's passage (by id), whose words count as the candidate's for the word overlap."""
+        """Each candidate's match with the query, in [0, 1], per the ``relevance`` setting; ``topics``: the topic
+        of each candidate's page (by passage id, :func:`page_topic`), whose words count as the candidate's for the
+        word overlap."""
         overlaps: list[float] = []
         if self.setting_values.relevance != "dense":
             query_terms = list(word_stems(content_terms(query)))
-            titles = titles or {}
-            stems = [word_stems([*c.terms, *content_terms(titles.get(c.passage_id, ""))]) for c in candidates]
+            topics = topics or {}
+            stems = [word_stems([*c.terms, *content_terms(topics.get(c.passage_id, ""))]) for c in candidates]
             idf = smoothed_idf(stems)
             overlaps = [query_relevance(query_terms, terms, idf) for terms in stems]
         if self.encoder is None:
