@@ -188,8 +188,9 @@ def said_again(tokens: Sequence[Token]) -> int | None:
 def _opens_sentence(tokens: Sequence[Token], i: int) -> bool:
     """Whether ``tokens[i]``, capitalised after a word, reads as a sentence's first word: a closed-class word, or
     one the tagger reads as no name and no phrase's continuation ("the American architect", "Mother's Day"),
-    followed by a word in lower case; a common noun only as a subject, after a word in lower case ("Bank loan Banks
-    don't ...", not "World Population Prospects the ...", "the apocryphal Acts of Paul")."""
+    followed by a word in lower case; a common noun only as a subject, after a word in lower case and capitalised
+    nowhere else in the sentence ("Bank loan Banks don't ...", not "World Population Prospects the ...", "the
+    apocryphal Acts of Paul", "Developed country Parties should ... developing country Parties")."""
     before, word, after = tokens[i - 1], tokens[i], tokens[i + 1]
     if not word.text[:1].isupper() or word.text.isupper() or not after.text[:1].islower():
         return False
@@ -198,7 +199,9 @@ def _opens_sentence(tokens: Sequence[Token], i: int) -> bool:
     if before.tag_ in _NOUN_WANTING or word.tag_ in _PROPER_TAGS:
         return False
     return word.tag_ not in _NOUN_TAGS or (
-        not before.text[:1].isupper() and after.tag_ in _FINITE_TAGS | {"NN", "NNS"}
+        not before.text[:1].isupper()
+        and after.tag_ in _FINITE_TAGS | {"NN", "NNS"}
+        and all(t.text != word.text for t in tokens[i + 1 :])
     )
 
 

@@ -145,6 +145,8 @@ NOT_CUT = [
     "The apocryphal Acts of Paul and the apocryphal Acts of Peter suggest that Paul survived Rome.",
     "High Speed Doors are made to handle a high number of openings, generally more than 200000 a year.",
     "The collaboration with the American architect Richard Meier made possible the restyle of the hotel.",
+    "Developed country Parties should also continue to take the lead in mobilizing climate finance, taking into "
+    "account the needs and priorities of developing country Parties.",
 ]
 LEANING = [
     "In my mind, though, depending on what you need, you'll lean one way or the other.",

@@ -173,6 +173,11 @@ def test_names_and_phrases_said_again_are_no_headings():
         *"World/NNP Population/NNP Prospects/NNS the/DT total/JJ population/NN was/VBD 65,966,000./CD".split()
     )
     assert said_again(prospects[0]) is None
+    # a common noun the sentence capitalises wherever it says it is a name
+    parties = tagged(
+        *"Developed/VBN country/NN Parties/NNS should/MD help/VB developing/VBG country/NN Parties/NNS ./.".split()
+    )
+    assert said_again(parties[0]) is None
     acts = tagged(
         *"The/DT apocryphal/NN Acts/NNS of/IN Paul/NNP and/CC the/DT apocryphal/JJ Acts./NNS".split()
     )
