@@ -8,7 +8,8 @@ these (the examples are theirs, from the collections' web passages):
   between ("Galaxy A50's camera is superior Both the Galaxy A50 and ...", "Spark Some Scents Studies suggest ...",
   "Measurement selection The World Health Organization ..."), a label before a colon ("Avoid Criticism: Try and
   avoid ..."), a heading's words said again ("Content Marketing Content marketing is ...", "Natural Natural
-  deodorants ..."), a list's heading ("4 Advantages of reverse osmosis systems Reverse osmosis is ...");
+  deodorants ...", "Nigerian Food and Ingredients Nigerian food consists ...", "Olive oil One of ... is olive oil"),
+  a list's heading ("4 Advantages of reverse osmosis systems Reverse osmosis is ...");
 * a quotation that is no sentence: a quoted heading ("“Running on an empty stomach increases your endurance”
   Workouts on ..."), a quotation opened and not closed or closed and not opened (one sentence of a longer
   quotation), a pull quote standing alone;
@@ -51,12 +52,15 @@ _CLOSED = frozenset(
     among against if when while whether because although though unless as so but and or nor yet it its they
     them their we our you your he she his her him there here how what why where who which whose do does did is
     are was were be been can could will would should may might must shall has have had just also only even
-    still then now once okay approximately""".split()
+    still then now once okay approximately everybody everyone everything nobody somebody someone something
+    anybody anyone anything""".split()
 )
 _FUNCTION_TAGS = frozenset("DT PDT IN CC PRP PRP$ WDT WP WP$ WRB MD EX TO VBZ VBD VBP UH".split())
 # Capitalised, these are names as often as sentence openers ("James May", "Will Benteen", "Prelude No. 15",
-# "Dornier Do 17"): a heading's only where a lower-case word follows them.
-_NAME_LIKE = frozenset(("May", "Will", "No", "Do", "Us"))
+# "Dornier Do 17", "Everybody Loves Raymond"): a heading's only where a lower-case word follows them.
+_NAME_LIKE = frozenset(
+    ("May", "Will", "No", "Do", "Us", "Everybody", "Everyone", "Everything", "Nobody", "Somebody", "Someone")
+)
 _WORD = re.compile(r"^[\w'’]+$")
 _LABEL = re.compile(r"^(?P<label>(?:[\w'’&-]+ ){0,6}[\w'’&-]+):\s+\S")
 _LIST_HEADING = re.compile(r"^\d+ [A-Z]\w+ (?:of|to|for|that|you)\b")
@@ -78,6 +82,17 @@ _HEADING_OPENER_TAGS = frozenset(("IN", "VBZ", "VBD", "VBP", "MD"))
 _NOUN_TAGS = frozenset(("NN", "NNS", "NNP", "NNPS"))
 _MODIFIER_TAGS = frozenset(("JJ", "JJR", "JJS", "VBN", "RBS"))
 _FINITE_TAGS = frozenset(("VBZ", "VBD", "VBP", "MD"))
+_PROPER_TAGS = frozenset(("NNP", "NNPS"))
+# Before these the capitalised word goes on a phrase ("the American architect", "big Greek cities", "Mother's
+# Day", "using GIS"), so it opens no sentence.
+_NOUN_WANTING = _FUNCTION_TAGS | _MODIFIER_TAGS | {"CD", "VBG", "POS"}
+# Capitalised after a word, these open a clause ("The Nation Reacts While Nixon thought ..."); the prepositions
+# rather carry a title on ("Doctors Without Borders provides ...").
+_SUBORDINATING = frozenset(
+    "after although as because before if once since though unless until when whereas while".split()
+)
+# Words that join a heading's words ("Cheese vs Regular Cheese") besides those that join a title's.
+_HEADING_JOINING = JOINING | {"vs", "vs.", "versus", "&"}
 # After a demonstrative, what makes it a determiner ("these key things") rather than a pronoun ("renamed these as").
 _DETERMINED = _NOUN_TAGS | _MODIFIER_TAGS | {"CD", "VBG", "RB"}
 _PERSONAL = frozenset("he she him her his hers they them their theirs this these those".split())
@@ -100,8 +115,9 @@ class SentenceForm:
 
 def glue_points(tokens: Sequence[Token], text: str) -> list[int]:
     """The offsets in ``text`` where a sentence starts after a heading or a label glued in front of it: a
-    closed-class word or a finite verb capitalised right after a word (no stop between, no quotation open), the
-    end of a label before a colon, a heading's words said again (the second saying)."""
+    closed-class word or a finite verb capitalised right after a word (no stop between, no quotation open; not a
+    preposition inside a title that names the subject), the end of a label before a colon, a heading's words said
+    again (the second saying), a heading whose words the sentence says again in lower case (:func:`said_again`)."""
     points = []
     for i in range(1, len(tokens)):
         word, before = tokens[i], tokens[i - 1]
@@ -115,6 +131,12 @@ def glue_points(tokens: Sequence[Token], text: str) -> list[int]:
             and _WORD.match(before.text)
             and before.text.lower() not in JOINING
             and quotes_closed(text[: word.idx])
+            and not (
+                word.tag_ == "IN"
+                and before.tag_ in _NOUN_TAGS
+                and word.text.lower() not in _SUBORDINATING
+                and _names_subject(tokens, text, i)
+            )
         ):
             points.append(word.idx)
     label = _LABEL.match(text)
@@ -124,7 +146,72 @@ def glue_points(tokens: Sequence[Token], text: str) -> list[int]:
     spans = list(re.finditer(r"\S+", text))
     words = [re.sub(r"['’]s$", "", w.group().lower().rstrip(":,")) for w in spans]
     points.extend(spans[k].start() for k in (1, 2, 3) if len(words) > 2 * k and words[:k] == words[k : 2 * k])
+    said = said_again(tokens)
+    if said is not None:
+        points.append(said)
     return sorted(set(points))
+
+
+def _names_subject(tokens: Sequence[Token], text: str, i: int) -> bool:
+    """Whether the title-case words from ``tokens[i]`` (a preposition after a noun) on end right before a finite
+    verb, naming the sentence's subject ("Doctors Without Borders provides care ...") rather than carrying a
+    heading on ("Key Ingredients In Jollof Rice Jollof rice is ...")."""
+    end = title_end(text, tokens[i].idx)
+    after = next((k + 1 for k in range(i + 1, len(tokens) - 1) if tokens[k].idx == end), None)
+    return after is not None and tokens[after].tag_ in _FINITE_TAGS
+
+
+def said_again(tokens: Sequence[Token]) -> int | None:
+    """The offset where a sentence starts after a heading in front of it whose words it says again in lower case
+    ("Nigerian Food and Ingredients | Nigerian food consists ...", "Olive oil | One of the ... is olive oil"),
+    or ``None``.
+
+    The heading runs from the first word, capitalised, over words only (no stop, no comma) and no finite verb; the
+    sentence opens on a capitalised word that the tagger reads as no name, or a closed-class word, followed by a
+    word in lower case. A name's words are capitalised wherever a sentence says them ("New York City Marathon
+    runners ... in New York"), a heading's common nouns only in the heading.
+    """
+    if not tokens or not tokens[0].text[:1].isupper():
+        return None
+    for i in range(1, len(tokens) - 1):
+        before, word = tokens[i - 1], tokens[i]
+        if before.tag_ in _FINITE_TAGS or not _WORD.match(before.text):
+            return None
+        if not _opens_sentence(tokens, i):
+            continue
+        heading = {_stem(t.text) for t in tokens[:i]} - _FUNCTION_STEMS
+        if heading & {_stem(t.text) for t in tokens[i:] if t.text.islower()}:
+            return word.idx
+    return None
+
+
+def _opens_sentence(tokens: Sequence[Token], i: int) -> bool:
+    """Whether ``tokens[i]``, capitalised after a word, reads as a sentence's first word: a closed-class word, or
+    one the tagger reads as no name and no phrase's continuation ("the American architect", "Mother's Day"),
+    followed by a word in lower case; a common noun only as a subject, after a word in lower case and capitalised
+    nowhere else in the sentence ("Bank loan Banks don't ...", not "World Population Prospects the ...", "the
+    apocryphal Acts of Paul", "Developed country Parties should ... developing country Parties")."""
+    before, word, after = tokens[i - 1], tokens[i], tokens[i + 1]
+    if not word.text[:1].isupper() or word.text.isupper() or not after.text[:1].islower():
+        return False
+    if word.text.lower() in _CLOSED:
+        return True
+    if before.tag_ in _NOUN_WANTING or word.tag_ in _PROPER_TAGS:
+        return False
+    return word.tag_ not in _NOUN_TAGS or (
+        not before.text[:1].isupper()
+        and after.tag_ in _FINITE_TAGS | {"NN", "NNS"}
+        and all(t.text != word.text for t in tokens[i + 1 :])
+    )
+
+
+def _stem(word: str) -> str:
+    """``word`` in lower case without a plural's or a possessive's ending ("Ingredients" -> "ingredient")."""
+    return re.sub(r"(?:['’]s|s)$", "", word.lower())
+
+
+# A heading's words that say nothing of its topic, said again or not.
+_FUNCTION_STEMS = frozenset(_stem(word) for word in _CLOSED | _HEADING_JOINING)
 
 
 def glued_heading(tokens: Sequence[Token], text: str) -> bool:

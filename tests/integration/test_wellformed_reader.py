@@ -112,6 +112,41 @@ REPAIRED = [
         None,
     ),
     ("One of the Largest wholesale textile shop in Doha - Qatar.", None),
+    # a heading whose words the sentence says again in lower case
+    (
+        "Nigerian Food and Ingredients Nigerian food consists mainly of rice, yam, plantain and beans.",
+        "Nigerian food consists mainly of rice, yam, plantain and beans.",
+    ),
+    (
+        "Difference Between Vegan Cheese vs Regular Cheese Traditional cheese is made using casein.",
+        "Traditional cheese is made using casein.",
+    ),
+    (
+        "Olive oil One of the most versatile and healthy oils to cook with and eat is olive oil, as long as it’s "
+        "extra virgin.",
+        "One of the most versatile and healthy oils to cook with and eat is olive oil, as long as it’s extra virgin.",
+    ),
+    (
+        "Breathe Deep Taking a deep breath has been shown to lower cortisol levels.",
+        "Taking a deep breath has been shown to lower cortisol levels.",
+    ),
+    ("Social Media Marketing Everybody uses social media.", "Everybody uses social media."),
+]
+# Sentences that open on names or title case: nothing is cut off them.
+NOT_CUT = [
+    "The Watergate Scandal brought down the Presidency of Richard Nixon.",
+    "Barack Obama Presidential Library opened in 2020.",
+    "New York City Marathon runners start on Staten Island.",
+    "Marie Skłodowska-Curie (7 November 1867 – 4 July 1934) was a Polish physicist.",
+    "Toyota Camry Hybrid models get 52 mpg.",
+    "Doctors Without Borders provides care in many countries.",
+    "According to the 2010 revison of the World Population Prospects the total population was 65 966 000 in 2010.",
+    "The conversion of cellulose I to cellulose II is irreversible, suggesting that cellulose I is metastable.",
+    "The apocryphal Acts of Paul and the apocryphal Acts of Peter suggest that Paul survived Rome.",
+    "High Speed Doors are made to handle a high number of openings, generally more than 200000 a year.",
+    "The collaboration with the American architect Richard Meier made possible the restyle of the hotel.",
+    "Developed country Parties should also continue to take the lead in mobilizing climate finance, taking into "
+    "account the needs and priorities of developing country Parties.",
 ]
 LEANING = [
     "In my mind, though, depending on what you need, you'll lean one way or the other.",
@@ -170,6 +205,10 @@ def test_a_heading_glued_in_front_is_cut_off_and_what_is_left_read_again(reader)
         if part
     ]
     assert [form.refers_back for form in reader.read(leaning)] == [True] * len(LEANING)
+
+
+def test_sentences_opening_on_names_are_not_cut(reader):
+    assert reader.repair(NOT_CUT) == [(0, len(sentence)) for sentence in NOT_CUT]
 
 
 def test_the_answers_sentences_are_cut_down_to_what_reads_with_their_own_entities(reader):

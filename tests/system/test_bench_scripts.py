@@ -15,6 +15,7 @@ from test_bench_common import REPO
     "argv",
     [
         ["bench/entities.py", "--collection", "nowhere.jsonl.gz"],
+        ["bench/headings.py", "--input", "nowhere.jsonl"],
         ["bench/index_speed.py", "--input", "nowhere.jsonl"],
         ["bench/retrieval.py", "run", "--qrels", "nowhere.qrel"],
         ["bench/retrieval.py", "quality", "--topics", "nowhere.json"],

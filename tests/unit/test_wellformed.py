@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from cast.infra.wellformed import refers_back, sentence_fault, sentence_part, title_end
+from cast.infra.wellformed import refers_back, said_again, sentence_fault, sentence_part, title_end
 
 
 class Word(NamedTuple):
@@ -131,6 +131,68 @@ def test_a_title_case_heading_carried_on_by_a_preposition_or_a_verb_is_cut_off_w
         *"Relive/VB The/DT History/NN Of/IN Doha/NNP Museums/NNPS in/IN Doha/NNP One/CD of/IN the/DT finest/JJS places./NNS".split()
     )
     assert kept(*museums) is None
+
+
+def test_a_heading_whose_words_the_sentence_says_again_in_lower_case_is_cut_off():
+    nigerian = tagged(
+        *"Nigerian/NNP Food/NNP and/CC Ingredients/NNPS Nigerian/JJ food/NN consists/VBZ of/IN rice./NN".split()
+    )
+    assert kept(*nigerian) == "Nigerian food consists of rice."
+    cheese = tagged(
+        *"Cheese/NN vs/IN Regular/NNP Cheese/NNP Traditional/JJ cheese/NN is/VBZ made/VBN using/VBG casein./NN".split()
+    )
+    assert kept(*cheese) == "Traditional cheese is made using casein."
+    # a heading in sentence case, said again after the verb
+    olive = tagged(*"Olive/JJ oil/NN One/CD of/IN the/DT best/JJS is/VBZ olive/JJ oil./NN".split())
+    assert kept(*olive) == "One of the best is olive oil."
+    breathe = tagged(*"Breathe/NNP Deep/NNP Taking/VBG a/DT deep/JJ breath/NN helps./VBZ".split())
+    assert kept(*breathe) == "Taking a deep breath helps."
+    # an indefinite pronoun capitalised after a word opens the sentence, unless a name goes on ("Everybody Loves")
+    social = tagged(*"Social/NNP Media/NNP Marketing/NNP Everybody/NNP uses/VBZ social/JJ media./NNS".split())
+    assert kept(*social) == "Everybody uses social media."
+    show = tagged(*"She/PRP watched/VBD Everybody/NNP Loves/NNP Raymond./NNP".split())
+    assert kept(*show) == "She watched Everybody Loves Raymond."
+
+
+def test_names_and_phrases_said_again_are_no_headings():
+    # a name's words are capitalised wherever they are said
+    marathon = tagged(
+        *"New/NNP York/NNP City/NNP Marathon/NNP runners/NNS start/VBP in/IN New/NNP York./NNP".split()
+    )
+    assert said_again(marathon[0]) is None
+    # the tagger reads "Telescope" as a name: it goes on the name before it
+    hubble = tagged(*"The/DT Hubble/NNP Space/NNP Telescope/NNP observes/VBZ space./NN".split())
+    assert said_again(hubble[0]) is None
+    # after a determiner or an adjective, a capitalised word goes on the phrase
+    architect = tagged(
+        *"The/DT collaboration/NN with/IN the/DT American/JJ architect/NN made/VBD the/DT collaboration./NN".split()
+    )
+    assert said_again(architect[0]) is None
+    # a capitalised common noun after a capitalised word goes on its name; one followed by "of" is no subject
+    prospects = tagged(
+        *"World/NNP Population/NNP Prospects/NNS the/DT total/JJ population/NN was/VBD 65,966,000./CD".split()
+    )
+    assert said_again(prospects[0]) is None
+    # a common noun the sentence capitalises wherever it says it is a name
+    parties = tagged(
+        *"Developed/VBN country/NN Parties/NNS should/MD help/VB developing/VBG country/NN Parties/NNS ./.".split()
+    )
+    assert said_again(parties[0]) is None
+    acts = tagged(
+        *"The/DT apocryphal/NN Acts/NNS of/IN Paul/NNP and/CC the/DT apocryphal/JJ Acts./NNS".split()
+    )
+    assert said_again(acts[0]) is None
+    # a heading ends at a finite verb: what follows is the sentence's own
+    verb = tagged(*"Cheese/NN is/VBZ made/VBN Traditional/JJ cheese/NN lasts./VBZ".split())
+    assert said_again(verb[0]) is None
+
+
+def test_a_title_naming_the_subject_is_no_heading():
+    doctors = tagged(*"Doctors/NNS Without/IN Borders/NNP provides/VBZ care./NN".split())
+    assert kept(*doctors) == "Doctors Without Borders provides care."
+    # a conjunction opens a clause, whatever follows it: the heading before it stays found
+    nation = tagged(*"The/DT Nation/NNP Reacts/VBZ While/IN Nixon/NNP thought/VBD so./RB".split())
+    assert sentence_fault(*nation) == "heading"
 
 
 def test_where_title_case_words_end():
