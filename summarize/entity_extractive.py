@@ -27,7 +27,7 @@ import re
 from abc import abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import Field
@@ -93,8 +93,6 @@ class Candidate:
             that a sentence opening on a reference to that one reads after it).
         refers_back: it leans on what came before it in its passage ("She ...", "The book ..."): it reads only
             right after that sentence.
-        announces: it announces what the sentence after it in its passage says ("Here are some tips ..."): it
-            reads only right before that sentence.
     """
 
     text: str
@@ -105,7 +103,12 @@ class Candidate:
     words: int
     follows: bool = False
     refers_back: bool = False
-    announces: bool = False
+
+    @cached_property
+    def announces(self) -> bool:
+        """It announces what the sentence after it in its passage says ("Here are some tips ..."): it reads only
+        right before that sentence (:func:`announces_what_follows`)."""
+        return announces_what_follows(self.text)
 
 
 def content_terms(text: str) -> list[str]:
@@ -273,12 +276,14 @@ class SentencePicker:
                 kept_to_end = False
                 continue
             entities = candidate.entities
-            at = passages[candidate.passage_id].find(text) if text != candidate.text else -1
-            # A part whose marks were dropped from it is not found verbatim: it keeps its sentence's entities.
-            if at >= 0:
-                entities = sentence_entities(
-                    passages[candidate.passage_id], at, at + len(text), mentions.get(candidate.passage_id, ())
-                )
+            if text != candidate.text:
+                passage = passages[candidate.passage_id]
+                at = passage.find(text)
+                # A part whose marks were dropped from it is not found verbatim: it keeps its sentence's entities.
+                if at >= 0:
+                    entities = sentence_entities(
+                        passage, at, at + len(text), mentions.get(candidate.passage_id, ())
+                    )
             read[key] = replace(
                 candidate,
                 text=text,
@@ -288,7 +293,6 @@ class SentencePicker:
                 # nothing cut between it and the candidate before
                 follows=candidate.follows and kept_to_end and part[0] == 0,
                 refers_back=opens_with_reference(text),
-                announces=announces_what_follows(text),
             )
             kept_to_end = part[1] == len(candidate.text)
         return list(read.values())
@@ -329,6 +333,11 @@ class SentencePicker:
             rank, index = candidates[i].order
             return position.get((rank, index - 1)) if candidates[i].follows else None
 
+        def after(i: int) -> int | None:
+            rank, index = candidates[i].order
+            following = position.get((rank, index + 1))
+            return following if following is not None and candidates[following].follows else None
+
         def reads_here(i: int) -> bool:
             # A sentence that announces what follows it opens a lead or nothing; one that leans on what came before
             # reads only after the sentence before it in its passage.
@@ -341,7 +350,7 @@ class SentencePicker:
 
         lead: list[int] = []
         if self.lead_sentences > 0:
-            lead = self._lead(candidates, relevance, before, position)
+            lead = self._lead(candidates, relevance, before, after)
             for i in lead:
                 picked.append(candidates[i])
                 covered |= candidates[i].entities
@@ -372,16 +381,11 @@ class SentencePicker:
         candidates: Sequence[Candidate],
         relevance: Sequence[float],
         before: Callable[[int], int | None],
-        position: Mapping[tuple[float, int], int],
+        after: Callable[[int], int | None],
     ) -> list[int]:
         """The featured snippet that opens the answer: indices of consecutive sentences of one passage, the first
         of which opens on no reference and the last of which announces nothing."""
         longest = max(self.lead_sentences, 2)
-
-        def after(i: int) -> int | None:
-            rank, index = candidates[i].order
-            following = position.get((rank, index + 1))
-            return following if following is not None and candidates[following].follows else None
 
         def reading_span(i: int) -> list[int] | None:
             # The sentence with the sentences before it that it refers to, back to one that refers to none, and
@@ -875,7 +879,6 @@ def _sentences(
                 # nothing dropped between: not a sentence before, nor the start of this one (a heading, a byline)
                 follows=number == last + 1 and span.start == sentence.start,
                 refers_back=opens_with_reference(span.text),
-                announces=announces_what_follows(span.text),
             )
             index, last = index + 1, number
     return list(found.values())
