@@ -35,7 +35,7 @@ from pydantic import Field
 from cast.core.records import Answer, AnswerSentence, Selection
 from cast.core.stages import Summarizer
 from cast.errors import ConfigError
-from cast.infra.readable import announces_what_follows, opens_with_reference, readable_sentence
+from cast.infra.readable import announces_what_follows, is_cut, opens_with_reference, readable_sentence
 from cast.infra.resources import Resources
 from cast.infra.text import (
     WORD_JOINERS,
@@ -262,7 +262,9 @@ class SentencePicker:
     def _read(self, selection: Selection, candidates: list[Candidate], min_words: int) -> list[Candidate]:
         """``candidates`` as the reader reads them: each cut down to what reads as a sentence (a heading or a
         label glued in front cut off, :meth:`FormReader.repair`; none left under ``min_words`` words), each
-        marked where it opens on a reference to what came before it (:func:`opens_with_reference`)."""
+        marked where it leans on what came before it as the reader reads openers, as the form check reads answers
+        (:attr:`cast.infra.wellformed.SentenceForm.refers_back`: "The scandal led to ...", "In my mind, though,
+        ..."); a part left in lower case (the rest of a sentence whose label was cut off) is none."""
         if self.reader is None or not candidates:
             return candidates
         passages = {scored.id: scored.passage.text for scored in selection.passages}
@@ -272,7 +274,7 @@ class SentencePicker:
         for candidate, part in zip(candidates, self.reader.repair([c.text for c in candidates]), strict=True):
             text = candidate.text[part[0] : part[1]] if part else ""
             key, words = " ".join(text.lower().split()), count_words(text)
-            if part is None or key in read or words < min_words:
+            if part is None or key in read or words < min_words or is_cut(text):
                 kept_to_end = False
                 continue
             entities = candidate.entities
@@ -292,10 +294,11 @@ class SentencePicker:
                 words=words,
                 # nothing cut between it and the candidate before
                 follows=candidate.follows and kept_to_end and part[0] == 0,
-                refers_back=opens_with_reference(text),
             )
             kept_to_end = part[1] == len(candidate.text)
-        return list(read.values())
+        kept = list(read.values())
+        forms = self.reader.read([c.text for c in kept])
+        return [replace(c, refers_back=form.refers_back) for c, form in zip(kept, forms, strict=True)]
 
     def pick(
         self,
@@ -306,12 +309,14 @@ class SentencePicker:
         """The answer's sentences in reading order (never none), given each candidate's relevance to the question.
 
         With ``lead_sentences``, the answer opens with a featured snippet: the most relevant sentence, with the
-        sentences before it in its passage it refers to ("She ...", "The book ..."), the sentence after it where it
-        announces that one ("Here are some tips ..."), and the sentences after it that are relevant too, up to
-        ``lead_sentences`` in all. Then sentences of any passage are added greedily (maximal marginal relevance)
-        while they fit, are relevant enough (``add_share``) and read where they stand: a sentence that opens on a
-        reference comes only right after the sentence before it in its passage, and one that announces what follows
-        it not at all. Without a lead, sentences are picked greedily and read in passage order.
+        sentences before it in its passage it refers to ("She ...", "The book ..."; one that only the ``reader``
+        reads as leaning back, "The scandal led to ...", after the sentence before it where that one is a
+        candidate leaning on nothing, and alone otherwise), the sentence after it where it announces that one
+        ("Here are some tips ..."), and the sentences after it that are relevant too, up to ``lead_sentences`` from
+        it on. Then sentences of any passage are added greedily (maximal marginal relevance) while they fit, are
+        relevant enough (``add_share``) and read where they stand: a sentence that leans on what came before it
+        comes only right after the sentence before it in its passage, and one that announces what follows it not at
+        all. Without a lead, sentences are picked greedily and read in passage order.
 
         Whole sentences are taken while they fit: the budget is a ceiling (where no sentence fits, the best one is
         the answer, whole). With ``fill``, the best remaining sentence, cut to the words left and marked "…",
@@ -391,11 +396,22 @@ class SentencePicker:
             # The sentence with the sentences before it that it refers to, back to one that refers to none, and
             # the sentences after it that say what it announces.
             span = [i]
-            while candidates[span[0]].refers_back:
-                previous = before(span[0])
-                if previous is None or len(span) >= longest:
-                    return None
-                span.insert(0, previous)
+            if candidates[i].refers_back and not opens_with_reference(candidates[i].text):
+                # Only the tagger reads it as leaning back ("The scandal led to ..."): it reads after the sentence
+                # before it where that one is there and leans on nothing, and alone otherwise.
+                previous = before(i)
+                if (
+                    previous is not None
+                    and not candidates[previous].refers_back
+                    and candidates[previous].words + candidates[i].words <= self.words
+                ):
+                    span.insert(0, previous)
+            else:
+                while candidates[span[0]].refers_back:
+                    previous = before(span[0])
+                    if previous is None or len(span) >= longest:
+                        return None
+                    span.insert(0, previous)
             while candidates[span[-1]].announces:
                 following = after(span[-1])
                 if following is None or len(span) >= longest:
@@ -410,7 +426,8 @@ class SentencePicker:
         best = max(usable or range(len(candidates)), key=lambda i: (relevance[i], -i))
         span = starts[best] or [best]
         words = sum(candidates[i].words for i in span)
-        while len(span) < self.lead_sentences:
+        # Up to lead_sentences from the best one on: a sentence read before it for what it leans on is not one.
+        while len(span) - span.index(best) < self.lead_sentences:
             following = after(span[-1])
             if (
                 following is None

@@ -248,3 +248,67 @@ def test_the_answers_sentences_are_cut_down_to_what_reads_with_their_own_entitie
     assert all(c.text in passage for c in found)
     # the second follows the first, whose heading only was cut; the third followed a sentence left out
     assert [(c.follows, c.refers_back) for c in found] == [(False, False), (True, True), (False, True)]
+
+
+def picked_texts(
+    reader: FormReader, passages: list[str], relevance: list[float], lead: int = 1, add_share: float = 0.0
+) -> list[str]:
+    """The answer the picker puts together from the passages' sentences, given their relevance: a lead of up to
+    ``lead`` sentences, then any sentence that fits, reads where it stands and is relevant enough."""
+    selection = Selection(
+        tuple(ScoredPassage(Passage(f"p{n}", text), 1.0) for n, text in enumerate(passages)), "eg"
+    )
+    # 60 words, no entity, novelty or position weight, sentences of 3 words or more, no filling
+    picker = SentencePicker(
+        60, 0.0, 0.0, 3, 0.0, False, lead_sentences=lead, add_share=add_share, reader=reader
+    )
+    return [c.text for c in picker.pick(picker.candidates(selection), {}, relevance)]
+
+
+def test_a_sentence_the_tagger_reads_as_leaning_back_is_added_only_after_the_one_before_it(reader):
+    # "The scandal led ..." names no scandal: where its passage's sentence before it is not in the answer, it is
+    # left out, as the form check would call it dangling.
+    passages = [
+        "Nixon resigned as president on August 9, 1974.",
+        "The scandal led to the resignation of Richard Nixon in 1974. Gerald Ford became president after Nixon.",
+    ]
+    assert picked_texts(reader, passages, [1.0, 0.9, 0.5]) == [
+        "Nixon resigned as president on August 9, 1974.",
+        "Gerald Ford became president after Nixon.",
+    ]
+
+
+def test_a_sentence_only_the_tagger_reads_as_leaning_back_may_open_the_answer(reader):
+    passages = ["The scandal led to the resignation of Richard Nixon in 1974. Nixon resigned on August 9."]
+    assert picked_texts(reader, passages, [1.0, 0.1])[0] == (
+        "The scandal led to the resignation of Richard Nixon in 1974."
+    )
+
+
+def test_a_sentence_only_the_tagger_reads_as_leaning_back_opens_the_answer_after_the_one_before_it(reader):
+    passages = [
+        "Nixon's aides ordered the harassment of activist groups and political figures. "
+        "The scandal led to the resignation of Richard Nixon in 1974. Ford pardoned Nixon a month later.",
+        # 34 words: it fits only without Ford's
+        "Watergate " + "was a long affair that " * 6 + "ended in 1974.",
+    ]
+    # A lead of two sentences counted from the best one on (the sentence read before it for what it leans on is
+    # not one of the two): Ford's sentence goes with it, and the other passage's no longer fits the 60 words.
+    assert picked_texts(reader, passages, [0.1, 1.0, 0.8, 0.9], lead=2, add_share=0.6) == [
+        "Nixon's aides ordered the harassment of activist groups and political figures.",
+        "The scandal led to the resignation of Richard Nixon in 1974.",
+        "Ford pardoned Nixon a month later.",
+    ]
+
+
+def test_what_a_cut_label_leaves_in_lower_case_is_no_candidate(reader):
+    # The reader cuts the label "Official Website Hotel Navona Roma:" off; what is left reads as the rest of a
+    # sentence, not as one.
+    passage = (
+        "Hotel Navona 3 Stars Rome Historic Centre | Official Website Hotel Navona Roma: a stay in the heart of the "
+        "historic centre near Piazza Navona Situated in the heart of the historic centre, Hotel Navona Roma enjoys "
+        "a privileged position only a few steps from Piazza Navona. The hotel has been completely refurbished."
+    )
+    selection = Selection((ScoredPassage(Passage("p1", passage), 1.0),), "eg")
+    found = SentencePicker(60, 0.0, 0.0, 3, 0.0, False, reader=reader).candidates(selection)
+    assert [(c.text, c.follows) for c in found] == [("The hotel has been completely refurbished.", False)]
