@@ -91,8 +91,10 @@ class Candidate:
         words: its length in words.
         follows: it comes right after the candidate before it in its passage, with nothing dropped between (so
             that a sentence opening on a reference to that one reads after it).
-        refers_back: it leans on what came before it in its passage ("She ...", "The book ..."): it reads only
-            right after that sentence.
+        refers_back: it leans on what came before it in its passage ("She ...", "The book ..."; with a reader,
+            as the reader reads openers: "The scandal led to ..."): it is added to an answer only right after that
+            sentence, and opens one after it, or alone where only the reader reads it as leaning
+            (:meth:`SentencePicker.pick`).
     """
 
     text: str
