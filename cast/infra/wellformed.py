@@ -8,7 +8,8 @@ these (the examples are theirs, from the collections' web passages):
   between ("Galaxy A50's camera is superior Both the Galaxy A50 and ...", "Spark Some Scents Studies suggest ...",
   "Measurement selection The World Health Organization ..."), a label before a colon ("Avoid Criticism: Try and
   avoid ..."), a heading's words said again ("Content Marketing Content marketing is ...", "Natural Natural
-  deodorants ...", "Nigerian Food and Ingredients Nigerian food consists ...", "Olive oil One of ... is olive oil"),
+  deodorants ...", "Nigerian Food and Ingredients Nigerian food consists ...", "Olive oil One of ... is olive oil",
+  "Nixon Surrenders Nixon's intransigence ...", "The Great Barrier Reef The Great Barrier Reef is ..."),
   a list's heading ("4 Advantages of reverse osmosis systems Reverse osmosis is ...");
 * a quotation that is no sentence: a quoted heading ("“Running on an empty stomach increases your endurance”
   Workouts on ..."), a quotation opened and not closed or closed and not opened (one sentence of a longer
@@ -117,7 +118,8 @@ def glue_points(tokens: Sequence[Token], text: str) -> list[int]:
     """The offsets in ``text`` where a sentence starts after a heading or a label glued in front of it: a
     closed-class word or a finite verb capitalised right after a word (no stop between, no quotation open; not a
     preposition inside a title that names the subject), the end of a label before a colon, a heading's words said
-    again (the second saying), a heading whose words the sentence says again in lower case (:func:`said_again`)."""
+    again (the second saying), a heading whose words the sentence says again in lower case (:func:`said_again`)
+    or whose name it opens on (:func:`name_said_again`)."""
     points = []
     for i in range(1, len(tokens)):
         word, before = tokens[i], tokens[i - 1]
@@ -149,6 +151,9 @@ def glue_points(tokens: Sequence[Token], text: str) -> list[int]:
     said = said_again(tokens)
     if said is not None:
         points.append(said)
+    named = name_said_again(tokens)
+    if named is not None:
+        points.append(named)
     return sorted(set(points))
 
 
@@ -182,6 +187,27 @@ def said_again(tokens: Sequence[Token]) -> int | None:
         heading = {_stem(t.text) for t in tokens[:i]} - _FUNCTION_STEMS
         if heading & {_stem(t.text) for t in tokens[i:] if t.text.islower()}:
             return word.idx
+    return None
+
+
+def name_said_again(tokens: Sequence[Token]) -> int | None:
+    """The offset where a sentence starts after a title-case heading in front of it when it opens on a name the
+    heading says ("Nixon Surrenders | Nixon's intransigence ... failed", "Opus Doha Park Hyatt | Doha's Opus is
+    ..."), or ``None``: the heading's words all capitalised, the name said again two words or more after it and
+    followed by a possessive or a word in lower case."""
+    for i in range(2, min(len(tokens) - 1, 10)):
+        if not (tokens[i - 1].text[:1].isupper() and _WORD.match(tokens[i - 1].text)):
+            return None
+        follows = tokens[i + 1].text
+        first = next((k for k in range(i - 1) if tokens[k].text == tokens[i].text), None)
+        if not tokens[i].text[:1].isupper():
+            first = None
+        if first is not None and (follows in ("'s", "’s") or follows[:1].islower()):
+            # From the start of the name said again: "The Great Barrier Reef | The Great Barrier Reef is ..."
+            start = i
+            while first > 0 and start - 1 > first and tokens[start - 1].text == tokens[first - 1].text:
+                start, first = start - 1, first - 1
+            return tokens[start].idx
     return None
 
 

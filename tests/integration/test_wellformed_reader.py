@@ -131,6 +131,14 @@ REPAIRED = [
         "Taking a deep breath has been shown to lower cortisol levels.",
     ),
     ("Social Media Marketing Everybody uses social media.", "Everybody uses social media."),
+    (
+        "Nixon Surrenders Nixon's intransigence and outright defiance failed to pay off.",
+        "Nixon's intransigence and outright defiance failed to pay off.",
+    ),
+    (
+        "The Great Barrier Reef The Great Barrier Reef is the world’s largest and most beautiful coral reef.",
+        "The Great Barrier Reef is the world’s largest and most beautiful coral reef.",
+    ),
 ]
 # Sentences that open on names or title case: nothing is cut off them.
 NOT_CUT = [
@@ -147,6 +155,8 @@ NOT_CUT = [
     "The collaboration with the American architect Richard Meier made possible the restyle of the hotel.",
     "Developed country Parties should also continue to take the lead in mobilizing climate finance, taking into "
     "account the needs and priorities of developing country Parties.",
+    "Marie Curie and Pierre Curie married in 1895.",
+    '"Created" and started up in 1963 by Spartaco Vannoni, the Bio Hotel Raphael is a real museum of art.',
 ]
 LEANING = [
     "In my mind, though, depending on what you need, you'll lean one way or the other.",
