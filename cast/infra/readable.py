@@ -70,13 +70,6 @@ _FURNITURE = re.compile(
             r"\bFor (?:the|other) [\w ]{1,30}, see\b|\bThis (?:article|section) (?:is missing|needs)\b",
             r"\bPlease (?:expand|help improve) (?:the|this) (?:article|section)\b",
             r"\bRequest Sample(?: Pages)?\b|\bGet more information on this report\b",
-            # calls to action and a player's errors: "Don't forget to join us on Facebook where ...", "Take
-            # advantage of our special offers for your stay!", "(Error Code: 224003)", "Special offer 27."
-            r"\b(?:[Jj]oin|[Ff]ollow) us on (?:Facebook|Instagram|Twitter|Pinterest|YouTube)\b",
-            r"\bTake advantage of our\b|\bSee the latest prices\b|\bCheck availability\b|\bSpecial offer \d+",
-            r"\bError Code: \d+\)?|\bFind this Pin\b",
-            # a byline with its date: "Written by Kate Sheridan 18 July, 2017 The Atkins diet is ..."
-            r"\bWritten by [A-Z][a-z]+(?: [A-Z][a-z]*\.?){0,2}(?: \d{1,2} [A-Z][a-z]+,? \d{4})?",
             r"[\u0600-\u06ff]+(?:[\s:]+[\u0600-\u06ff]+)+",  # Arabic words glued to an English sentence (a menu)
         )
     )

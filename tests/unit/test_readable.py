@@ -63,13 +63,6 @@ CLEANED = [
         "Irritable bowel syndrome (IBS) - NHS Skip to main content My account Health A-Z Live Well",
         ["BMI has been suggested as an ideal measure of adiposity since it is easy to measure."],
     ),
-    (
-        "Don’t forget to join us on Facebook where you can have fun with other Nigerian food lovers. Take "
-        "advantage of our special ‘breakfast included’ offers for your stay! Friendly staff” Taking safety "
-        "measures Special offer 27. Meats to Eat on Atkins Diet Written by Kate Sheridan 18 July, 2017 The "
-        "Atkins diet is a protein-heavy diet.",
-        ["The Atkins diet is a protein-heavy diet."],
-    ),
 ]
 
 # Content sentences with what looks like boilerplate and is not: names, titles of works, numbers.
@@ -80,8 +73,6 @@ CONTENT = [
     "Marie Curie was the first woman to win a Nobel Prize, in 1903.",
     "Next, pour the vinegar based dressing over the coleslaw mix and stir.",
     "In 1796, the city was founded around the fort and named Lynchville.",
-    "The hotel makes a special offer to families in winter.",
-    "The book was written by Mary Shelley in 1818.",
 ]
 
 
