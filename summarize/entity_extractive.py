@@ -273,10 +273,13 @@ class SentencePicker:
         mentions = selection.explanation.get("passage_entities", {})
         read: dict[str, Candidate] = {}
         kept_to_end = False  # the candidate before was kept to its end (so that the next one may follow it)
-        for candidate, part in zip(candidates, self.reader.repair([c.text for c in candidates]), strict=True):
-            text = candidate.text[part[0] : part[1]] if part else ""
+        for candidate, found in zip(
+            candidates, self.reader.repair_and_read([c.text for c in candidates]), strict=True
+        ):
+            part, form = found or ((0, 0), None)
+            text = candidate.text[part[0] : part[1]]
             key, words = " ".join(text.lower().split()), count_words(text)
-            if part is None or key in read or words < min_words or is_cut(text):
+            if form is None or key in read or words < min_words or is_cut(text):
                 kept_to_end = False
                 continue
             entities = candidate.entities
@@ -296,11 +299,10 @@ class SentencePicker:
                 words=words,
                 # nothing cut between it and the candidate before
                 follows=candidate.follows and kept_to_end and part[0] == 0,
+                refers_back=form.refers_back,
             )
             kept_to_end = part[1] == len(candidate.text)
-        kept = list(read.values())
-        forms = self.reader.read([c.text for c in kept])
-        return [replace(c, refers_back=form.refers_back) for c, form in zip(kept, forms, strict=True)]
+        return list(read.values())
 
     def pick(
         self,

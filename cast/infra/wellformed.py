@@ -199,10 +199,10 @@ def name_said_again(tokens: Sequence[Token]) -> int | None:
         if not (tokens[i - 1].text[:1].isupper() and _WORD.match(tokens[i - 1].text)):
             return None
         follows = tokens[i + 1].text
+        if not tokens[i].text[:1].isupper() or not (follows in ("'s", "’s") or follows[:1].islower()):
+            continue
         first = next((k for k in range(i - 1) if tokens[k].text == tokens[i].text), None)
-        if not tokens[i].text[:1].isupper():
-            first = None
-        if first is not None and (follows in ("'s", "’s") or follows[:1].islower()):
+        if first is not None:
             # From the start of the name said again: "The Great Barrier Reef | The Great Barrier Reef is ..."
             start = i
             while first > 0 and start - 1 > first and tokens[start - 1].text == tokens[first - 1].text:
@@ -354,13 +354,21 @@ class FormReader:
     def repair(self, sentences: Sequence[str]) -> list[tuple[int, int] | None]:
         """Each of ``sentences`` cut down to what reads as a sentence (:func:`sentence_part`), as (start, end)
         offsets into the sentence, or ``None`` where that does not read as one either."""
-        found: list[tuple[int, int] | None] = []
+        return [None if found is None else found[0] for found in self.repair_and_read(sentences)]
+
+    def repair_and_read(self, sentences: Sequence[str]) -> list[tuple[tuple[int, int], SentenceForm] | None]:
+        """Each of ``sentences`` cut down to what reads as a sentence (:meth:`repair`), with how that part reads
+        on its own (it has no fault), or ``None``: each sentence tagged once, and a part cut from it once more."""
+        found: list[tuple[tuple[int, int], SentenceForm] | None] = []
         cut: dict[int, tuple[int, int]] = {}  # the sentences cut down, to read again
         for number, (text, doc) in enumerate(zip(sentences, self._tagger.pipe(sentences), strict=True)):
             tokens = list(doc)
             part = sentence_part(tokens, text)
             if part == (0, len(text)):
-                found.append(part if sentence_fault(tokens, text) is None else None)
+                fault = sentence_fault(tokens, text)
+                found.append(
+                    None if fault is not None else (part, SentenceForm(None, refers_back(tokens, text)))
+                )
                 continue
             found.append(None)
             if part is not None:
@@ -368,5 +376,5 @@ class FormReader:
         forms = self.read([sentences[number][start:end] for number, (start, end) in cut.items()])
         for (number, part), form in zip(cut.items(), forms, strict=True):
             if form.fault is None:
-                found[number] = part
+                found[number] = (part, form)
         return found
